@@ -1,0 +1,39 @@
+"""Where every value of a function lives: the Problem to plan, and when bytes are freed.
+
+(The builder, `build_memory`, is added with the liveness analysis.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from optplan.problem import Problem
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """A value's bytes: `delta` bytes into buffer `buffer` of the Problem."""
+
+    buffer: str
+    delta: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """The memory facts of one function, for planners (`problem`) and the executor.
+
+    - `placements[var]`: where a planned tensor value lives; a var whose value is a tuple
+      produced by one call (split, a multi-output kernel) maps to a tuple of Placements,
+      one per field. Views (reshape, tuple items, var-to-var bindings) map into their
+      source's buffer. Values not listed (parameters, constants, unplanned function
+      outputs, tuples built from other values) get fresh arrays of their own.
+    - `release_after[var]`: buffers whose bytes are dead once the binding of `var` has run.
+    - `release_then[var]` / `release_else[var]`: for a var bound to an If, buffers dead on
+      entering that branch (live before the If, not used on that path).
+    """
+
+    problem: Problem
+    placements: dict[str, object] = field(default_factory=dict)
+    release_after: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    release_then: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    release_else: dict[str, tuple[str, ...]] = field(default_factory=dict)
