@@ -30,6 +30,10 @@ class Memory:
     - `release_after[var]`: buffers whose bytes are dead once the binding of `var` has run.
     - `release_then[var]` / `release_else[var]`: for a var bound to an If, buffers dead on
       entering that branch (live before the If, not used on that path).
+    - `release_then_exit[var]` / `release_else_exit[var]`: buffers dead once that branch
+      has run and its value has been copied into the If's own buffer (the branch's value
+      and whatever the branch last read).
+    - `points[var]`: the program point of each binding (for an If, its test point).
     """
 
     problem: Problem
@@ -37,3 +41,6 @@ class Memory:
     release_after: dict[str, tuple[str, ...]] = field(default_factory=dict)
     release_then: dict[str, tuple[str, ...]] = field(default_factory=dict)
     release_else: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    release_then_exit: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    release_else_exit: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    points: dict[str, int] = field(default_factory=dict)
