@@ -1,0 +1,267 @@
+"""The command line: plan, compare, run.
+
+    optplan plan PROGRAM [--planner cpsat] [--time-limit S] [--alignment B] [--json] [-o OUT]
+    optplan compare PROGRAM [--planners naive,greedy,cpsat] [--json]
+    optplan run PROGRAM [--planner cpsat] [--plan FILE] [--inputs FILE.npz]
+
+Exit status: 0 on success; 1 when a check fails (a plan is invalid, a replay differs);
+2 for bad input, printed as one line `file:line:col: what is wrong`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import fields
+from pathlib import Path
+
+from optplan.errors import InputError
+from optplan.load import Loaded, load, read_plan
+from optplan.plan import Plan, validate
+from optplan.problem import Problem, write_csv
+
+DEFAULT_PLANNERS = "naive,greedy,cpsat"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except InputError as error:
+        print(f"optplan: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("optplan: interrupted", file=sys.stderr)
+        return 130
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+# ---------------------------------------------------------------------------- arguments
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="optplan",
+        description="Plan the memory of a tensor program (TVMScript .py, ONNX .onnx, or a "
+        "MiniMalloc .csv problem) into one arena of minimum size, and check the plan.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    plan = commands.add_parser("plan", help="plan one program and print or write the plan")
+    _add_input(plan)
+    plan.add_argument("--planner", default="cpsat", help="planner to use (default: cpsat)")
+    plan.add_argument("-o", "--output", help="write the plan here (.json, or .csv for MiniMalloc)")
+    plan.set_defaults(handler=_cmd_plan)
+
+    compare = commands.add_parser("compare", help="run several planners and tabulate them")
+    _add_input(compare)
+    compare.add_argument(
+        "--planners", default=DEFAULT_PLANNERS, help=f"comma-separated (default: {DEFAULT_PLANNERS})"
+    )
+    compare.set_defaults(handler=_cmd_compare)
+
+    run = commands.add_parser("run", help="replay the planned program in one arena, bit for bit")
+    _add_input(run)
+    run.add_argument("--planner", default="cpsat", help="planner to use (default: cpsat)")
+    run.add_argument("--plan", help="replay this plan (JSON with 'offsets') instead of planning")
+    run.add_argument("--inputs", help=".npz of input values by parameter name (others are random)")
+    run.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")
+    run.set_defaults(handler=_cmd_run)
+    return parser
+
+
+def _add_input(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("program", help="a TVMScript .py, an ONNX .onnx or a MiniMalloc .csv")
+    parser.add_argument(
+        "--alignment", type=int, default=64, help="byte alignment of every offset (default: 64)"
+    )
+    parser.add_argument(
+        "--time-limit", type=float, default=60.0, help="seconds per planner (default: 60)"
+    )
+    parser.add_argument(
+        "--plan-outputs", action="store_true", help="also plan the function's outputs"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+# ---------------------------------------------------------------------------- commands
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    loaded = _load(args)
+    plan = _solve(loaded.problem, args.planner, args.time_limit, quiet=args.json)
+    faults = validate(loaded.problem, plan)
+    if faults:
+        _report_faults(plan, faults)
+        return 1
+    record = _record(loaded, plan, args)
+    if args.output:
+        _write_plan(args.output, loaded.problem, plan, record)
+    if args.json:
+        print(json.dumps(record, indent=1))
+    else:
+        print(_summary(loaded, plan, args))
+        if args.output:
+            print(f"plan written to {args.output}")
+    return 0 if plan.status.has_plan else 1
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    loaded = _load(args)
+    names = [n.strip() for n in args.planners.split(",") if n.strip()]
+    records, failed = [], False
+    for name in names:
+        plan = _solve(loaded.problem, name, args.time_limit, quiet=args.json)
+        faults = validate(loaded.problem, plan)
+        if faults:
+            _report_faults(plan, faults)
+            failed = True
+        records.append(_record(loaded, plan, args))
+    if args.json:
+        print(json.dumps(records, indent=1))
+    else:
+        print(_table(loaded, records, args))
+    return 1 if failed else 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from optplan import executor
+
+    loaded = _load(args)
+    if loaded.program is None or loaded.memory is None:
+        raise InputError("a CSV problem has no program to replay; give a .py or .onnx", file=args.program)
+    if args.plan:
+        plan = read_plan(args.plan, loaded.problem)
+    else:
+        plan = _solve(loaded.problem, args.planner, args.time_limit, quiet=True)
+    faults = validate(loaded.problem, plan)
+    for fault in faults:
+        print(f"invalid plan: {fault}", file=sys.stderr)
+    inputs = executor.make_inputs(loaded.program, seed=args.seed)
+    if args.inputs:
+        inputs.update(_read_npz(args.inputs))
+    reference = executor.reference_run(loaded.program, inputs)
+    planned = executor.planned_run(loaded.program, loaded.memory, plan, inputs)
+    difference = executor.compare(reference, planned)
+    if difference is not None:
+        print(f"{args.program}: replay differs: {difference}")
+        return 1
+    tensors = len(loaded.memory.placements)
+    print(
+        f"{args.program}: replay bit-for-bit equal to the reference run "
+        f"({tensors} planned values in an arena of {plan.arena} bytes, plan by {plan.planner})"
+    )
+    return 1 if faults else 0
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def _load(args: argparse.Namespace) -> Loaded:
+    return load(args.program, alignment=args.alignment, plan_outputs=args.plan_outputs)
+
+
+def _solve(problem: Problem, name: str, time_limit: float, *, quiet: bool) -> Plan:
+    from optplan.planners import PLANNERS, get_planner
+
+    if name not in PLANNERS:
+        raise InputError(f"unknown planner {name!r}; choose from {', '.join(sorted(PLANNERS))}")
+    options = {f.name for f in fields(PLANNERS[name])} if _is_dataclass(PLANNERS[name]) else set()
+    planner = get_planner(name, time_limit=time_limit) if "time_limit" in options else get_planner(name)
+    if not quiet and "time_limit" in options:
+        print(f"planning with {name} (time limit {time_limit:g} s)...", file=sys.stderr, flush=True)
+    return planner(problem)
+
+
+def _is_dataclass(obj: object) -> bool:
+    return hasattr(obj, "__dataclass_fields__")
+
+
+def _record(loaded: Loaded, plan: Plan, args: argparse.Namespace) -> dict[str, object]:
+    return {
+        "program": loaded.path,
+        "planner": plan.planner,
+        "status": plan.status.value,
+        "arena_bytes": plan.arena,
+        "lower_bound_bytes": plan.lower_bound,
+        "bound_bytes": max(plan.bound, plan.lower_bound),
+        "gap": round(plan.gap, 6),
+        "naive_bytes": loaded.problem.naive_bytes,
+        "buffers": len(loaded.problem.buffers),
+        "alignment": args.alignment,
+        "outputs_planned": bool(args.plan_outputs),
+        "seconds": round(plan.seconds, 4),
+        "offsets": dict(plan.offsets),
+    }
+
+
+def _summary(loaded: Loaded, plan: Plan, args: argparse.Namespace) -> str:
+    if not plan.status.has_plan:
+        return f"{loaded.path}: {plan.planner} found no plan ({plan.status.value})"
+    return (
+        f"{loaded.path}: {plan.planner} {plan.status.value}: arena {plan.arena} bytes, "
+        f"lower bound {plan.lower_bound}, proven bound {max(plan.bound, plan.lower_bound)} "
+        f"(gap {plan.gap:.2%}); naive {loaded.problem.naive_bytes}; "
+        f"{len(loaded.problem.buffers)} buffers, {_outputs_note(args)}; {plan.seconds:.2f} s"
+    )
+
+
+def _outputs_note(args: argparse.Namespace) -> str:
+    return "outputs planned" if args.plan_outputs else "function outputs not planned"
+
+
+def _table(loaded: Loaded, records: list[dict[str, object]], args: argparse.Namespace) -> str:
+    header = ("planner", "status", "arena bytes", "lower bound", "gap", "vs naive", "seconds")
+    rows = [header]
+    for r in records:
+        naive = int(r["naive_bytes"]) or 1  # type: ignore[call-overload]
+        has_plan = r["status"] in ("optimal", "feasible")
+        rows.append(
+            (
+                str(r["planner"]),
+                str(r["status"]),
+                str(r["arena_bytes"]) if has_plan else "-",
+                str(r["lower_bound_bytes"]),
+                f"{float(r['gap']):.2%}" if has_plan else "-",  # type: ignore[arg-type]
+                f"{int(r['arena_bytes']) / naive:.1%}" if has_plan else "-",  # type: ignore[call-overload]
+                f"{float(r['seconds']):.2f}",  # type: ignore[arg-type]
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = [
+        f"{loaded.path}: {len(loaded.problem.buffers)} buffers, alignment {args.alignment}, "
+        f"{_outputs_note(args)}"
+    ]
+    for row in rows:
+        lines.append("  ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))))
+    return "\n".join(lines)
+
+
+def _report_faults(plan: Plan, faults: list) -> None:  # type: ignore[type-arg]
+    print(f"optplan: the {plan.planner} plan is invalid:", file=sys.stderr)
+    for fault in faults[:20]:
+        print(f"  {fault}", file=sys.stderr)
+
+
+def _write_plan(path: str, problem: Problem, plan: Plan, record: dict[str, object]) -> None:
+    text = write_csv(problem, plan.offsets) if path.endswith(".csv") else json.dumps(record, indent=1)
+    target = Path(path)
+    partial = target.with_name(target.name + ".partial")
+    partial.write_text(text + ("" if text.endswith("\n") else "\n"))
+    partial.replace(target)
+
+
+def _read_npz(path: str) -> dict[str, object]:
+    import numpy as np
+
+    try:
+        with np.load(path) as data:
+            return {name: data[name] for name in data.files}
+    except (OSError, ValueError) as error:
+        raise InputError(f"cannot read inputs: {error}", file=path) from None

@@ -1,0 +1,121 @@
+"""Reading what the command line is given: a TVMScript program, an ONNX model, a CSV problem.
+
+Steps for a program: parse, infer types, verify, then liveness gives the Problem and the
+placements the replay needs. A CSV problem goes straight to the planners; it has no program
+to replay. Every fault becomes an InputError that names the file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from optplan.analysis.liveness import build_memory
+from optplan.analysis.memory import Memory
+from optplan.errors import InputError
+from optplan.ir import Program
+from optplan.plan import Plan, Status
+from optplan.problem import Problem, read_csv
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """A problem to plan and, for programs, the program and its memory facts."""
+
+    path: str
+    problem: Problem
+    program: Program | None = None
+    memory: Memory | None = None
+
+
+def load(
+    path: str,
+    *,
+    alignment: int = 64,
+    plan_outputs: bool = False,
+    dims: dict[str, int] | None = None,
+) -> Loaded:
+    """Read `path` by its extension (.py, .onnx, .csv) into a Problem."""
+    if alignment < 1:
+        raise InputError(f"alignment must be at least 1, got {alignment}")
+    if not Path(path).is_file():
+        raise InputError("no such file", file=path)
+    suffix = Path(path).suffix.lower()
+    try:
+        if suffix == ".csv":
+            return Loaded(path, _realign(read_csv(path), alignment))
+        if suffix == ".py":
+            return _from_program(path, _read_script(path), alignment, plan_outputs)
+        if suffix == ".onnx":
+            from optplan.onnx_frontend import load_onnx
+
+            return _from_program(path, load_onnx(path, dims or {}), alignment, plan_outputs)
+    except InputError as error:
+        raise error.located(path) from None
+    raise InputError(f"unknown kind of file {suffix!r}; expected .py, .onnx or .csv", file=path)
+
+
+def load_program(path: str) -> Program:
+    """Parse, type and verify a TVMScript program."""
+    try:
+        return _read_script(path)
+    except InputError as error:
+        raise error.located(path) from None
+
+
+def _read_script(path: str) -> Program:
+    from optplan.analysis.types import infer_types, verify
+    from optplan.script import load as load_script
+
+    program = load_script(path)
+    verify(program)
+    return infer_types(program)
+
+
+def _from_program(path: str, program: Program, alignment: int, plan_outputs: bool) -> Loaded:
+    memory = build_memory(program, plan_outputs=plan_outputs, alignment=alignment)
+    return Loaded(path, memory.problem, program, memory)
+
+
+def _realign(problem: Problem, alignment: int) -> Problem:
+    if alignment == 1:
+        return problem
+    buffers = tuple(
+        replace(b, alignment=math.lcm(b.alignment, alignment)) for b in problem.buffers
+    )
+    return replace(problem, buffers=buffers)
+
+
+def read_plan(path: str, problem: Problem) -> Plan:
+    """A plan written by `optplan plan --json` (or by hand: `offsets` and `arena_bytes`)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as error:
+        raise InputError(f"cannot read: {error.strerror}", file=path) from None
+    except json.JSONDecodeError as error:
+        raise InputError(f"not JSON: {error.msg}", file=path, line=error.lineno, col=error.colno) from None
+    if isinstance(data, list) and data:
+        data = data[0]
+    if not isinstance(data, dict) or not isinstance(data.get("offsets"), dict):
+        raise InputError("expected a JSON object with an 'offsets' object", file=path)
+    offsets: dict[str, int] = {}
+    for name, value in data["offsets"].items():
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise InputError(f"offset of {name!r} is not an integer: {value!r}", file=path)
+        offsets[name] = value
+    sizes = {b.id: b.size for b in problem.buffers}
+    reach = max((offsets[n] + sizes.get(n, 0) for n in offsets), default=0)
+    arena = data.get("arena_bytes", reach)
+    if not isinstance(arena, int):
+        raise InputError(f"arena_bytes is not an integer: {arena!r}", file=path)
+    from optplan.problem import lower_bound
+
+    return Plan(
+        offsets=offsets,
+        arena=arena,
+        status=Status.FEASIBLE,
+        planner=str(data.get("planner", Path(path).name)),
+        lower_bound=lower_bound(problem),
+    )
