@@ -50,7 +50,7 @@ from optplan.ir import (
     TensorType,
     Type,
     Var,
-    free_vars,
+    operands,
 )
 from optplan.ops import lookup
 from optplan.problem import Buffer, Interval, Problem
@@ -132,10 +132,10 @@ def _walk_seq(walk: _Walk, seq: SeqExpr) -> None:
             if isinstance(binding.value, If):
                 _walk_if(walk, name, binding.value, binding.type)
                 continue
-            uses = set().union(*(_buffers_of(walk.values.get(v.name)) for v in free_vars(binding.value)))
+            uses = _read_buffers(walk, binding.value)
             point = walk.new_point(uses)
             value = _value_of_binding(walk, name, binding.value, binding.type)
-            walk.points[point].defs = _buffers_of(value) - _buffers_of_operands(walk, binding.value)
+            walk.points[point].defs = _buffers_of(value) - uses
             walk.values[name] = value
             walk.point_of[name] = point
 
@@ -227,8 +227,11 @@ def _buffers_of(value: Value) -> set[str]:
     return set()
 
 
-def _buffers_of_operands(walk: _Walk, expr: Expr) -> set[str]:
-    return set().union(*(_buffers_of(walk.values.get(v.name)) for v in free_vars(expr)))
+def _read_buffers(walk: _Walk, expr: Expr) -> set[str]:
+    """The buffers an expression reads; a tuple item reads only that item's buffers."""
+    if isinstance(expr, (Call, Tuple)):
+        return set().union(*(_read_buffers(walk, sub) for sub in operands(expr)))
+    return _buffers_of(_value_of(walk, expr))
 
 
 # ---------------------------------------------------------------------------- dataflow
