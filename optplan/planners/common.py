@@ -1,0 +1,163 @@
+"""What every planner shares: rectangles to pack, and turning their offsets into a Plan.
+
+Steps:
+1. `rectangles(problem)` turns each alias class into one `Rect`: its height, its live
+   intervals, and the offsets it may take (`residue + modulus * k`, so that every member
+   `class offset + delta` is a multiple of the member's own alignment), or its pin.
+2. A planner chooses one offset per rectangle.
+3. `make_plan` expands rectangle offsets to member offsets (`offset + delta`) and fills in
+   the arena, the lower bound, the bound, the status and the time taken.
+
+`pin_fault(rects)` finds what makes a problem infeasible before any search: a member
+alignment no class offset can satisfy, a pin off its residue, or two pinned rectangles
+that share a byte while live together.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from optplan.plan import Plan, Status
+from optplan.problem import Interval, Problem, alias_classes, lower_bound
+
+
+@dataclass(frozen=True, slots=True)
+class Rect:
+    """One alias class as a rectangle: live over `live`, `size` bytes tall.
+
+    Its offset must be `residue (mod modulus)`; `pin` fixes it. `residue` is None when no
+    offset satisfies every member's alignment.
+    """
+
+    index: int
+    root: str
+    members: tuple[tuple[str, int], ...]
+    size: int
+    live: tuple[Interval, ...]
+    modulus: int
+    residue: int | None
+    pin: int | None
+
+    @property
+    def start(self) -> int:
+        return self.live[0].start
+
+    @property
+    def end(self) -> int:
+        return self.live[-1].end
+
+    @property
+    def length(self) -> int:
+        return sum(iv.end - iv.start for iv in self.live)
+
+    def lift(self, offset: int) -> int:
+        """The lowest allowed offset at or above `offset`."""
+        assert self.residue is not None
+        return offset + (self.residue - offset) % self.modulus
+
+    def allowed(self, offset: int) -> bool:
+        return self.residue is not None and offset % self.modulus == self.residue
+
+    def overlaps_in_time(self, other: Rect) -> bool:
+        return any(a.overlaps(b) for a in self.live for b in other.live)
+
+
+def rectangles(problem: Problem) -> list[Rect]:
+    """One rectangle per alias class, in the order of `alias_classes`."""
+    rects = []
+    for index, cls in enumerate(alias_classes(problem)):
+        alignments = [(delta, problem.buffer(name).alignment) for name, delta in cls.members]
+        rects.append(
+            Rect(
+                index=index,
+                root=cls.root,
+                members=cls.members,
+                size=cls.size,
+                live=cls.live,
+                modulus=cls.alignment,
+                residue=_residue(alignments, cls.alignment),
+                pin=cls.offset,
+            )
+        )
+    return rects
+
+
+def _residue(alignments: list[tuple[int, int]], modulus: int) -> int | None:
+    """The least r in [0, modulus) with (r + delta) % alignment == 0 for every member.
+
+    Usually 0; an alias whose delta is not a multiple of the view's alignment moves it.
+    """
+    for residue in range(modulus):
+        if all((residue + delta) % alignment == 0 for delta, alignment in alignments):
+            return residue
+    return None
+
+
+def pin_fault(rects: list[Rect]) -> str | None:
+    """Why no plan can exist, judged from alignments and pins alone; None if none found."""
+    pinned = []
+    for rect in rects:
+        if rect.residue is None:
+            return f"no offset satisfies the alignments of alias class {rect.root!r}"
+        if rect.pin is not None:
+            if rect.pin < 0 or not rect.allowed(rect.pin):
+                return f"alias class {rect.root!r} is pinned at {rect.pin}, against its alignment"
+            pinned.append(rect)
+    for i, a in enumerate(pinned):
+        for b in pinned[i + 1 :]:
+            assert a.pin is not None and b.pin is not None
+            share = a.pin < b.pin + b.size and b.pin < a.pin + a.size
+            if share and a.size and b.size and a.overlaps_in_time(b):
+                return f"pinned classes {a.root!r} and {b.root!r} share bytes while live"
+    return None
+
+
+def top(rects: list[Rect], offsets: list[int]) -> int:
+    """The arena the rectangles need: the highest byte any of them reaches."""
+    return max((offset + rect.size for rect, offset in zip(rects, offsets)), default=0)
+
+
+def expand(rects: list[Rect], offsets: list[int]) -> dict[str, int]:
+    """Member offsets from class offsets: `class offset + delta`."""
+    return {
+        name: offset + delta
+        for rect, offset in zip(rects, offsets)
+        for name, delta in rect.members
+    }
+
+
+def make_plan(
+    problem: Problem,
+    planner: str,
+    rects: list[Rect],
+    offsets: list[int] | None,
+    *,
+    started: float,
+    bound: int = 0,
+    status: Status | None = None,
+    detail: dict[str, object] | None = None,
+) -> Plan:
+    """A Plan from one offset per rectangle (None: no plan, with `status` saying why).
+
+    With offsets and no explicit status the plan is OPTIMAL when the arena meets the best
+    bound and FEASIBLE otherwise; an arena above the capacity gives UNKNOWN and no offsets.
+    """
+    floor = lower_bound(problem)
+    bound = max(bound, floor)
+    detail = dict(detail or {})
+    seconds = time.perf_counter() - started
+    if offsets is None:
+        assert status is not None and not status.has_plan
+        return Plan({}, 0, status, planner, floor, seconds, bound, detail)
+    arena = top(rects, offsets)
+    if problem.capacity is not None and arena > problem.capacity:
+        detail["reason"] = f"arena {arena} exceeds capacity {problem.capacity}"
+        return Plan({}, 0, Status.UNKNOWN, planner, floor, seconds, bound, detail)
+    if status is None:
+        status = Status.OPTIMAL if arena <= bound else Status.FEASIBLE
+    return Plan(expand(rects, offsets), arena, status, planner, floor, seconds, bound, detail)
+
+
+def now() -> float:
+    return time.perf_counter()

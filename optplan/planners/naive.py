@@ -1,0 +1,60 @@
+"""The naive planner: no reuse at all, the ceiling every other planner must beat.
+
+Steps:
+1. Pinned alias classes stay at their pins.
+2. Every other alias class is stacked end to end above the highest pinned byte, in the
+   order of `alias_classes`, each lifted to its alignment.
+
+    offset
+      |  [ c ]            every class gets bytes of its own for the whole run,
+      |[ b     ]          whether or not its lifetime meets the others'
+      [ a ]
+      +---------------> point
+
+Without pins the arena equals `Problem.naive_bytes`. The plan is OPTIMAL only when that
+arena happens to meet the lower bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from optplan.plan import Plan, Status
+from optplan.planners.common import Rect, make_plan, now, pin_fault, rectangles
+from optplan.problem import Problem
+
+
+@dataclass(frozen=True, slots=True)
+class Naive:
+    """Options of the naive planner (it has none)."""
+
+    name: str = "naive"
+
+    def __call__(self, problem: Problem) -> Plan:
+        return plan_naive(problem, self)
+
+
+def plan_naive(problem: Problem, options: Naive = Naive()) -> Plan:
+    started = now()
+    rects = rectangles(problem)
+    fault = pin_fault(rects)
+    if fault is not None:
+        return make_plan(
+            problem, options.name, rects, None, started=started,
+            status=Status.INFEASIBLE, detail={"reason": fault},
+        )
+    return make_plan(problem, options.name, rects, stack(rects), started=started)
+
+
+def stack(rects: list[Rect]) -> list[int]:
+    """Offsets laying the unpinned rectangles end to end above every pinned one."""
+    cursor = max((r.pin + r.size for r in rects if r.pin is not None), default=0)
+    offsets = []
+    for rect in rects:
+        if rect.pin is not None:
+            offsets.append(rect.pin)
+            continue
+        offset = rect.lift(cursor)
+        offsets.append(offset)
+        cursor = offset + rect.size
+    return offsets
