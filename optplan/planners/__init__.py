@@ -1,0 +1,58 @@
+"""Planners: from a `Problem` to a `Plan`, by name.
+
+A planner is a frozen dataclass of options with a `name`; calling it on a problem hands
+over to its module's planning function. Planners know only `optplan.problem` and
+`optplan.plan`; they never import the IR.
+
+    >>> plan = get_planner("greedy", orders=("size",))(problem)
+
+Every plan fills `lower_bound` (live bytes), `bound` (the best bound the planner proved,
+at least `lower_bound`), `seconds` and `status`. `greedy` and `cpsat` return UNKNOWN with
+no offsets when the best arena they found exceeds the problem's capacity, INFEASIBLE when
+they proved that nothing fits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Protocol
+
+from optplan.plan import Plan
+from optplan.planners.cpsat import CpSat
+from optplan.planners.greedy import Greedy
+from optplan.planners.naive import Naive
+from optplan.problem import Problem
+
+
+class Planner(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    def __call__(self, problem: Problem) -> Plan: ...
+
+
+PLANNERS: dict[str, Planner] = {
+    "naive": Naive(),
+    "greedy": Greedy(),
+    "cpsat": CpSat(),
+}
+
+
+def get_planner(name: str, **options: object) -> Planner:
+    """The planner called `name`, with `options` replacing its defaults.
+
+    Raises ValueError naming the planner or option that does not exist.
+    """
+    if name not in PLANNERS:
+        raise ValueError(f"unknown planner {name!r}; choose from {', '.join(sorted(PLANNERS))}")
+    planner = PLANNERS[name]
+    known = {f.name for f in dataclasses.fields(planner)} - {"name"}  # type: ignore[arg-type]
+    for option in options:
+        if option not in known:
+            raise ValueError(
+                f"planner {name!r} has no option {option!r}; it takes {', '.join(sorted(known)) or 'none'}"
+            )
+    return dataclasses.replace(planner, **options)  # type: ignore[type-var]
+
+
+__all__ = ["PLANNERS", "Planner", "get_planner", "CpSat", "Greedy", "Naive"]

@@ -1,0 +1,326 @@
+"""The exact planner: OR-Tools CP-SAT, started from the best greedy plan.
+
+The model, for a set of alias-class rectangles and an arena interval [floor, upper]:
+
+    slot[c]      integer in [0, (upper - size[c] - residue[c]) / modulus[c]]
+    offset[c]    = residue[c] + modulus[c] * slot[c]    (every member stays aligned;
+                                                          a pinned class is a constant)
+    time[c#j]    fixed interval: the j-th live interval of class c
+    bytes[c]     interval [offset[c], offset[c] + size[c])
+    NoOverlap2D  over the pairs (time[c#j], bytes[c]): live together => bytes apart
+    arena        integer in [floor, upper];  offset[c] + size[c] <= arena
+    symmetry     classes with the same size, lifetime and alignment are interchangeable,
+                 so their offsets are ordered: offset[a] + size <= offset[b]
+
+Time intervals are fixed, so one rectangle per live interval carries the whole schedule;
+a class live over two branches of an If gets two rectangles that share one offset.
+
+Steps:
+1. Rectangles from alias classes; pins and alignments are checked first (INFEASIBLE).
+2. The best greedy plan (`greedy.best_offsets`) is the starting point and the fallback.
+3. The classes are split into independent parts: a part ends where no class is live
+   across a point (a class live over several intervals ties the parts it touches).
+
+       point:  0   1   2   3   4   5   6
+       a       [=======)
+       b           [===)
+       c                   [=======)      a, b | c: solved apart, arena = max of parts
+       d                       [=======)
+
+4. The global bound G starts at the live-bytes lower bound. Parts are taken by greedy
+   arena, highest first; a part whose greedy arena is <= G is already good enough, since
+   the arena is the maximum over parts.
+5. For each remaining part, with its share of the remaining time:
+   a. ask whether arena = max(G, the part's live bytes) is reachable: the same model with
+      the arena fixed and no objective, a quarter of the budget. Yes: the part is done,
+      and provably so. Proven no: the floor rises by one.
+   b. otherwise minimise the arena in [floor, min(greedy arena, capacity)], hinted with the
+      greedy offsets; the solver's best objective bound raises G.
+6. The arena is the maximum over parts of the better of the solver's and greedy's
+   placement, so it is never worse than greedy. OPTIMAL when it meets G; FEASIBLE when
+   the time ran out first, with `bound` = G; INFEASIBLE when a capacity is proven too
+   small; UNKNOWN when nothing was found under the capacity in time.
+
+Determinism: a fixed random seed and `interleave_search`, which makes CP-SAT's parallel
+search independent of thread timing; a run that ends on the time limit may still vary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ortools.sat.python import cp_model
+
+from optplan.plan import Plan, Status
+from optplan.planners.common import Rect, make_plan, now, pin_fault, rectangles, top
+from optplan.planners.greedy import best_offsets
+from optplan.problem import Problem
+
+
+@dataclass(frozen=True, slots=True)
+class CpSat:
+    """Options of the CP-SAT planner.
+
+    `time_limit` is in seconds for the whole problem; `decide_first` asks whether the
+    lower bound is reachable before minimising; `split` solves independent parts apart;
+    `symmetry` orders identical classes.
+    """
+
+    name: str = "cpsat"
+    time_limit: float = 30.0
+    num_workers: int = 2
+    random_seed: int = 0
+    decide_first: bool = True
+    split: bool = True
+    symmetry: bool = True
+    interleave: bool = True
+
+    def __call__(self, problem: Problem) -> Plan:
+        return plan_cpsat(problem, self)
+
+
+def plan_cpsat(problem: Problem, options: CpSat = CpSat()) -> Plan:
+    started = now()
+    deadline = started + options.time_limit
+    rects = rectangles(problem)
+    fault = pin_fault(rects)
+    if fault is not None:
+        return make_plan(
+            problem, options.name, rects, None, started=started,
+            status=Status.INFEASIBLE, detail={"reason": fault},
+        )
+    greedy, greedy_detail = best_offsets(rects)
+    capacity = problem.capacity
+    offsets = list(greedy)
+    parts = split(rects) if options.split else [[r for r in rects if r.size > 0]]
+    floors = {id(part): part_floor(part) for part in parts}
+    # Zero-size classes sit at their residue and are left out of the parts.
+    empty_top = max((o for r, o in zip(rects, greedy) if r.size == 0), default=0)
+    bound = max([empty_top, *floors.values()])
+    pending = sorted(parts, key=lambda part: -_part_top(part, greedy))
+    solved = 0
+    for position, part in enumerate(pending):
+        arena = _part_top(part, greedy)
+        fits = capacity is None or arena <= capacity
+        if arena <= bound and fits:
+            continue
+        budget = max(deadline - now(), 0.0) / (len(pending) - position)
+        upper = arena if fits else capacity
+        assert upper is not None
+        result = solve_part(part, greedy, max(bound, floors[id(part)]), upper, budget, options)
+        solved += 1
+        if result.status == Status.INFEASIBLE:
+            return make_plan(
+                problem, options.name, rects, None, started=started, bound=bound,
+                status=Status.INFEASIBLE,
+                detail={"reason": f"no placement fits under capacity {capacity}"},
+            )
+        bound = max(bound, result.bound)
+        if result.offsets is not None and (not fits or _part_top(part, result.offsets) < arena):
+            for rect in part:
+                offsets[rect.index] = result.offsets[rect.index]
+        elif not fits:
+            return make_plan(
+                problem, options.name, rects, None, started=started, bound=bound,
+                status=Status.UNKNOWN,
+                detail={"reason": f"nothing found under capacity {capacity} in time"},
+            )
+    detail = {
+        "greedy_arena": top(rects, greedy),
+        "greedy_order": greedy_detail["order"],
+        "parts": len(parts),
+        "parts_solved": solved,
+    }
+    return make_plan(problem, options.name, rects, offsets, started=started, bound=bound,
+                     detail=detail)
+
+
+# ---------------------------------------------------------------------------- parts
+
+
+def split(rects: list[Rect]) -> list[list[Rect]]:
+    """Rectangles (of non-zero size) in groups that no point of time connects."""
+    sized = [r for r in rects if r.size > 0]
+    parent = {r.index: r.index for r in sized}
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    intervals = sorted((iv.start, iv.end, r.index) for r in sized for iv in r.live)
+    reach, anchor = None, -1
+    for start, end, index in intervals:
+        if reach is not None and start < reach:
+            parent[find(index)] = find(anchor)
+            reach = max(reach, end)
+        else:
+            reach, anchor = end, index
+    groups: dict[int, list[Rect]] = {}
+    for rect in sized:
+        groups.setdefault(find(rect.index), []).append(rect)
+    return list(groups.values())
+
+
+def part_floor(part: list[Rect]) -> int:
+    """No arena for `part` is below its live bytes at any point or its highest pin."""
+    events = sorted(
+        (point, change)
+        for r in part
+        for iv in r.live
+        for point, change in ((iv.start, r.size), (iv.end, -r.size))
+    )
+    live = peak = 0
+    for _, change in events:
+        live += change
+        peak = max(peak, live)
+    pins = max((r.pin + r.size for r in part if r.pin is not None), default=0)
+    return max(peak, pins)
+
+
+def _part_top(part: list[Rect], offsets: list[int]) -> int:
+    return max((offsets[r.index] + r.size for r in part), default=0)
+
+
+# ---------------------------------------------------------------------------- solving
+
+
+@dataclass(frozen=True, slots=True)
+class PartResult:
+    """What the solver made of one part: offsets (by rect index) if found, and a bound."""
+
+    status: Status
+    offsets: list[int] | None
+    bound: int
+    notes: dict[str, object] = field(default_factory=dict)
+
+
+def solve_part(
+    part: list[Rect], hint: list[int], floor: int, upper: int, budget: float, options: CpSat
+) -> PartResult:
+    """The lowest arena for `part` in [floor, upper] found within `budget` seconds."""
+    if floor > upper:
+        return PartResult(Status.INFEASIBLE, None, floor)
+    started = now()
+    if options.decide_first and floor < upper:
+        model = Model.build(part, floor, floor, hint, options.symmetry)
+        if model is None:
+            floor += 1
+        else:
+            status, offsets, _ = model.solve(budget / 4, options, minimise=False)
+            if offsets is not None:
+                return PartResult(Status.OPTIMAL, offsets, floor)
+            if status == Status.INFEASIBLE:
+                floor += 1
+    remaining = max(budget - (now() - started), 0.0)
+    model = Model.build(part, floor, upper, hint, options.symmetry)
+    if model is None:
+        return PartResult(Status.INFEASIBLE, None, floor)
+    status, offsets, bound = model.solve(remaining, options, minimise=True)
+    return PartResult(status, offsets, max(bound, floor))
+
+
+@dataclass(frozen=True, slots=True)
+class Model:
+    """A CP-SAT model of one part, with the variables needed to read a solution back."""
+
+    model: cp_model.CpModel
+    rects: tuple[Rect, ...]
+    slots: tuple[cp_model.IntVar, ...]
+    arena: cp_model.IntVar
+
+    @staticmethod
+    def build(
+        part: list[Rect], floor: int, upper: int, hint: list[int], symmetry: bool
+    ) -> Model | None:
+        """The model with arena in [floor, upper]; None if some class cannot fit at all."""
+        model = cp_model.CpModel()
+        arena = model.new_int_var(floor, upper, "arena")
+        slots, times, spaces = [], [], []
+        hinted = _symmetric_hint(part, hint) if symmetry else hint
+        for rect in part:
+            assert rect.residue is not None
+            if rect.pin is not None:
+                if rect.pin + rect.size > upper:
+                    return None
+                low = high = (rect.pin - rect.residue) // rect.modulus
+            else:
+                low, high = 0, (upper - rect.size - rect.residue) // rect.modulus
+                if high < 0:
+                    return None
+            slot = model.new_int_var(low, high, f"slot[{rect.root}]")
+            offset = rect.residue + rect.modulus * slot
+            space = model.new_fixed_size_interval_var(offset, rect.size, f"bytes[{rect.root}]")
+            for j, iv in enumerate(rect.live):
+                times.append(
+                    model.new_fixed_size_interval_var(
+                        iv.start, iv.end - iv.start, f"time[{rect.root}#{j}]"
+                    )
+                )
+                spaces.append(space)
+            model.add(offset + rect.size <= arena)
+            model.add_hint(slot, min(max((hinted[rect.index] - rect.residue) // rect.modulus,
+                                         low), high))
+            slots.append(slot)
+        model.add_no_overlap_2d(times, spaces)
+        model.add_hint(arena, min(max(_part_top(part, hinted), floor), upper))
+        if symmetry:
+            _order_identical(model, part, slots)
+        return Model(model, tuple(part), tuple(slots), arena)
+
+    def solve(
+        self, seconds: float, options: CpSat, *, minimise: bool
+    ) -> tuple[Status, list[int] | None, int]:
+        """Status, offsets by rect index (a full-length list) if found, and proven bound."""
+        if minimise:
+            self.model.minimize(self.arena)
+        solver = cp_model.CpSolver()
+        solver.parameters.max_time_in_seconds = max(seconds, 0.01)
+        solver.parameters.num_workers = options.num_workers
+        solver.parameters.random_seed = options.random_seed
+        solver.parameters.interleave_search = options.interleave
+        code = solver.solve(self.model)
+        found = code in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+        if code == cp_model.INFEASIBLE:
+            return Status.INFEASIBLE, None, 0
+        bound = int(solver.best_objective_bound) if minimise and found else 0
+        if not found:
+            return Status.UNKNOWN, None, bound
+        size = max(r.index for r in self.rects) + 1
+        offsets = [0] * size
+        for rect, slot in zip(self.rects, self.slots):
+            offsets[rect.index] = rect.residue + rect.modulus * solver.value(slot)  # type: ignore[operator]
+        status = Status.OPTIMAL if code == cp_model.OPTIMAL else Status.FEASIBLE
+        return status, offsets, bound
+
+
+def _identical_groups(part: list[Rect]) -> list[list[Rect]]:
+    """Unpinned classes with the same size, lifetime and alignment, in index order."""
+    groups: dict[tuple[object, ...], list[Rect]] = {}
+    for rect in part:
+        if rect.pin is None:
+            key = (rect.size, rect.live, rect.modulus, rect.residue)
+            groups.setdefault(key, []).append(rect)
+    return [group for group in groups.values() if len(group) > 1]
+
+
+def _order_identical(model: cp_model.CpModel, part: list[Rect], slots: list) -> None:
+    """Interchangeable classes are live together, so one sits wholly below the next."""
+    slot_of = {rect.index: slot for rect, slot in zip(part, slots)}
+    for group in _identical_groups(part):
+        for lower, higher in zip(group, group[1:]):
+            model.add(
+                lower.modulus * slot_of[lower.index] + lower.size
+                <= higher.modulus * slot_of[higher.index]
+            )
+
+
+def _symmetric_hint(part: list[Rect], hint: list[int]) -> list[int]:
+    """The greedy offsets, permuted within each group of identical classes to match the
+    order that symmetry breaking imposes (the same placement, relabelled)."""
+    hinted = list(hint)
+    for group in _identical_groups(part):
+        for rect, offset in zip(group, sorted(hint[r.index] for r in group)):
+            hinted[rect.index] = offset
+    return hinted
