@@ -40,13 +40,18 @@ class Interval:
 
 @dataclass(frozen=True, slots=True)
 class Buffer:
-    """A block of `size` bytes live over `live`; `offset` pins it where given."""
+    """A block of `size` bytes live over `live`; `offset` pins it where given.
+
+    `dtype` is an optional tag (the tensor's element type) for planners that pool storage
+    by type, as TVM's does; it never changes what a valid plan is.
+    """
 
     id: str
     size: int
     live: tuple[Interval, ...]
     alignment: int = 1
     offset: int | None = None
+    dtype: str = ""
 
     @property
     def start(self) -> int:

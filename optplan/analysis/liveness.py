@@ -74,6 +74,7 @@ class _Walk:
     fn: Function
     points: list[_Point] = field(default_factory=list)
     sizes: dict[str, int] = field(default_factory=dict)
+    dtypes: dict[str, str] = field(default_factory=dict)
     values: dict[str, Value] = field(default_factory=dict)
     point_of: dict[str, int] = field(default_factory=dict)
     if_points: dict[str, tuple[int, int, int]] = field(default_factory=dict)
@@ -100,7 +101,7 @@ def build_memory(program: Program, *, plan_outputs: bool = False, alignment: int
     occupied = _occupancy(walk.points)
     excluded = set() if plan_outputs else returned
     buffers = tuple(
-        Buffer(name, size, _intervals(occupied.get(name, [])), alignment)
+        Buffer(name, size, _intervals(occupied.get(name, [])), alignment, dtype=walk.dtypes[name])
         for name, size in walk.sizes.items()
         if name not in excluded
     )
@@ -206,6 +207,7 @@ def _new_buffers(walk: _Walk, name: str, type_: Type) -> Value:
     match type_:
         case TensorType():
             walk.sizes[name] = type_.size_bytes
+            walk.dtypes[name] = type_.dtype
             return Placement(name)
         case TupleType(fields=fields):
             return tuple(_new_buffers(walk, f"{name}[{i}]", t) for i, t in enumerate(fields))
