@@ -1,0 +1,688 @@
+"""Read TVMScript in the Relax dialect (the subset optplan plans) without TVM.
+
+The text is never executed; it is read from Python's own syntax tree in four steps:
+
+1. `ast.parse`. A SyntaxError becomes an InputError at its line and column.
+2. Top level: `@R.function` definitions, or one `@I.ir_module` class holding `@R.function`
+   and `@T.prim_func` methods. `tvm` imports are skipped. Kernels are kept as their source
+   text, decorators included, and never interpreted.
+3. Function bodies: `R.func_attr({...})`, `with R.dataflow(): ... R.output(...)`,
+   bindings with or without a type, bare calls (bound to `_`), `if`/`else` (a Relax If:
+   both branches end by assigning the same variable, whose value is the branch's result),
+   and a final `return`. Consecutive plain statements form one plain block.
+4. Expressions and types: `R.<op>(args, attrs)`, with the special forms `R.call_tir`,
+   `R.call_tir_inplace`, `R.const`, `R.shape`, `R.str`, `R.dtype`, `R.prim_value`;
+   kernel calls by name; tuples, `t[i]`, `metadata[kind][i]`; the types `R.Tensor`,
+   `R.Tuple`, `R.Shape`, `R.Object`, `R.Any` and `R.Prim`, with static shapes only.
+
+Anything else raises `InputError` (`file:line:col: what is wrong`). Every node records its
+`Loc`. `print_program` writes the same dialect back, and `parse(print_program(p)) == p`.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from optplan.errors import InputError
+from optplan.ir import (
+    AttrValue,
+    Binding,
+    Block,
+    Call,
+    Const,
+    Expr,
+    Function,
+    If,
+    Kernel,
+    Literal,
+    Loc,
+    MetaConst,
+    ObjectType,
+    Param,
+    PrimType,
+    Program,
+    SeqExpr,
+    ShapeExpr,
+    ShapeType,
+    TensorType,
+    Tuple,
+    TupleGetItem,
+    TupleType,
+    Type,
+    Var,
+)
+from optplan.script_print import print_program
+
+__all__ = ["parse", "load", "print_program"]
+
+Attrs = tuple[tuple[str, AttrValue], ...]
+
+_KEYWORDS = {
+    "While": "while", "For": "for", "AsyncFor": "async for", "Delete": "del",
+    "AugAssign": "augmented assignment", "Raise": "raise", "Try": "try", "Assert": "assert",
+    "Global": "global", "Nonlocal": "nonlocal", "Pass": "pass", "Break": "break",
+    "Continue": "continue", "Match": "match", "AsyncWith": "async with", "Return": "return",
+    "AsyncFunctionDef": "async def", "FunctionDef": "def", "ClassDef": "class",
+    "Import": "import", "ImportFrom": "import", "With": "with", "If": "if", "Expr": "expression",
+}  # fmt: skip
+_TYPE_NAMES = {"R.Tensor", "R.Tuple", "R.Shape", "R.Object", "R.Any", "R.Prim"}
+_STATEMENT_ONLY = {"R.dataflow", "R.output", "R.func_attr", "R.function"}
+_NON_FINITE = {"inf": float("inf"), "-inf": float("-inf"), "nan": float("nan")}
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """The text being read and the name its errors carry."""
+
+    file: str
+    text: str
+
+
+# ---------------------------------------------------------------------------- entry points
+
+
+def parse(text: str, file: str = "<string>") -> Program:
+    """The Program written in `text`; InputError naming `file` for anything outside the subset."""
+    src = _Source(file, text)
+    try:
+        tree = ast.parse(text, filename=file)
+    except SyntaxError as exc:
+        raise InputError(
+            f"syntax error: {exc.msg}", file=file, line=exc.lineno or 0, col=exc.offset or 0
+        ) from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise InputError(f"syntax error: {exc}", file=file) from None
+    try:
+        return _program(tree, src)
+    except RecursionError:
+        # Deeply nested expressions exhaust the reader's recursion, not a limit of the IR.
+        raise InputError("expressions nested too deeply to read", file=file, line=1) from None
+
+
+def load(path: str | Path) -> Program:
+    """Read and parse the file at `path`; errors name the file."""
+    name = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror or exc}", file=name) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text: {exc.reason}", file=name) from None
+    return parse(text, name)
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def _loc(node: ast.AST, src: _Source) -> Loc:
+    return Loc(src.file, node.lineno, node.col_offset + 1)  # type: ignore[attr-defined]
+
+
+def _error(message: str, node: ast.AST, src: _Source) -> InputError:
+    line, col = node.lineno, node.col_offset + 1  # type: ignore[attr-defined]
+    return InputError(message, file=src.file, line=line, col=col)
+
+
+def _show(node: ast.AST) -> str:
+    """The source of `node`, short enough for a one-line message."""
+    text = ast.unparse(node)
+    return repr(text if len(text) <= 60 else text[:57] + "...")
+
+
+def _var(name: str, loc: Loc) -> Var:
+    return Var(name, loc=loc)
+
+
+def _dotted(node: ast.AST) -> str | None:
+    """`R.nn.relu` for the attribute chain R.nn.relu, else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def _callee(node: ast.AST) -> str | None:
+    """The dotted name of a call's function, or of a bare attribute chain."""
+    return _dotted(node.func) if isinstance(node, ast.Call) else _dotted(node)
+
+
+def _number(node: ast.AST) -> int | float | bool | None:
+    """A numeric literal, including a negated one (`-1` is a unary minus in Python)."""
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float, bool):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = node.operand
+        if isinstance(inner, ast.Constant) and type(inner.value) in (int, float):
+            return -inner.value
+    return None
+
+
+def _int(node: ast.AST, what: str, src: _Source) -> int:
+    value = _number(node)
+    if type(value) is not int:
+        raise _error(f"expected {what} (an integer), found {_show(node)}", node, src)
+    return value
+
+
+def _string(node: ast.AST, what: str, src: _Source) -> str:
+    if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+        raise _error(f"expected {what} (a string), found {_show(node)}", node, src)
+    return node.value
+
+
+def _dtype(node: ast.AST, src: _Source) -> str:
+    name = _string(node, 'a dtype such as "float32"', src)
+    try:
+        known = np.dtype(name).name == name
+    except (TypeError, ValueError):
+        known = False
+    if not known:
+        raise _error(f"unknown dtype {name!r} (expected a name such as \"float32\")", node, src)
+    return name
+
+
+def _no_keywords(node: ast.Call, src: _Source) -> None:
+    if node.keywords:
+        raise _error(f"unexpected keyword argument in {_show(node)}", node.keywords[0], src)
+
+
+def _keywords(node: ast.Call, src: _Source) -> dict[str, ast.expr]:
+    """The keyword arguments by name; `**kw` and repeated names are errors."""
+    found: dict[str, ast.expr] = {}
+    for keyword in node.keywords:
+        if keyword.arg is None:
+            raise _error("'**' arguments are not supported", keyword, src)
+        if keyword.arg in found:
+            raise _error(f"keyword argument {keyword.arg!r} repeated", keyword, src)
+        found[keyword.arg] = keyword.value
+    return found
+
+
+# ---------------------------------------------------------------------------- top level
+
+
+def _program(tree: ast.Module, src: _Source) -> Program:
+    definitions: list[Function | Kernel] = []
+    module: str | None = None
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            _check_import(stmt, src)
+        elif isinstance(stmt, ast.ClassDef):
+            if module is not None or definitions:
+                raise _error("a file holds one @I.ir_module class or functions, not both", stmt, src)
+            module = _module_name(stmt, src)
+            definitions.extend(_definition(item, src) for item in stmt.body)
+        elif module is not None:
+            raise _error("a file holds one @I.ir_module class or functions, not both", stmt, src)
+        else:
+            definitions.append(_definition(stmt, src))
+    functions = tuple(d for d in definitions if isinstance(d, Function))
+    if not functions:
+        raise InputError("no @R.function found", file=src.file, line=1, col=1)
+    _check_unique(definitions, tree, src)
+    return Program(functions, tuple(d for d in definitions if isinstance(d, Kernel)), module)
+
+
+def _check_import(stmt: ast.Import | ast.ImportFrom, src: _Source) -> None:
+    modules = [stmt.module or ""] if isinstance(stmt, ast.ImportFrom) else [a.name for a in stmt.names]
+    if not all(m == "tvm" or m.startswith("tvm.") for m in modules):
+        raise _error(f"unsupported import {_show(stmt)} (only tvm imports)", stmt, src)
+
+
+def _check_unique(definitions: Sequence[Function | Kernel], tree: ast.Module, src: _Source) -> None:
+    seen: set[str] = set()
+    for definition in definitions:
+        if definition.name in seen:
+            loc = getattr(definition, "loc", None) or Loc(src.file, 1, 1)
+            raise InputError(f"{definition.name!r} is defined twice", file=src.file,
+                             line=loc.line, col=loc.col)  # fmt: skip
+        seen.add(definition.name)
+
+
+def _module_name(stmt: ast.ClassDef, src: _Source) -> str:
+    decorators = [_callee(d) for d in stmt.decorator_list]
+    if decorators != ["I.ir_module"] or stmt.bases or stmt.keywords:
+        raise _error(f"expected '@I.ir_module class {stmt.name}:'", stmt, src)
+    return stmt.name
+
+
+def _definition(stmt: ast.stmt, src: _Source) -> Function | Kernel:
+    if not isinstance(stmt, ast.FunctionDef):
+        kind = _KEYWORDS.get(type(stmt).__name__, type(stmt).__name__)
+        raise _error(f"unsupported statement {kind!r} (expected @R.function or @T.prim_func)",
+                     stmt, src)  # fmt: skip
+    if len(stmt.decorator_list) != 1:
+        raise _error(f"expected one decorator on {stmt.name!r}: @R.function or @T.prim_func",
+                     stmt, src)  # fmt: skip
+    decorator = stmt.decorator_list[0]
+    if _callee(decorator) == "T.prim_func":
+        return Kernel(stmt.name, _source_text(stmt, src))
+    if isinstance(decorator, ast.Attribute) and _dotted(decorator) == "R.function":
+        return _function(stmt, src)
+    raise _error(f"unsupported decorator {_show(decorator)}", decorator, src)
+
+
+def _source_text(stmt: ast.FunctionDef, src: _Source) -> str:
+    """The kernel's exact text from its first decorator line to its end, without the
+    indentation of the class it sits in (so it reads the same at any depth)."""
+    segment = ast.get_source_segment(src.text, stmt) or ""
+    first = min(d.lineno for d in stmt.decorator_list)
+    head = src.text.splitlines()[first - 1 : stmt.lineno - 1]
+    body = segment.splitlines()
+    indent = " " * stmt.col_offset
+    rest = [line.removeprefix(indent) for line in head] + body[:1]
+    return "\n".join(rest + [line.removeprefix(indent) for line in body[1:]])
+
+
+# ---------------------------------------------------------------------------- functions
+
+
+def _function(stmt: ast.FunctionDef, src: _Source) -> Function:
+    args = stmt.args
+    extra = args.posonlyargs + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
+    if extra or args.defaults:
+        raise _error(f"unsupported parameter form in {stmt.name!r}", stmt, src)
+    params = tuple(_param(arg, src) for arg in args.args)
+    ret_type = None if stmt.returns is None else _type(stmt.returns, src)
+    attrs, stmts = _func_attrs(stmt.body, src)
+    last = stmts[-1] if stmts else stmt
+    if not isinstance(last, ast.Return) or last.value is None:
+        raise _error(f"function {stmt.name!r} must end with 'return <value>'", last, src)
+    blocks = _blocks(stmts[:-1], src, in_branch=False)
+    body = SeqExpr(blocks, _expr(last.value, src), loc=_loc(stmts[0], src))
+    return Function(stmt.name, params, ret_type, body, attrs, loc=_loc(stmt, src))
+
+
+def _param(arg: ast.arg, src: _Source) -> Param:
+    if arg.annotation is None:
+        raise _error(f"parameter {arg.arg!r} needs a type such as R.Tensor(shape, dtype)", arg, src)
+    loc = _loc(arg, src)
+    return Param(_var(arg.arg, loc), _type(arg.annotation, src), loc=loc)
+
+
+def _func_attrs(stmts: list[ast.stmt], src: _Source) -> tuple[Attrs, list[ast.stmt]]:
+    """`R.func_attr({...})` taken out of the body, its keys sorted."""
+    found = [s for s in stmts if isinstance(s, ast.Expr) and _callee(s.value) == "R.func_attr"]
+    if len(found) > 1:
+        raise _error("R.func_attr given twice", found[1], src)
+    if not found:
+        return (), stmts
+    call = found[0].value
+    assert isinstance(call, ast.Call)
+    if len(call.args) != 1 or call.keywords or not isinstance(call.args[0], ast.Dict):
+        raise _error(f"expected R.func_attr({{name: value, ...}}), found {_show(call)}", call, src)
+    attrs: dict[str, AttrValue] = {}
+    for key, value in zip(call.args[0].keys, call.args[0].values):
+        if key is None:
+            raise _error("'**' in R.func_attr is not supported", value, src)
+        name = _string(key, "an attribute name", src)
+        if name in attrs:
+            raise _error(f"attribute {name!r} given twice", key, src)
+        attrs[name] = _attr_value(value, src)
+    return tuple(sorted(attrs.items())), [s for s in stmts if s is not found[0]]
+
+
+def _blocks(stmts: Sequence[ast.stmt], src: _Source, *, in_branch: bool) -> tuple[Block, ...]:
+    """Dataflow blocks as written; the plain statements between them as plain blocks."""
+    blocks: list[Block] = []
+    plain: list[Binding] = []
+    for stmt in stmts:
+        if isinstance(stmt, ast.With):
+            if in_branch:
+                raise _error("'with R.dataflow()' inside an 'if' branch", stmt, src)
+            if plain:
+                blocks.append(Block(tuple(plain), loc=plain[0].loc))
+                plain = []
+            blocks.append(_dataflow_block(stmt, src))
+        else:
+            plain.append(_statement(stmt, src, dataflow=False))
+    if plain:
+        blocks.append(Block(tuple(plain), loc=plain[0].loc))
+    return tuple(blocks)
+
+
+def _dataflow_block(stmt: ast.With, src: _Source) -> Block:
+    item = stmt.items[0]
+    is_dataflow = isinstance(item.context_expr, ast.Call) and _callee(item.context_expr) == "R.dataflow"
+    if len(stmt.items) != 1 or item.optional_vars is not None or not is_dataflow:
+        raise _error(f"expected 'with R.dataflow():', found {_show(item.context_expr)}", stmt, src)
+    body = list(stmt.body)
+    outputs: tuple[Var, ...] = ()
+    last = body[-1]
+    if isinstance(last, ast.Expr) and _callee(last.value) == "R.output":
+        outputs = _outputs(last.value, src)  # type: ignore[arg-type]
+        body.pop()
+    bindings = tuple(_statement(s, src, dataflow=True) for s in body)
+    return Block(bindings, dataflow=True, outputs=outputs, loc=_loc(stmt, src))
+
+
+def _outputs(call: ast.Call, src: _Source) -> tuple[Var, ...]:
+    _no_keywords(call, src)
+    names = []
+    for arg in call.args:
+        if not isinstance(arg, ast.Name):
+            raise _error(f"R.output takes variables, found {_show(arg)}", arg, src)
+        names.append(_var(arg.id, _loc(arg, src)))
+    return tuple(names)
+
+
+# ---------------------------------------------------------------------------- statements
+
+
+def _statement(stmt: ast.stmt, src: _Source, *, dataflow: bool) -> Binding:
+    """One binding: `x = e`, `x: T = e`, a bare call (bound to `_`), or an if/else."""
+    match stmt:
+        case ast.Assign(targets=[ast.Name(id=name) as target], value=value):
+            return Binding(_var(name, _loc(target, src)), _expr(value, src), loc=_loc(stmt, src))
+        case ast.Assign(targets=[target, *more]):
+            culprit = more[0] if more else target
+            raise _error(f"unsupported assignment target {_show(culprit)}", culprit, src)
+        case ast.AnnAssign(target=ast.Name(id=name) as target, annotation=ann, value=value):
+            if value is None:
+                raise _error(f"{name!r} is annotated but not assigned", stmt, src)
+            var = _var(name, _loc(target, src))
+            return Binding(var, _expr(value, src), _type(ann, src), loc=_loc(stmt, src))
+        case ast.Expr(value=ast.Call() as call) if _callee(call) not in _STATEMENT_ONLY:
+            return Binding(_var("_", _loc(stmt, src)), _expr(call, src), loc=_loc(stmt, src))
+        case ast.Expr(value=ast.Call() as call) if _callee(call) == "R.output":
+            where = "last statement of a dataflow block" if dataflow else "end of a dataflow block"
+            raise _error(f"R.output(...) must be the {where}", stmt, src)
+        case ast.If() if dataflow:
+            raise _error("'if' inside a dataflow block (Relax allows it only outside)", stmt, src)
+        case ast.If():
+            return _if_binding(stmt, src)
+        case ast.Return():
+            raise _error("'return' must be the last statement of the function", stmt, src)
+    kind = _KEYWORDS.get(type(stmt).__name__, type(stmt).__name__)
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        kind = _callee(stmt.value) or kind
+        raise _error(f"{kind} is not allowed here", stmt, src)
+    raise _error(f"unsupported statement {kind!r}", stmt, src)
+
+
+def _if_binding(stmt: ast.If, src: _Source) -> Binding:
+    if not stmt.orelse:
+        raise _error("'if' without 'else': a Relax If needs both branches", stmt, src)
+    then_var, then_type, then_seq = _branch(stmt.body, src)
+    else_var, else_type, else_seq = _branch(stmt.orelse, src)
+    if then_var.name != else_var.name:
+        message = f"both branches must assign the same variable, found {then_var.name!r} and "
+        raise _error(message + repr(else_var.name), stmt.orelse[-1], src)
+    if then_type is not None and else_type is not None and then_type != else_type:
+        raise _error(f"the branches give {then_var.name!r} different types", stmt.orelse[-1], src)
+    ty = then_type if then_type is not None else else_type
+    value = If(_expr(stmt.test, src), then_seq, else_seq, loc=_loc(stmt, src))
+    return Binding(then_var, value, ty, loc=_loc(stmt, src))
+
+
+def _branch(stmts: list[ast.stmt], src: _Source) -> tuple[Var, Type | None, SeqExpr]:
+    """A branch's bindings and its result: the value its last statement assigns."""
+    last = stmts[-1]
+    match last:
+        case ast.Assign(targets=[ast.Name(id=name) as target], value=value):
+            ty = None
+        case ast.AnnAssign(target=ast.Name(id=name) as target, annotation=ann, value=value) if value:
+            ty = _type(ann, src)
+        case _:
+            raise _error("an 'if' branch must end by assigning its result to a variable", last, src)
+    blocks = _blocks(stmts[:-1], src, in_branch=True)
+    seq = SeqExpr(blocks, _expr(value, src), loc=_loc(stmts[0], src))
+    return _var(name, _loc(target, src)), ty, seq
+
+
+# ---------------------------------------------------------------------------- expressions
+
+
+def _expr(node: ast.expr, src: _Source) -> Expr:
+    match node:
+        case ast.Name(id=name):
+            return _var(name, _loc(node, src))
+        case ast.Tuple(elts=elts):
+            return Tuple(tuple(_arg(e, src) for e in elts), loc=_loc(node, src))
+        case ast.Subscript():
+            return _subscript(node, src)
+        case ast.Call():
+            return _call(node, src)
+    raise _error(f"unsupported expression {_show(node)}", node, src)
+
+
+def _arg(node: ast.expr, src: _Source) -> Expr:
+    """An operand: an expression, or a bare number (a prim value such as an offset)."""
+    number = _number(node)
+    if number is not None:
+        return Literal("prim", number, loc=_loc(node, src))
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        raise _error(f"a bare string argument {_show(node)}: write R.str(...)", node, src)
+    return _expr(node, src)
+
+
+def _subscript(node: ast.Subscript, src: _Source) -> Expr:
+    inner = node.value
+    if (
+        isinstance(inner, ast.Subscript)
+        and isinstance(inner.value, ast.Name)
+        and inner.value.id == "metadata"
+    ):
+        kind = _string(inner.slice, "a metadata kind", src)
+        index = _int(node.slice, "a metadata index", src)
+        return MetaConst(kind, index, loc=_loc(node, src))
+    index = _int(node.slice, "a tuple index", src)
+    if index < 0:
+        raise _error(f"a tuple index must not be negative, found {index}", node.slice, src)
+    return TupleGetItem(_expr(inner, src), index, loc=_loc(node, src))
+
+
+def _call(node: ast.Call, src: _Source) -> Expr:
+    name = _callee(node)
+    if name is None:
+        raise _error(f"unsupported expression {_show(node)}", node, src)
+    if name in _TYPE_NAMES or name in _STATEMENT_ONLY:
+        raise _error(f"{name} is not allowed in an expression", node, src)
+    if name.startswith("R."):
+        special = _SPECIAL.get(name[2:], _op_call)
+        return special(name[2:], node, src)
+    if "." not in name or (name.startswith("cls.") and name.count(".") == 1):
+        return _kernel_call(name.removeprefix("cls."), node, src)
+    raise _error(f"unknown construct {name!r}", node, src)
+
+
+def _positional(node: ast.Call, src: _Source) -> tuple[Expr, ...]:
+    for arg in node.args:
+        if isinstance(arg, ast.Starred):
+            raise _error("'*' arguments are not supported", arg, src)
+    return tuple(_arg(a, src) for a in node.args)
+
+
+def _op_call(op: str, node: ast.Call, src: _Source) -> Call:
+    """`R.<op>(args, name=value, ...)`: a call of a table op with sorted attributes."""
+    attrs = {key: _attr_value(value, src) for key, value in _keywords(node, src).items()}
+    args = _positional(node, src)
+    return Call(op, args, tuple(sorted(attrs.items())), loc=_loc(node, src))
+
+
+def _kernel_call(kernel: str, node: ast.Call, src: _Source) -> Call:
+    """`fused_x(a, b, out)`: a destination-passing call of a kernel by name."""
+    _no_keywords(node, src)
+    args = _positional(node, src)
+    return Call("call_kernel", args, (("kernel", kernel),), loc=_loc(node, src))
+
+
+def _call_tir(op: str, node: ast.Call, src: _Source) -> Call:
+    """`R.call_tir(kernel, (args...), out_ty=T)`; `out_sinfo=` is the older spelling."""
+    usage = f"expected R.{op}(kernel, (args...), out_ty=R.Tensor(...)), found {_show(node)}"
+    keywords = _keywords(node, src)
+    if len(node.args) == 3 and "out_ty" not in keywords and "out_sinfo" not in keywords:
+        keywords["out_ty"] = node.args[2]
+    elif "out_sinfo" in keywords and "out_ty" not in keywords:
+        keywords["out_ty"] = keywords.pop("out_sinfo")
+    if len(node.args) not in (2, 3) or "out_ty" not in keywords or "out_sinfo" in keywords:
+        raise _error(usage, node, src)
+    kernel = _dotted(node.args[0])
+    if kernel is None or kernel.count(".") > (1 if kernel.startswith("cls.") else 0):
+        raise _error(f"expected a kernel name, found {_show(node.args[0])}", node.args[0], src)
+    packed = node.args[1]
+    operands = packed.elts if isinstance(packed, ast.Tuple) else [packed]
+    attrs = {key: _attr_value(value, src) for key, value in keywords.items()}
+    if not _is_output_type(attrs["out_ty"]):
+        raise _error(f"expected out_ty=R.Tensor(...), found {_show(keywords['out_ty'])}",
+                     keywords["out_ty"], src)  # fmt: skip
+    attrs["kernel"] = kernel.removeprefix("cls.")
+    args = tuple(_arg(a, src) for a in operands)
+    return Call(op, args, tuple(sorted(attrs.items())), loc=_loc(node, src))
+
+
+def _is_output_type(value: AttrValue) -> bool:
+    if isinstance(value, tuple):
+        return bool(value) and all(_is_output_type(v) for v in value)
+    return isinstance(value, (TensorType, TupleType))
+
+
+def _const(op: str, node: ast.Call, src: _Source) -> Const:
+    """`R.const(0.25, "float32")`; `R.const("-inf", "float32")` is how infinities print."""
+    keywords = _keywords(node, src)
+    if len(node.args) not in (1, 2) or set(keywords) - {"dtype"} or (
+        len(node.args) == 2 and keywords
+    ):
+        raise _error(f"expected R.const(value, dtype), found {_show(node)}", node, src)
+    value_node = node.args[0]
+    value = _number(value_node)
+    if isinstance(value_node, ast.Constant) and value_node.value in _NON_FINITE:
+        value = _NON_FINITE[value_node.value]
+    if value is None:
+        raise _error(f"expected a number in R.const, found {_show(value_node)}", value_node, src)
+    dtype_node = node.args[1] if len(node.args) == 2 else keywords.get("dtype")
+    if dtype_node is None:
+        # What TVM assumes for an untyped constant.
+        dtype = "bool" if type(value) is bool else "int64" if type(value) is int else "float32"
+    else:
+        dtype = _dtype(dtype_node, src)
+    return Const(value, dtype, loc=_loc(node, src))
+
+
+def _shape_expr(op: str, node: ast.Call, src: _Source) -> ShapeExpr:
+    _no_keywords(node, src)
+    if len(node.args) != 1:
+        raise _error(f"expected R.shape([dims...]), found {_show(node)}", node, src)
+    return ShapeExpr(_dims(node.args[0], "R.shape", src), loc=_loc(node, src))
+
+
+def _literal(op: str, node: ast.Call, src: _Source) -> Literal:
+    """`R.str("global")`, `R.dtype("float32")`, `R.prim_value(0)`."""
+    _no_keywords(node, src)
+    if len(node.args) != 1:
+        raise _error(f"expected R.{op}(value), found {_show(node)}", node, src)
+    arg = node.args[0]
+    loc = _loc(node, src)
+    if op == "str":
+        return Literal("str", _string(arg, "a string", src), loc=loc)
+    if op == "dtype":
+        return Literal("dtype", _dtype(arg, src), loc=loc)
+    number = _number(arg)
+    if number is None:
+        raise _error(f"expected a number in R.prim_value, found {_show(arg)}", arg, src)
+    return Literal("prim", number, loc=loc)
+
+
+_SPECIAL = {
+    "call_tir": _call_tir,
+    "call_tir_inplace": _call_tir,
+    "const": _const,
+    "shape": _shape_expr,
+    "str": _literal,
+    "dtype": _literal,
+    "prim_value": _literal,
+}
+
+
+# ---------------------------------------------------------------------------- attributes, types
+
+
+def _attr_value(node: ast.expr, src: _Source) -> AttrValue:
+    """A keyword attribute: a Python literal, a list or tuple of them, or a type."""
+    number = _number(node)
+    if number is not None:
+        return number
+    match node:
+        case ast.Constant(value=str() | None as value):
+            return value
+        case ast.List(elts=elts) | ast.Tuple(elts=elts):
+            return tuple(_attr_value(e, src) for e in elts)
+        case ast.Call() | ast.Attribute() if _callee(node) in _TYPE_NAMES:
+            return _type(node, src)
+    message = "expected an attribute value (number, string, bool, None, list or type), found "
+    raise _error(message + _show(node), node, src)
+
+
+def _type(node: ast.expr, src: _Source) -> Type:
+    name = _callee(node)
+    call = node if isinstance(node, ast.Call) else None
+    if name == "R.Tensor" and call is not None:
+        return _tensor_type(call, src)
+    if name == "R.Tuple":
+        if call is None:
+            return TupleType(())
+        _no_keywords(call, src)
+        return TupleType(tuple(_type(a, src) for a in call.args))
+    if name == "R.Shape":
+        return _shape_type(call, src)
+    if name in ("R.Object", "R.Any") and (call is None or not (call.args or call.keywords)):
+        return ObjectType()
+    if name == "R.Prim" and call is not None:
+        return _prim_type(call, src)
+    raise _error(f"expected a type such as R.Tensor(shape, dtype), found {_show(node)}", node, src)
+
+
+def _tensor_type(node: ast.Call, src: _Source) -> TensorType:
+    keywords = _keywords(node, src)
+    shape_node = node.args[0] if node.args else keywords.pop("shape", None)
+    dtype_node = node.args[1] if len(node.args) > 1 else keywords.pop("dtype", None)
+    if keywords or len(node.args) > 2 or dtype_node is None:
+        raise _error(f"expected R.Tensor(shape, dtype), found {_show(node)}", node, src)
+    if shape_node is None:
+        message = "R.Tensor without a shape: optplan plans static shapes only"
+        raise _error(message, node, src)
+    return TensorType(_dims(shape_node, "R.Tensor", src), _dtype(dtype_node, src))
+
+
+def _dims(node: ast.expr, what: str, src: _Source) -> tuple[int, ...]:
+    """Static dimensions; a name is a symbolic dimension, which optplan cannot plan."""
+    if not isinstance(node, (ast.Tuple, ast.List)):
+        raise _error(f"expected the dimensions of {what} as a tuple or list, found {_show(node)}",
+                     node, src)  # fmt: skip
+    dims = []
+    for dim in node.elts:
+        if isinstance(dim, ast.Name):
+            message = f"symbolic dimension {dim.id!r}: optplan plans static shapes only"
+            raise _error(message, dim, src)
+        value = _int(dim, f"a dimension of {what}", src)
+        if value < 0:
+            raise _error(f"negative dimension {value} in {what}", dim, src)
+        dims.append(value)
+    return tuple(dims)
+
+
+def _shape_type(node: ast.Call | None, src: _Source) -> ShapeType:
+    if node is None:
+        return ShapeType()
+    keywords = _keywords(node, src)
+    if node.args and not keywords and len(node.args) == 1:
+        return ShapeType(len(_dims(node.args[0], "R.Shape", src)))
+    if not node.args and set(keywords) <= {"ndim"}:
+        ndim = keywords.get("ndim")
+        return ShapeType() if ndim is None else ShapeType(_int(ndim, "ndim", src))
+    raise _error(f"expected R.Shape([dims...]) or R.Shape(ndim=n), found {_show(node)}", node, src)
+
+
+def _prim_type(node: ast.Call, src: _Source) -> PrimType:
+    keywords = _keywords(node, src)
+    dtype_node = node.args[0] if node.args else keywords.pop("dtype", None)
+    if dtype_node is None or len(node.args) > 1 or keywords:
+        raise _error(f"expected R.Prim(dtype), found {_show(node)}", node, src)
+    return PrimType(_dtype(dtype_node, src))
