@@ -195,7 +195,7 @@ def _record(loaded: Loaded, plan: Plan, args: argparse.Namespace) -> dict[str, o
         "naive_bytes": loaded.problem.naive_bytes,
         "buffers": len(loaded.problem.buffers),
         "alignment": args.alignment,
-        "outputs_planned": bool(args.plan_outputs),
+        "outputs_planned": bool(args.plan_outputs) and loaded.program is not None,
         "seconds": round(plan.seconds, 4),
         "offsets": dict(plan.offsets),
     }
@@ -208,12 +208,14 @@ def _summary(loaded: Loaded, plan: Plan, args: argparse.Namespace) -> str:
         f"{loaded.path}: {plan.planner} {plan.status.value}: arena {plan.arena} bytes, "
         f"lower bound {plan.lower_bound}, proven bound {max(plan.bound, plan.lower_bound)} "
         f"(gap {plan.gap:.2%}); naive {loaded.problem.naive_bytes}; "
-        f"{len(loaded.problem.buffers)} buffers, {_outputs_note(args)}; {plan.seconds:.2f} s"
+        f"{len(loaded.problem.buffers)} buffers, {_outputs_note(loaded, args)}; {plan.seconds:.2f} s"
     )
 
 
-def _outputs_note(args: argparse.Namespace) -> str:
-    return "outputs planned" if args.plan_outputs else "function outputs not planned"
+def _outputs_note(loaded: Loaded, args: argparse.Namespace) -> str:
+    if loaded.program is None:
+        return "a bare allocation problem"
+    return "function outputs planned" if args.plan_outputs else "function outputs not planned"
 
 
 def _table(loaded: Loaded, records: list[dict[str, object]], args: argparse.Namespace) -> str:
@@ -236,7 +238,7 @@ def _table(loaded: Loaded, records: list[dict[str, object]], args: argparse.Name
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = [
         f"{loaded.path}: {len(loaded.problem.buffers)} buffers, alignment {args.alignment}, "
-        f"{_outputs_note(args)}"
+        f"{_outputs_note(loaded, args)}"
     ]
     for row in rows:
         lines.append("  ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))))

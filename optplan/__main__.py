@@ -1,0 +1,3 @@
+from optplan.cli import entry
+
+entry()
