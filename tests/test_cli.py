@@ -1,0 +1,150 @@
+"""The command line as scripts use it: exit statuses, JSON keys, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from optplan.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "residual_cnn.py"
+SHARED = ROOT.parent / "shared" / "data"
+TVM = SHARED / "tvm"
+
+CSV = "id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\nb3,0,9,4\nb4,9,21,4\n"
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> object:
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_compare_on_the_example_reaches_the_lower_bound(capsys: pytest.CaptureFixture[str]) -> None:
+    records = run_json(capsys, "compare", str(EXAMPLE), "--time-limit", "10")
+    assert isinstance(records, list)
+    by_name = {r["planner"]: r for r in records}
+    assert set(by_name) == {"naive", "greedy", "cpsat"}
+    cpsat = by_name["cpsat"]
+    assert cpsat["status"] == "optimal"
+    assert cpsat["arena_bytes"] == cpsat["lower_bound_bytes"]
+    assert cpsat["arena_bytes"] <= by_name["greedy"]["arena_bytes"] <= by_name["naive"]["arena_bytes"]
+    for key in ("planner", "status", "arena_bytes", "lower_bound_bytes", "naive_bytes", "buffers", "seconds", "offsets"):
+        assert key in cpsat
+
+
+def test_plan_writes_csv_and_json_only_when_valid(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    problem = tmp_path / "p.csv"
+    problem.write_text(CSV)
+    out = tmp_path / "plan.csv"
+    assert main(["plan", str(problem), "--alignment", "1", "-o", str(out)]) == 0
+    assert out.read_text().splitlines()[0] == "id,lower,upper,size,offset"
+    record = run_json(capsys, "plan", str(problem), "--alignment", "1")
+    assert isinstance(record, dict)
+    assert record["arena_bytes"] == 8 and record["status"] == "optimal"
+
+
+def test_alignment_applies_to_csv_problems(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    problem = tmp_path / "p.csv"
+    problem.write_text(CSV)
+    record = run_json(capsys, "plan", str(problem), "--alignment", "64")
+    assert isinstance(record, dict)
+    assert all(offset % 64 == 0 for offset in record["offsets"].values())
+
+
+def test_run_replays_the_example_bit_for_bit(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(EXAMPLE), "--time-limit", "10"]) == 0
+    assert "bit-for-bit" in capsys.readouterr().out
+
+
+def test_run_names_a_tensor_when_a_plan_overlaps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    record = run_json(capsys, "plan", str(EXAMPLE), "--planner", "greedy")
+    assert isinstance(record, dict)
+    offsets = dict(record["offsets"])
+    # Put every tensor at offset 0: tensors live together now share bytes.
+    bad = {name: 0 for name in offsets}
+    plan = tmp_path / "bad.json"
+    plan.write_text(json.dumps({"offsets": bad, "arena_bytes": record["arena_bytes"]}))
+    assert main(["run", str(EXAMPLE), "--plan", str(plan)]) == 1
+    captured = capsys.readouterr()
+    assert "differs" in captured.out
+    assert "invalid plan" in captured.err
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "where", "what"),
+    [
+        ("neg.csv", "id,lower,upper,size\na,0,3,-4\n", "neg.csv:2:4:", "negative size"),
+        ("syntax.py", "@R.function\ndef main(x: R.Tensor((2,), dtype=\"float32\"):\n", "syntax.py:2", ""),
+        (
+            "unknown.py",
+            "@R.function\ndef main(x: R.Tensor((2,), dtype=\"float32\")) -> R.Tensor((2,), dtype=\"float32\"):\n"
+            "    y: R.Tensor((2,), dtype=\"float32\") = R.nn.no_such_op(x)\n    return y\n",
+            "unknown.py:3:",
+            "no_such_op",
+        ),
+        (
+            "undefined.py",
+            "@R.function\ndef main(x: R.Tensor((2,), dtype=\"float32\")) -> R.Tensor((2,), dtype=\"float32\"):\n"
+            "    y: R.Tensor((2,), dtype=\"float32\") = R.add(x, lv3)\n    return y\n",
+            "undefined.py:3:",
+            "'lv3'",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_and_status_two(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, where: str, what: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    assert main(["plan", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert f"{path.parent}/{where}" in err, err
+    assert what in err
+    assert "Traceback" not in err
+
+
+def test_missing_file_and_unknown_planner_are_input_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "no/such/file.py"]) == 2
+    assert "no/such/file.py: no such file" in capsys.readouterr().err
+    assert main(["plan", str(EXAMPLE), "--planner", "magic"]) == 2
+    assert "unknown planner 'magic'" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------- TVM's own models
+
+
+def shared(path: Path) -> Path:
+    if not path.exists():
+        pytest.skip(f"shared data not found at {path}")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("model", "optimum", "tvm"),
+    [
+        ("resnet18.2_fused_dataflow.py", 4014080, 4919296),
+        ("mlp.2_fused_dataflow.py", 2097152, 2097152),
+        ("resnet18.unfused.2_fused_dataflow.py", 6422784, 7432096),
+    ],
+)
+def test_tvm_models_reach_the_proven_optimum(
+    capsys: pytest.CaptureFixture[str], model: str, optimum: int, tvm: int
+) -> None:
+    path = shared(TVM / model)
+    records = run_json(capsys, "compare", str(path), "--alignment", "1", "--planners", "tokens,cpsat", "--time-limit", "30")
+    assert isinstance(records, list)
+    by_name = {r["planner"]: r for r in records}
+    assert by_name["cpsat"]["status"] == "optimal"
+    assert by_name["cpsat"]["arena_bytes"] == optimum
+    assert by_name["tokens"]["arena_bytes"] == tvm
+
+
+@pytest.mark.parametrize("model", ["mlp.2_fused_dataflow.py", "resnet18.2_fused_dataflow.py"])
+def test_tvm_models_replay_bit_for_bit(capsys: pytest.CaptureFixture[str], model: str) -> None:
+    path = shared(TVM / model)
+    assert main(["run", str(path), "--alignment", "1", "--time-limit", "30"]) == 0
+    assert "bit-for-bit" in capsys.readouterr().out
