@@ -128,9 +128,9 @@ def _error(message: str, node: ast.AST, src: _Source) -> InputError:
     return InputError(message, file=src.file, line=line, col=col)
 
 
-def _show(node: ast.AST) -> str:
-    """The source of `node`, short enough for a one-line message."""
-    text = ast.unparse(node)
+def _show(node: ast.AST, src: _Source) -> str:
+    """The source of `node` as written, on one line and short enough for a message."""
+    text = " ".join((ast.get_source_segment(src.text, node) or ast.unparse(node)).split())
     return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
@@ -167,13 +167,13 @@ def _number(node: ast.AST) -> int | float | bool | None:
 def _int(node: ast.AST, what: str, src: _Source) -> int:
     value = _number(node)
     if type(value) is not int:
-        raise _error(f"expected {what} (an integer), found {_show(node)}", node, src)
+        raise _error(f"expected {what} (an integer), found {_show(node, src)}", node, src)
     return value
 
 
 def _string(node: ast.AST, what: str, src: _Source) -> str:
     if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
-        raise _error(f"expected {what} (a string), found {_show(node)}", node, src)
+        raise _error(f"expected {what} (a string), found {_show(node, src)}", node, src)
     return node.value
 
 
@@ -190,7 +190,7 @@ def _dtype(node: ast.AST, src: _Source) -> str:
 
 def _no_keywords(node: ast.Call, src: _Source) -> None:
     if node.keywords:
-        raise _error(f"unexpected keyword argument in {_show(node)}", node.keywords[0], src)
+        raise _error(f"unexpected keyword argument in {_show(node, src)}", node.keywords[0], src)
 
 
 def _keywords(node: ast.Call, src: _Source) -> dict[str, ast.expr]:
@@ -233,7 +233,7 @@ def _program(tree: ast.Module, src: _Source) -> Program:
 def _check_import(stmt: ast.Import | ast.ImportFrom, src: _Source) -> None:
     modules = [stmt.module or ""] if isinstance(stmt, ast.ImportFrom) else [a.name for a in stmt.names]
     if not all(m == "tvm" or m.startswith("tvm.") for m in modules):
-        raise _error(f"unsupported import {_show(stmt)} (only tvm imports)", stmt, src)
+        raise _error(f"unsupported import {_show(stmt, src)} (only tvm imports)", stmt, src)
 
 
 def _check_unique(definitions: Sequence[Function | Kernel], tree: ast.Module, src: _Source) -> None:
@@ -266,7 +266,7 @@ def _definition(stmt: ast.stmt, src: _Source) -> Function | Kernel:
         return Kernel(stmt.name, _source_text(stmt, src))
     if isinstance(decorator, ast.Attribute) and _dotted(decorator) == "R.function":
         return _function(stmt, src)
-    raise _error(f"unsupported decorator {_show(decorator)}", decorator, src)
+    raise _error(f"unsupported decorator {_show(decorator, src)}", decorator, src)
 
 
 def _source_text(stmt: ast.FunctionDef, src: _Source) -> str:
@@ -317,7 +317,7 @@ def _func_attrs(stmts: list[ast.stmt], src: _Source) -> tuple[Attrs, list[ast.st
     call = found[0].value
     assert isinstance(call, ast.Call)
     if len(call.args) != 1 or call.keywords or not isinstance(call.args[0], ast.Dict):
-        raise _error(f"expected R.func_attr({{name: value, ...}}), found {_show(call)}", call, src)
+        raise _error(f"expected R.func_attr({{name: value, ...}}), found {_show(call, src)}", call, src)
     attrs: dict[str, AttrValue] = {}
     for key, value in zip(call.args[0].keys, call.args[0].values):
         if key is None:
@@ -352,7 +352,7 @@ def _dataflow_block(stmt: ast.With, src: _Source) -> Block:
     item = stmt.items[0]
     is_dataflow = isinstance(item.context_expr, ast.Call) and _callee(item.context_expr) == "R.dataflow"
     if len(stmt.items) != 1 or item.optional_vars is not None or not is_dataflow:
-        raise _error(f"expected 'with R.dataflow():', found {_show(item.context_expr)}", stmt, src)
+        raise _error(f"expected 'with R.dataflow():', found {_show(item.context_expr, src)}", stmt, src)
     body = list(stmt.body)
     outputs: tuple[Var, ...] = ()
     last = body[-1]
@@ -368,7 +368,7 @@ def _outputs(call: ast.Call, src: _Source) -> tuple[Var, ...]:
     names = []
     for arg in call.args:
         if not isinstance(arg, ast.Name):
-            raise _error(f"R.output takes variables, found {_show(arg)}", arg, src)
+            raise _error(f"R.output takes variables, found {_show(arg, src)}", arg, src)
         names.append(_var(arg.id, _loc(arg, src)))
     return tuple(names)
 
@@ -383,7 +383,7 @@ def _statement(stmt: ast.stmt, src: _Source, *, dataflow: bool) -> Binding:
             return Binding(_var(name, _loc(target, src)), _expr(value, src), loc=_loc(stmt, src))
         case ast.Assign(targets=[target, *more]):
             culprit = more[0] if more else target
-            raise _error(f"unsupported assignment target {_show(culprit)}", culprit, src)
+            raise _error(f"unsupported assignment target {_show(culprit, src)}", culprit, src)
         case ast.AnnAssign(target=ast.Name(id=name) as target, annotation=ann, value=value):
             if value is None:
                 raise _error(f"{name!r} is annotated but not assigned", stmt, src)
@@ -450,7 +450,7 @@ def _expr(node: ast.expr, src: _Source) -> Expr:
             return _subscript(node, src)
         case ast.Call():
             return _call(node, src)
-    raise _error(f"unsupported expression {_show(node)}", node, src)
+    raise _error(f"unsupported expression {_show(node, src)}", node, src)
 
 
 def _arg(node: ast.expr, src: _Source) -> Expr:
@@ -459,7 +459,7 @@ def _arg(node: ast.expr, src: _Source) -> Expr:
     if number is not None:
         return Literal("prim", number, loc=_loc(node, src))
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        raise _error(f"a bare string argument {_show(node)}: write R.str(...)", node, src)
+        raise _error(f"a bare string argument {_show(node, src)}: write R.str(...)", node, src)
     return _expr(node, src)
 
 
@@ -482,7 +482,7 @@ def _subscript(node: ast.Subscript, src: _Source) -> Expr:
 def _call(node: ast.Call, src: _Source) -> Expr:
     name = _callee(node)
     if name is None:
-        raise _error(f"unsupported expression {_show(node)}", node, src)
+        raise _error(f"unsupported expression {_show(node, src)}", node, src)
     if name in _TYPE_NAMES or name in _STATEMENT_ONLY:
         raise _error(f"{name} is not allowed in an expression", node, src)
     if name.startswith("R."):
@@ -516,7 +516,7 @@ def _kernel_call(kernel: str, node: ast.Call, src: _Source) -> Call:
 
 def _call_tir(op: str, node: ast.Call, src: _Source) -> Call:
     """`R.call_tir(kernel, (args...), out_ty=T)`; `out_sinfo=` is the older spelling."""
-    usage = f"expected R.{op}(kernel, (args...), out_ty=R.Tensor(...)), found {_show(node)}"
+    usage = f"expected R.{op}(kernel, (args...), out_ty=R.Tensor(...)), found {_show(node, src)}"
     keywords = _keywords(node, src)
     if len(node.args) == 3 and "out_ty" not in keywords and "out_sinfo" not in keywords:
         keywords["out_ty"] = node.args[2]
@@ -526,12 +526,12 @@ def _call_tir(op: str, node: ast.Call, src: _Source) -> Call:
         raise _error(usage, node, src)
     kernel = _dotted(node.args[0])
     if kernel is None or kernel.count(".") > (1 if kernel.startswith("cls.") else 0):
-        raise _error(f"expected a kernel name, found {_show(node.args[0])}", node.args[0], src)
+        raise _error(f"expected a kernel name, found {_show(node.args[0], src)}", node.args[0], src)
     packed = node.args[1]
     operands = packed.elts if isinstance(packed, ast.Tuple) else [packed]
     attrs = {key: _attr_value(value, src) for key, value in keywords.items()}
     if not _is_output_type(attrs["out_ty"]):
-        raise _error(f"expected out_ty=R.Tensor(...), found {_show(keywords['out_ty'])}",
+        raise _error(f"expected out_ty=R.Tensor(...), found {_show(keywords['out_ty'], src)}",
                      keywords["out_ty"], src)  # fmt: skip
     attrs["kernel"] = kernel.removeprefix("cls.")
     args = tuple(_arg(a, src) for a in operands)
@@ -550,13 +550,13 @@ def _const(op: str, node: ast.Call, src: _Source) -> Const:
     if len(node.args) not in (1, 2) or set(keywords) - {"dtype"} or (
         len(node.args) == 2 and keywords
     ):
-        raise _error(f"expected R.const(value, dtype), found {_show(node)}", node, src)
+        raise _error(f"expected R.const(value, dtype), found {_show(node, src)}", node, src)
     value_node = node.args[0]
     value = _number(value_node)
     if isinstance(value_node, ast.Constant) and value_node.value in _NON_FINITE:
         value = _NON_FINITE[value_node.value]
     if value is None:
-        raise _error(f"expected a number in R.const, found {_show(value_node)}", value_node, src)
+        raise _error(f"expected a number in R.const, found {_show(value_node, src)}", value_node, src)
     dtype_node = node.args[1] if len(node.args) == 2 else keywords.get("dtype")
     if dtype_node is None:
         # What TVM assumes for an untyped constant.
@@ -569,7 +569,7 @@ def _const(op: str, node: ast.Call, src: _Source) -> Const:
 def _shape_expr(op: str, node: ast.Call, src: _Source) -> ShapeExpr:
     _no_keywords(node, src)
     if len(node.args) != 1:
-        raise _error(f"expected R.shape([dims...]), found {_show(node)}", node, src)
+        raise _error(f"expected R.shape([dims...]), found {_show(node, src)}", node, src)
     return ShapeExpr(_dims(node.args[0], "R.shape", src), loc=_loc(node, src))
 
 
@@ -577,7 +577,7 @@ def _literal(op: str, node: ast.Call, src: _Source) -> Literal:
     """`R.str("global")`, `R.dtype("float32")`, `R.prim_value(0)`."""
     _no_keywords(node, src)
     if len(node.args) != 1:
-        raise _error(f"expected R.{op}(value), found {_show(node)}", node, src)
+        raise _error(f"expected R.{op}(value), found {_show(node, src)}", node, src)
     arg = node.args[0]
     loc = _loc(node, src)
     if op == "str":
@@ -586,7 +586,7 @@ def _literal(op: str, node: ast.Call, src: _Source) -> Literal:
         return Literal("dtype", _dtype(arg, src), loc=loc)
     number = _number(arg)
     if number is None:
-        raise _error(f"expected a number in R.prim_value, found {_show(arg)}", arg, src)
+        raise _error(f"expected a number in R.prim_value, found {_show(arg, src)}", arg, src)
     return Literal("prim", number, loc=loc)
 
 
@@ -617,7 +617,7 @@ def _attr_value(node: ast.expr, src: _Source) -> AttrValue:
         case ast.Call() | ast.Attribute() if _callee(node) in _TYPE_NAMES:
             return _type(node, src)
     message = "expected an attribute value (number, string, bool, None, list or type), found "
-    raise _error(message + _show(node), node, src)
+    raise _error(message + _show(node, src), node, src)
 
 
 def _type(node: ast.expr, src: _Source) -> Type:
@@ -636,25 +636,27 @@ def _type(node: ast.expr, src: _Source) -> Type:
         return ObjectType()
     if name == "R.Prim" and call is not None:
         return _prim_type(call, src)
-    raise _error(f"expected a type such as R.Tensor(shape, dtype), found {_show(node)}", node, src)
+    raise _error(f"expected a type such as R.Tensor(shape, dtype), found {_show(node, src)}", node, src)
 
 
 def _tensor_type(node: ast.Call, src: _Source) -> TensorType:
     keywords = _keywords(node, src)
     shape_node = node.args[0] if node.args else keywords.pop("shape", None)
     dtype_node = node.args[1] if len(node.args) > 1 else keywords.pop("dtype", None)
-    if keywords or len(node.args) > 2 or dtype_node is None:
-        raise _error(f"expected R.Tensor(shape, dtype), found {_show(node)}", node, src)
-    if shape_node is None:
+    if shape_node is None and not keywords and dtype_node is not None:
         message = "R.Tensor without a shape: optplan plans static shapes only"
         raise _error(message, node, src)
+    if keywords or len(node.args) > 2 or dtype_node is None or not isinstance(
+        shape_node, (ast.Tuple, ast.List)
+    ):
+        raise _error(f"expected R.Tensor(shape, dtype), found {_show(node, src)}", node, src)
     return TensorType(_dims(shape_node, "R.Tensor", src), _dtype(dtype_node, src))
 
 
 def _dims(node: ast.expr, what: str, src: _Source) -> tuple[int, ...]:
     """Static dimensions; a name is a symbolic dimension, which optplan cannot plan."""
     if not isinstance(node, (ast.Tuple, ast.List)):
-        raise _error(f"expected the dimensions of {what} as a tuple or list, found {_show(node)}",
+        raise _error(f"expected the dimensions of {what} as a tuple or list, found {_show(node, src)}",
                      node, src)  # fmt: skip
     dims = []
     for dim in node.elts:
@@ -677,12 +679,12 @@ def _shape_type(node: ast.Call | None, src: _Source) -> ShapeType:
     if not node.args and set(keywords) <= {"ndim"}:
         ndim = keywords.get("ndim")
         return ShapeType() if ndim is None else ShapeType(_int(ndim, "ndim", src))
-    raise _error(f"expected R.Shape([dims...]) or R.Shape(ndim=n), found {_show(node)}", node, src)
+    raise _error(f"expected R.Shape([dims...]) or R.Shape(ndim=n), found {_show(node, src)}", node, src)
 
 
 def _prim_type(node: ast.Call, src: _Source) -> PrimType:
     keywords = _keywords(node, src)
     dtype_node = node.args[0] if node.args else keywords.pop("dtype", None)
     if dtype_node is None or len(node.args) > 1 or keywords:
-        raise _error(f"expected R.Prim(dtype), found {_show(node)}", node, src)
+        raise _error(f"expected R.Prim(dtype), found {_show(node, src)}", node, src)
     return PrimType(_dtype(dtype_node, src))

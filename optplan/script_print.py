@@ -18,7 +18,6 @@ operand, an infinite attribute) raise ValueError: that is a bug in the caller.
 
 from __future__ import annotations
 
-import json
 import keyword
 import math
 from collections.abc import Iterator
@@ -259,7 +258,18 @@ def _number(value: float | int | bool) -> str:
 
 
 def _string(text: str) -> str:
-    return json.dumps(text)  # double quotes, as TVM prints them; also valid Python
+    """A double-quoted literal, as TVM prints strings, in plain ASCII: every other
+    character is escaped the way Python reads it back (json's surrogate pairs would not
+    read back as one character)."""
+    out = []
+    for char in text:
+        if char in '"\\':
+            out.append("\\" + char)
+        elif " " <= char <= "~":
+            out.append(char)
+        else:
+            out.append(char.encode("unicode_escape").decode("ascii"))
+    return '"' + "".join(out) + '"'
 
 
 def _tuple_text(items: list[str]) -> str:
