@@ -183,26 +183,30 @@ MetaKey = tuple[str, int]
 
 
 def _meta_types(program: Program) -> dict[MetaKey, TensorType]:
-    """Types of metadata constants that a use pins down (see the module doc, step 1)."""
-    found: dict[MetaKey, TensorType] = {}
+    """Types of metadata constants that a use pins down (see the module doc, step 1).
+
+    A tuple annotation states the constant's own type, so it wins over a reshape's
+    result, which only has the same element count.
+    """
+    exact: dict[MetaKey, TensorType] = {}
+    by_reshape: dict[MetaKey, TensorType] = {}
     for fn in program.functions:
         for binding in _all_bindings(fn.body):
             value, annotated = binding.value, binding.type
             if isinstance(value, Tuple) and isinstance(annotated, TupleType):
-                for field, field_type in zip(value.fields, annotated.fields):
-                    if isinstance(field, MetaConst) and isinstance(field_type, TensorType):
-                        found.setdefault((field.kind, field.index), field_type)
+                for item, item_type in zip(value.fields, annotated.fields):
+                    if isinstance(item, MetaConst) and isinstance(item_type, TensorType):
+                        exact.setdefault((item.kind, item.index), item_type)
             if (
                 isinstance(value, Call)
                 and value.op == "reshape"
                 and value.args
                 and isinstance(value.args[0], MetaConst)
-                and value.args[0].type is None
                 and isinstance(annotated, TensorType)
             ):
                 meta = value.args[0]
-                found.setdefault((meta.kind, meta.index), annotated)
-    return found
+                by_reshape.setdefault((meta.kind, meta.index), annotated)
+    return by_reshape | exact
 
 
 def _all_bindings(seq: SeqExpr) -> Iterator[Binding]:
