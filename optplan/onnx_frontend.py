@@ -1,0 +1,480 @@
+"""ONNX model -> Program, with every standard ONNX op runnable through `onnx.reference`.
+
+Steps of `read_onnx(path, dims)`:
+
+1. Load the file and run `onnx.checker.check_model`: a broken file, an op the onnx package
+   does not know, or a node the checker rejects is one InputError naming the file.
+2. Fix symbolic dimensions of the graph inputs from `dims` (`--dim NAME=VALUE`); an input
+   dimension still unknown is an InputError that says which `--dim` fixes it.
+3. Infer shapes (`strict_mode`, with data propagation so that `Shape -> ... -> Reshape`
+   chains resolve); every node output must then have a static tensor type.
+4. Name every value: ONNX names ("/layer1/Conv_output_0", "input.1") become unique Python
+   identifiers; `OnnxModel.names` maps one to the other.
+5. Parameters: the graph inputs first (`num_input` of them), then the weights: the
+   initializers and the values of `Constant` nodes. As with TVM's `keep_params_in_input`,
+   parameters at or after `num_input` are weights; both are owned by the caller and never
+   planned.
+6. One binding per node: `Call("onnx.<OpType>", inputs, attrs)`. Empty optional inputs are
+   skipped and the positions of the others kept in `onnx_inputs` (likewise `onnx_outputs`);
+   `onnx_opset` is the model's opset; `out_ty` is the inferred type. A node with several
+   outputs binds a tuple, then one `TupleGetItem` binding per output.
+7. The function returns the graph outputs.
+
+Importing this module registers an OpDef for every standard ONNX op under `onnx.<OpType>`:
+its type rule reads `out_ty`, its kernel runs the node alone in `onnx.reference`'s
+ReferenceEvaluator (built once per distinct node and cached); Reshape, Squeeze, Unsqueeze,
+Flatten and Identity are views of their first input.
+"""
+
+from __future__ import annotations
+
+import functools
+import keyword
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+from optplan.errors import InputError
+from optplan.ir import (
+    AttrValue,
+    Binding,
+    Block,
+    Call,
+    Expr,
+    Function,
+    Param,
+    Program,
+    SeqExpr,
+    TensorType,
+    Tuple,
+    TupleGetItem,
+    TupleType,
+    Type,
+    Var,
+)
+from optplan.ops import OpDef, fail, register
+
+PREFIX = "onnx."
+VIEW_OPS = frozenset({"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"})
+# Elementwise ops whose output may take the bytes of an input that dies at the node.
+ELEMENTWISE_OPS = frozenset(
+    {
+        "Abs", "Add", "Ceil", "Clip", "Cos", "Div", "Elu", "Erf", "Exp", "Floor", "Gelu",
+        "HardSigmoid", "HardSwish", "LeakyRelu", "Log", "Mul", "Neg", "Pow", "Reciprocal",
+        "Relu", "Round", "Sigmoid", "Sign", "Sin", "Softplus", "Sqrt", "Sub", "Tanh",
+    }
+)  # fmt: skip
+# Ops that draw random numbers; without a seed the replay could not be compared.
+RANDOM_OPS = frozenset(
+    {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Bernoulli", "Multinomial"}
+)
+_STANDARD_DOMAINS = ("", "ai.onnx")
+# The few dtypes NumPy has natively; bfloat16 and float8 would need ml_dtypes.
+_DTYPES = frozenset(
+    {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+     "float16", "float32", "float64", "complex64", "complex128"}
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class OnnxModel:
+    """A model read into a Program, its weights by parameter name, and the names map."""
+
+    program: Program
+    weights: dict[str, np.ndarray] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)
+
+
+def load_onnx(path: str, dims: dict[str, int]) -> Program:
+    """The Program of the ONNX model at `path` (weights are not read)."""
+    return read_onnx(path, dims, with_weights=False).program
+
+
+def onnx_weights(path: str) -> dict[str, np.ndarray]:
+    """The weights of the model at `path` (initializers and Constant values), by the name
+    of their parameter in the Program that `load_onnx` gives."""
+    model = _read_checked(path, load_data=True)
+    return _weights(model, _names(model.graph), _opset(model))
+
+
+def read_onnx(path: str, dims: dict[str, int], *, with_weights: bool = True) -> OnnxModel:
+    """The Program of the model at `path`, with its weights unless `with_weights` is False."""
+    model = _read_checked(path, load_data=with_weights)
+    opset = _opset(model)
+    _check_ops(model, opset, path)
+    _fix_input_dims(model.graph, dims, path)
+    model = _infer_shapes(model, path)
+    types = _static_types(model, path)
+    names = _names(model.graph)
+    fn = _function(model.graph, types, names, opset)
+    weights = _weights(model, names, opset) if with_weights else {}
+    return OnnxModel(Program((fn,)), weights, names)
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+def _read_checked(path: str, *, load_data: bool) -> onnx.ModelProto:
+    try:
+        model = onnx.load(path, load_external_data=load_data)
+    except Exception as error:  # protobuf raises several unrelated types on bad bytes
+        raise InputError(f"not an ONNX model: {_first_line(error)}", file=path) from None
+    try:
+        onnx.checker.check_model(model)
+    except Exception as error:
+        raise InputError(f"invalid ONNX model: {_first_line(error)}", file=path) from None
+    if not model.graph.node and not model.graph.output:
+        # Random bytes can decode as an empty but well-formed protobuf.
+        raise InputError("not an ONNX model: it has no graph", file=path)
+    return model
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else type(error).__name__
+
+
+def _opset(model: onnx.ModelProto) -> int:
+    for entry in model.opset_import:
+        if entry.domain in _STANDARD_DOMAINS:
+            return int(entry.version)
+    return onnx.defs.onnx_opset_version()
+
+
+def _check_ops(model: onnx.ModelProto, opset: int, path: str) -> None:
+    """Every node must be a standard op that `onnx.reference` can run deterministically."""
+    for node in model.graph.node:
+        where = f"node {node.name or node.output[0]!r} ({node.op_type})"
+        if node.domain not in _STANDARD_DOMAINS:
+            raise InputError(f"{where}: op domain {node.domain!r} is not standard ONNX", file=path)
+        if not onnx.defs.has(node.op_type):
+            raise InputError(f"{where}: the onnx package does not know this op", file=path)
+        if node.op_type in RANDOM_OPS and not any(a.name == "seed" for a in node.attribute):
+            raise InputError(f"{where}: a random op without a seed cannot be replayed", file=path)
+        for attribute in node.attribute:
+            if attribute.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+                raise InputError(f"{where}: ops with subgraphs are not supported", file=path)
+
+
+# ---------------------------------------------------------------------------- shapes
+
+
+def _fix_input_dims(graph: onnx.GraphProto, dims: dict[str, int], path: str) -> None:
+    """Set every symbolic input dimension named in `dims`; fail on one left unknown."""
+    used: set[str] = set()
+    for value in _graph_inputs(graph):
+        for axis, dim in enumerate(value.type.tensor_type.shape.dim):
+            if dim.HasField("dim_value"):
+                continue
+            name = dim.dim_param
+            if name in dims:
+                dim.dim_value = int(dims[name])
+                used.add(name)
+            elif name:
+                raise InputError(
+                    f"tensor {value.name!r} has unknown dimension {name!r}; "
+                    f"fix it with --dim {name}=VALUE",
+                    file=path,
+                )
+            else:
+                raise InputError(
+                    f"tensor {value.name!r} has an unnamed unknown dimension (axis {axis}); "
+                    "give the input a static shape",
+                    file=path,
+                )
+    for name in sorted(set(dims) - used):
+        raise InputError(f"--dim {name}: no graph input has a dimension named {name!r}", file=path)
+    # Shapes declared further in are re-derived from the fixed inputs.
+    del graph.value_info[:]
+
+
+def _infer_shapes(model: onnx.ModelProto, path: str) -> onnx.ModelProto:
+    try:
+        return onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+    except Exception as error:
+        raise InputError(f"shape inference failed: {_first_line(error)}", file=path) from None
+
+
+def _static_types(model: onnx.ModelProto, path: str) -> dict[str, TensorType]:
+    """The static tensor type of every value the graph reads or writes."""
+    graph = model.graph
+    declared = {v.name: v.type for v in [*graph.input, *graph.value_info, *graph.output]}
+    types = {
+        init.name: _tensor_type(init.name, init.data_type, tuple(init.dims), path)
+        for init in graph.initializer
+    }
+    for value in _graph_inputs(graph):
+        types[value.name] = _declared_type(value.name, value.type, path)
+    for node in graph.node:
+        for name in node.output:
+            if not name:
+                continue
+            if name not in declared:
+                raise InputError(f"tensor {name!r} ({node.op_type}) has no inferred type", file=path)
+            types[name] = _declared_type(name, declared[name], path)
+    return types
+
+
+def _declared_type(name: str, proto: onnx.TypeProto, path: str) -> TensorType:
+    if proto.WhichOneof("value") != "tensor_type":
+        raise InputError(f"tensor {name!r} is a {proto.WhichOneof('value')}, not a tensor", file=path)
+    tensor = proto.tensor_type
+    if not tensor.HasField("shape"):
+        raise InputError(f"tensor {name!r} has no inferred shape", file=path)
+    shape = []
+    for dim in tensor.shape.dim:
+        if not dim.HasField("dim_value"):
+            what = f"dimension {dim.dim_param!r}" if dim.dim_param else "an unnamed dimension"
+            raise InputError(
+                f"tensor {name!r} has unknown {what}, which depends on data; "
+                "optplan needs static shapes",
+                file=path,
+            )
+        shape.append(int(dim.dim_value))
+    return _tensor_type(name, tensor.elem_type, tuple(shape), path)
+
+
+def _tensor_type(name: str, elem_type: int, shape: tuple[int, ...], path: str) -> TensorType:
+    dtype = _dtype_name(elem_type)
+    if dtype not in _DTYPES:
+        raise InputError(f"tensor {name!r} has dtype {dtype}, which optplan does not run", file=path)
+    return TensorType(shape, dtype)
+
+
+def _dtype_name(elem_type: int) -> str:
+    try:
+        return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type)).name
+    except Exception:
+        return onnx.TensorProto.DataType.Name(elem_type).lower()
+
+
+# ---------------------------------------------------------------------------- names
+
+
+def _graph_inputs(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
+    """Graph inputs that are not initializers (old models list weights as inputs too)."""
+    weights = {init.name for init in graph.initializer}
+    return [value for value in graph.input if value.name not in weights]
+
+
+def _constant_nodes(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
+    return [n for n in graph.node if n.op_type == "Constant" and n.domain in _STANDARD_DOMAINS]
+
+
+def _names(graph: onnx.GraphProto) -> dict[str, str]:
+    """A unique identifier for every value, and for every multi-output node a tuple name
+    keyed `node:<index>`; deterministic in the graph alone, so weights and program agree."""
+    names: dict[str, str] = {}
+    taken: set[str] = set()
+
+    def claim(key: str, raw: str) -> None:
+        base = re.sub(r"\W", "_", raw) or "v"
+        if base[0].isdigit() or keyword.iskeyword(base):
+            base = "v_" + base
+        name, suffix = base, 0
+        while name in taken:
+            suffix += 1
+            name = f"{base}_{suffix}"
+        taken.add(name)
+        names[key] = name
+
+    for value in _graph_inputs(graph):
+        claim(value.name, value.name)
+    for init in graph.initializer:
+        claim(init.name, init.name)
+    for index, node in enumerate(graph.node):
+        outputs = [o for o in node.output if o]
+        if len(outputs) > 1:
+            claim(f"node:{index}", node.name or node.op_type.lower())
+        for output in outputs:
+            claim(output, output)
+    return names
+
+
+# ---------------------------------------------------------------------------- program
+
+
+def _function(
+    graph: onnx.GraphProto, types: dict[str, TensorType], names: dict[str, str], opset: int
+) -> Function:
+    constants = _constant_nodes(graph)
+    inputs = [v.name for v in _graph_inputs(graph)]
+    weights = [i.name for i in graph.initializer] + [n.output[0] for n in constants]
+    params = tuple(Param(Var(names[n]), types[n]) for n in inputs + weights)
+    bindings: list[Binding] = []
+    for index, node in enumerate(graph.node):
+        if node.op_type == "Constant" and node.domain in _STANDARD_DOMAINS:
+            continue
+        bindings.extend(_node_bindings(index, node, types, names, opset))
+    outputs = [names[v.name] for v in graph.output]
+    bound = {b.var.name for b in bindings}
+    block_outputs = tuple(Var(n) for n in dict.fromkeys(outputs) if n in bound)
+    body: Expr = Var(outputs[0]) if len(outputs) == 1 else Tuple(tuple(Var(n) for n in outputs))
+    out_types = [types[v.name] for v in graph.output]
+    ret_type: Type = out_types[0] if len(out_types) == 1 else TupleType(tuple(out_types))
+    return Function(
+        name="main",
+        params=params,
+        ret_type=ret_type,
+        body=SeqExpr((Block(tuple(bindings), dataflow=True, outputs=block_outputs),), body),
+        attrs=(("num_input", len(inputs)),),
+    )
+
+
+def _node_bindings(
+    index: int, node: onnx.NodeProto, types: dict[str, TensorType], names: dict[str, str], opset: int
+) -> list[Binding]:
+    outputs = [o for o in node.output if o]
+    out_types = tuple(types[o] for o in outputs)
+    out_ty: Type = out_types[0] if len(out_types) == 1 else TupleType(out_types)
+    attrs = dict(_node_attrs(node))
+    attrs["out_ty"] = out_ty
+    attrs["onnx_opset"] = opset
+    if len(node.input) and not all(node.input):
+        attrs["onnx_inputs"] = tuple(p for p, name in enumerate(node.input) if name)
+    if not all(node.output):
+        attrs["onnx_outputs"] = tuple(p for p, name in enumerate(node.output) if name)
+    args = tuple(Var(names[name]) for name in node.input if name)
+    call = Call(PREFIX + node.op_type, args, tuple(sorted(attrs.items())))
+    if len(outputs) == 1:
+        return [Binding(Var(names[outputs[0]]), call, out_ty)]
+    whole = Var(names[f"node:{index}"])
+    items = [
+        Binding(Var(names[name]), TupleGetItem(whole, position), out_types[position])
+        for position, name in enumerate(outputs)
+    ]
+    return [Binding(whole, call, out_ty), *items]
+
+
+def _node_attrs(node: onnx.NodeProto) -> list[tuple[str, AttrValue]]:
+    return [(a.name, _attr_value(onnx.helper.get_attribute_value(a))) for a in node.attribute]
+
+
+def _attr_value(value: object) -> AttrValue:
+    """An ONNX attribute as an IR attribute; a tensor becomes (TensorType, flat values)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, onnx.TensorProto):
+        array = numpy_helper.to_array(value)
+        return (TensorType(tuple(array.shape), array.dtype.name), tuple(array.reshape(-1).tolist()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_attr_value(v) for v in value)
+    if isinstance(value, (int, float, str)):
+        return value
+    # Sparse tensors and type protos: seen in no model we know; say so rather than guess.
+    raise InputError(f"ONNX attribute of kind {type(value).__name__} is not supported")
+
+
+# ---------------------------------------------------------------------------- weights
+
+
+def _weights(model: onnx.ModelProto, names: dict[str, str], opset: int) -> dict[str, np.ndarray]:
+    graph = model.graph
+    weights = {names[init.name]: numpy_helper.to_array(init) for init in graph.initializer}
+    for node in _constant_nodes(graph):
+        (value,) = ReferenceEvaluator(node, opsets={"": opset}).run(None, {})
+        weights[names[node.output[0]]] = np.asarray(value)
+    for array in weights.values():
+        # Weights are the caller's; a kernel or a plan that writes them is a bug to catch.
+        array.flags.writeable = False
+    return weights
+
+
+# ---------------------------------------------------------------------------- op table
+
+# Attributes optplan adds to a call; the rest are the node's own.
+_OWN_ATTRS = frozenset({"out_ty", "onnx_opset", "onnx_inputs", "onnx_outputs"})
+
+
+def _infer(call: Call, arg_types: Sequence[Type | None]) -> Type:
+    out = call.attr("out_ty")
+    if not isinstance(out, (TensorType, TupleType)):
+        raise fail(call, f"{call.op} needs out_ty, the type ONNX shape inference gave")
+    return out
+
+
+def _kernel(call: Call, args: Sequence[object]) -> object:
+    out = call.attr("out_ty")
+    assert isinstance(out, (TensorType, TupleType))
+    if call.op[len(PREFIX) :] in VIEW_OPS:
+        # Each view op only reinterprets its first input's bytes in a new shape; reshaping
+        # keeps the result a view of them, as the memory plan assumes.
+        assert isinstance(out, TensorType) and isinstance(args[0], np.ndarray)
+        return args[0].reshape(out.shape)
+    evaluator = _evaluator(call.op, call.attrs, len(call.args))
+    positions = call.attr("onnx_inputs") or tuple(range(len(args)))
+    feeds = {f"i{p}": a for p, a in zip(positions, args)}  # type: ignore[union-attr]
+    results = evaluator.run(None, feeds)
+    fields = out.fields if isinstance(out, TupleType) else (out,)
+    # Copies in the declared dtype: a reference op may hand back its input or a wider type.
+    arrays = tuple(np.array(r, dtype=t.dtype) for r, t in zip(results, fields))  # type: ignore[union-attr]
+    return arrays if isinstance(out, TupleType) else arrays[0]
+
+
+@functools.lru_cache(maxsize=4096)
+def _evaluator(op: str, attrs: tuple[tuple[str, AttrValue], ...], arity: int) -> ReferenceEvaluator:
+    """The node of a call alone, ready to run; identical nodes share one evaluator."""
+    return ReferenceEvaluator(_node_proto(op, attrs, arity), opsets={"": _attr(attrs, "onnx_opset")})
+
+
+def _attr(attrs: tuple[tuple[str, AttrValue], ...], name: str) -> object:
+    return dict(attrs).get(name)
+
+
+def _node_proto(op: str, attrs: tuple[tuple[str, AttrValue], ...], arity: int) -> onnx.NodeProto:
+    op_type = op[len(PREFIX) :]
+    opset = int(_attr(attrs, "onnx_opset"))  # type: ignore[arg-type]
+    out = _attr(attrs, "out_ty")
+    count = len(out.fields) if isinstance(out, TupleType) else 1
+    in_positions = _attr(attrs, "onnx_inputs") or tuple(range(arity))
+    out_positions = _attr(attrs, "onnx_outputs") or tuple(range(count))
+    inputs = [""] * (max(in_positions, default=-1) + 1)  # type: ignore[call-overload]
+    for p in in_positions:  # type: ignore[union-attr]
+        inputs[p] = f"i{p}"
+    outputs = [""] * (max(out_positions) + 1)  # type: ignore[call-overload]
+    for p in out_positions:  # type: ignore[union-attr]
+        outputs[p] = f"o{p}"
+    schema = onnx.defs.get_schema(op_type, opset, "")
+    node = onnx.helper.make_node(op_type, inputs, outputs)
+    for name, value in attrs:
+        if name not in _OWN_ATTRS:
+            kind = int(schema.attributes[name].type)
+            node.attribute.append(onnx.helper.make_attribute(name, _onnx_value(value), attr_type=kind))
+    return node
+
+
+def _onnx_value(value: AttrValue) -> object:
+    """The inverse of `_attr_value`."""
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], TensorType):
+        ty, flat = value
+        return numpy_helper.from_array(np.array(flat, dtype=ty.dtype).reshape(ty.shape))
+    if isinstance(value, tuple):
+        return [_onnx_value(v) for v in value]
+    return value
+
+
+def _register_all() -> None:
+    for schema in onnx.defs.get_all_schemas():
+        if schema.domain in _STANDARD_DOMAINS:
+            name = schema.name
+            register(
+                OpDef(
+                    PREFIX + name,
+                    _infer,
+                    _kernel,
+                    inplace=name in ELEMENTWISE_OPS,
+                    view=name in VIEW_OPS,
+                    elementwise=name in ELEMENTWISE_OPS,
+                )
+            )
+
+
+_register_all()
+
+__all__ = ["OnnxModel", "VIEW_OPS", "load_onnx", "onnx_weights", "read_onnx"]
