@@ -62,13 +62,11 @@ __all__ = ["parse", "load", "print_program"]
 
 Attrs = tuple[tuple[str, AttrValue], ...]
 
-_KEYWORDS = {
-    "While": "while", "For": "for", "AsyncFor": "async for", "Delete": "del",
-    "AugAssign": "augmented assignment", "Raise": "raise", "Try": "try", "Assert": "assert",
-    "Global": "global", "Nonlocal": "nonlocal", "Pass": "pass", "Break": "break",
-    "Continue": "continue", "Match": "match", "AsyncWith": "async with", "Return": "return",
-    "AsyncFunctionDef": "async def", "FunctionDef": "def", "ClassDef": "class",
-    "Import": "import", "ImportFrom": "import", "With": "with", "If": "if", "Expr": "expression",
+# How a statement is named in messages: its node name in lower case, except these.
+_SPELLING = {
+    "AsyncFor": "async for", "Delete": "del", "AugAssign": "augmented assignment",
+    "AsyncWith": "async with", "AsyncFunctionDef": "async def", "FunctionDef": "def",
+    "ClassDef": "class", "ImportFrom": "import", "Expr": "expression", "TryStar": "try",
 }  # fmt: skip
 _TYPE_NAMES = {"R.Tensor", "R.Tuple", "R.Shape", "R.Object", "R.Any", "R.Prim"}
 _STATEMENT_ONLY = {"R.dataflow", "R.output", "R.func_attr", "R.function"}
@@ -134,6 +132,15 @@ def _show(node: ast.AST, src: _Source) -> str:
     return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
+def _expected(what: str, node: ast.AST, src: _Source) -> InputError:
+    return _error(f"expected {what}, found {_show(node, src)}", node, src)
+
+
+def _kind(stmt: ast.stmt) -> str:
+    name = type(stmt).__name__
+    return _SPELLING.get(name, name.lower())
+
+
 def _var(name: str, loc: Loc) -> Var:
     return Var(name, loc=loc)
 
@@ -167,13 +174,13 @@ def _number(node: ast.AST) -> int | float | bool | None:
 def _int(node: ast.AST, what: str, src: _Source) -> int:
     value = _number(node)
     if type(value) is not int:
-        raise _error(f"expected {what} (an integer), found {_show(node, src)}", node, src)
+        raise _expected(f"{what} (an integer)", node, src)
     return value
 
 
 def _string(node: ast.AST, what: str, src: _Source) -> str:
     if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
-        raise _error(f"expected {what} (a string), found {_show(node, src)}", node, src)
+        raise _expected(f"{what} (a string)", node, src)
     return node.value
 
 
@@ -209,41 +216,45 @@ def _keywords(node: ast.Call, src: _Source) -> dict[str, ast.expr]:
 
 
 def _program(tree: ast.Module, src: _Source) -> Program:
-    definitions: list[Function | Kernel] = []
+    statements: list[ast.stmt] = []
     module: str | None = None
+    mixed = "a file holds one @I.ir_module class or top-level functions, not both"
     for stmt in tree.body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             _check_import(stmt, src)
         elif isinstance(stmt, ast.ClassDef):
-            if module is not None or definitions:
-                raise _error("a file holds one @I.ir_module class or functions, not both", stmt, src)
+            if module is not None or statements:
+                raise _error(mixed, stmt, src)
             module = _module_name(stmt, src)
-            definitions.extend(_definition(item, src) for item in stmt.body)
+            statements.extend(stmt.body)
         elif module is not None:
-            raise _error("a file holds one @I.ir_module class or functions, not both", stmt, src)
+            raise _error(mixed, stmt, src)
         else:
-            definitions.append(_definition(stmt, src))
+            statements.append(stmt)
+    definitions = [_definition(stmt, src) for stmt in statements]
+    _check_unique(statements, src)
     functions = tuple(d for d in definitions if isinstance(d, Function))
     if not functions:
         raise InputError("no @R.function found", file=src.file, line=1, col=1)
-    _check_unique(definitions, tree, src)
     return Program(functions, tuple(d for d in definitions if isinstance(d, Kernel)), module)
 
 
 def _check_import(stmt: ast.Import | ast.ImportFrom, src: _Source) -> None:
-    modules = [stmt.module or ""] if isinstance(stmt, ast.ImportFrom) else [a.name for a in stmt.names]
+    if isinstance(stmt, ast.ImportFrom):
+        modules = [stmt.module or ""]
+    else:
+        modules = [alias.name for alias in stmt.names]
     if not all(m == "tvm" or m.startswith("tvm.") for m in modules):
         raise _error(f"unsupported import {_show(stmt, src)} (only tvm imports)", stmt, src)
 
 
-def _check_unique(definitions: Sequence[Function | Kernel], tree: ast.Module, src: _Source) -> None:
+def _check_unique(statements: Sequence[ast.stmt], src: _Source) -> None:
     seen: set[str] = set()
-    for definition in definitions:
-        if definition.name in seen:
-            loc = getattr(definition, "loc", None) or Loc(src.file, 1, 1)
-            raise InputError(f"{definition.name!r} is defined twice", file=src.file,
-                             line=loc.line, col=loc.col)  # fmt: skip
-        seen.add(definition.name)
+    for stmt in statements:
+        assert isinstance(stmt, ast.FunctionDef)  # _definition refused everything else
+        if stmt.name in seen:
+            raise _error(f"{stmt.name!r} is defined twice", stmt, src)
+        seen.add(stmt.name)
 
 
 def _module_name(stmt: ast.ClassDef, src: _Source) -> str:
@@ -255,12 +266,11 @@ def _module_name(stmt: ast.ClassDef, src: _Source) -> str:
 
 def _definition(stmt: ast.stmt, src: _Source) -> Function | Kernel:
     if not isinstance(stmt, ast.FunctionDef):
-        kind = _KEYWORDS.get(type(stmt).__name__, type(stmt).__name__)
-        raise _error(f"unsupported statement {kind!r} (expected @R.function or @T.prim_func)",
-                     stmt, src)  # fmt: skip
+        message = f"unsupported statement {_kind(stmt)!r} (expected @R.function or @T.prim_func)"
+        raise _error(message, stmt, src)
     if len(stmt.decorator_list) != 1:
-        raise _error(f"expected one decorator on {stmt.name!r}: @R.function or @T.prim_func",
-                     stmt, src)  # fmt: skip
+        message = f"expected one decorator on {stmt.name!r}: @R.function or @T.prim_func"
+        raise _error(message, stmt, src)
     decorator = stmt.decorator_list[0]
     if _callee(decorator) == "T.prim_func":
         return Kernel(stmt.name, _source_text(stmt, src))
@@ -290,6 +300,9 @@ def _function(stmt: ast.FunctionDef, src: _Source) -> Function:
     if extra or args.defaults:
         raise _error(f"unsupported parameter form in {stmt.name!r}", stmt, src)
     params = tuple(_param(arg, src) for arg in args.args)
+    for index, arg in enumerate(args.args):
+        if arg.arg in (a.arg for a in args.args[:index]):
+            raise _error(f"parameter {arg.arg!r} appears twice", arg, src)
     ret_type = None if stmt.returns is None else _type(stmt.returns, src)
     attrs, stmts = _func_attrs(stmt.body, src)
     last = stmts[-1] if stmts else stmt
@@ -317,7 +330,7 @@ def _func_attrs(stmts: list[ast.stmt], src: _Source) -> tuple[Attrs, list[ast.st
     call = found[0].value
     assert isinstance(call, ast.Call)
     if len(call.args) != 1 or call.keywords or not isinstance(call.args[0], ast.Dict):
-        raise _error(f"expected R.func_attr({{name: value, ...}}), found {_show(call, src)}", call, src)
+        raise _expected(f"R.func_attr({{name: value, ...}})", call, src)
     attrs: dict[str, AttrValue] = {}
     for key, value in zip(call.args[0].keys, call.args[0].values):
         if key is None:
@@ -350,9 +363,10 @@ def _blocks(stmts: Sequence[ast.stmt], src: _Source, *, in_branch: bool) -> tupl
 
 def _dataflow_block(stmt: ast.With, src: _Source) -> Block:
     item = stmt.items[0]
-    is_dataflow = isinstance(item.context_expr, ast.Call) and _callee(item.context_expr) == "R.dataflow"
+    context = item.context_expr
+    is_dataflow = isinstance(context, ast.Call) and _callee(context) == "R.dataflow"
     if len(stmt.items) != 1 or item.optional_vars is not None or not is_dataflow:
-        raise _error(f"expected 'with R.dataflow():', found {_show(item.context_expr, src)}", stmt, src)
+        raise _expected("'with R.dataflow():'", context, src)
     body = list(stmt.body)
     outputs: tuple[Var, ...] = ()
     last = body[-1]
@@ -400,11 +414,9 @@ def _statement(stmt: ast.stmt, src: _Source, *, dataflow: bool) -> Binding:
             return _if_binding(stmt, src)
         case ast.Return():
             raise _error("'return' must be the last statement of the function", stmt, src)
-    kind = _KEYWORDS.get(type(stmt).__name__, type(stmt).__name__)
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-        kind = _callee(stmt.value) or kind
-        raise _error(f"{kind} is not allowed here", stmt, src)
-    raise _error(f"unsupported statement {kind!r}", stmt, src)
+        raise _error(f"{_callee(stmt.value)} is not allowed here", stmt, src)
+    raise _error(f"unsupported statement {_kind(stmt)!r}", stmt, src)
 
 
 def _if_binding(stmt: ast.If, src: _Source) -> Binding:
@@ -428,7 +440,9 @@ def _branch(stmts: list[ast.stmt], src: _Source) -> tuple[Var, Type | None, SeqE
     match last:
         case ast.Assign(targets=[ast.Name(id=name) as target], value=value):
             ty = None
-        case ast.AnnAssign(target=ast.Name(id=name) as target, annotation=ann, value=value) if value:
+        case ast.AnnAssign(target=ast.Name(id=name) as target, annotation=ann, value=value) if (
+            value is not None
+        ):
             ty = _type(ann, src)
         case _:
             raise _error("an 'if' branch must end by assigning its result to a variable", last, src)
@@ -441,26 +455,22 @@ def _branch(stmts: list[ast.stmt], src: _Source) -> tuple[Var, Type | None, SeqE
 
 
 def _expr(node: ast.expr, src: _Source) -> Expr:
+    """An expression; a bare number is a prim value (an offset, a device index)."""
+    number = _number(node)
+    if number is not None:
+        return Literal("prim", number, loc=_loc(node, src))
     match node:
         case ast.Name(id=name):
             return _var(name, _loc(node, src))
         case ast.Tuple(elts=elts):
-            return Tuple(tuple(_arg(e, src) for e in elts), loc=_loc(node, src))
+            return Tuple(tuple(_expr(e, src) for e in elts), loc=_loc(node, src))
         case ast.Subscript():
             return _subscript(node, src)
         case ast.Call():
             return _call(node, src)
+        case ast.Constant(value=str()):
+            raise _error(f"a bare string {_show(node, src)}: write R.str(...)", node, src)
     raise _error(f"unsupported expression {_show(node, src)}", node, src)
-
-
-def _arg(node: ast.expr, src: _Source) -> Expr:
-    """An operand: an expression, or a bare number (a prim value such as an offset)."""
-    number = _number(node)
-    if number is not None:
-        return Literal("prim", number, loc=_loc(node, src))
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        raise _error(f"a bare string argument {_show(node, src)}: write R.str(...)", node, src)
-    return _expr(node, src)
 
 
 def _subscript(node: ast.Subscript, src: _Source) -> Expr:
@@ -472,6 +482,8 @@ def _subscript(node: ast.Subscript, src: _Source) -> Expr:
     ):
         kind = _string(inner.slice, "a metadata kind", src)
         index = _int(node.slice, "a metadata index", src)
+        if index < 0:
+            raise _error(f"a metadata index must not be negative, found {index}", node.slice, src)
         return MetaConst(kind, index, loc=_loc(node, src))
     index = _int(node.slice, "a tuple index", src)
     if index < 0:
@@ -497,7 +509,7 @@ def _positional(node: ast.Call, src: _Source) -> tuple[Expr, ...]:
     for arg in node.args:
         if isinstance(arg, ast.Starred):
             raise _error("'*' arguments are not supported", arg, src)
-    return tuple(_arg(a, src) for a in node.args)
+    return tuple(_expr(a, src) for a in node.args)
 
 
 def _op_call(op: str, node: ast.Call, src: _Source) -> Call:
@@ -516,25 +528,26 @@ def _kernel_call(kernel: str, node: ast.Call, src: _Source) -> Call:
 
 def _call_tir(op: str, node: ast.Call, src: _Source) -> Call:
     """`R.call_tir(kernel, (args...), out_ty=T)`; `out_sinfo=` is the older spelling."""
-    usage = f"expected R.{op}(kernel, (args...), out_ty=R.Tensor(...)), found {_show(node, src)}"
+    usage = f"R.{op}(kernel, (args...), out_ty=R.Tensor(...))"
     keywords = _keywords(node, src)
-    if len(node.args) == 3 and "out_ty" not in keywords and "out_sinfo" not in keywords:
-        keywords["out_ty"] = node.args[2]
-    elif "out_sinfo" in keywords and "out_ty" not in keywords:
+    if "out_sinfo" in keywords and "out_ty" not in keywords:
         keywords["out_ty"] = keywords.pop("out_sinfo")
-    if len(node.args) not in (2, 3) or "out_ty" not in keywords or "out_sinfo" in keywords:
-        raise _error(usage, node, src)
+    if len(node.args) == 3 and "out_ty" not in keywords:
+        keywords["out_ty"] = node.args[2]
+    elif len(node.args) != 2:
+        raise _expected(usage, node, src)
+    if "out_ty" not in keywords or "out_sinfo" in keywords:
+        raise _expected(usage, node, src)
     kernel = _dotted(node.args[0])
     if kernel is None or kernel.count(".") > (1 if kernel.startswith("cls.") else 0):
-        raise _error(f"expected a kernel name, found {_show(node.args[0], src)}", node.args[0], src)
+        raise _expected("a kernel name", node.args[0], src)
     packed = node.args[1]
     operands = packed.elts if isinstance(packed, ast.Tuple) else [packed]
     attrs = {key: _attr_value(value, src) for key, value in keywords.items()}
     if not _is_output_type(attrs["out_ty"]):
-        raise _error(f"expected out_ty=R.Tensor(...), found {_show(keywords['out_ty'], src)}",
-                     keywords["out_ty"], src)  # fmt: skip
+        raise _expected("out_ty=R.Tensor(...)", keywords["out_ty"], src)
     attrs["kernel"] = kernel.removeprefix("cls.")
-    args = tuple(_arg(a, src) for a in operands)
+    args = tuple(_expr(a, src) for a in operands)
     return Call(op, args, tuple(sorted(attrs.items())), loc=_loc(node, src))
 
 
@@ -550,13 +563,13 @@ def _const(op: str, node: ast.Call, src: _Source) -> Const:
     if len(node.args) not in (1, 2) or set(keywords) - {"dtype"} or (
         len(node.args) == 2 and keywords
     ):
-        raise _error(f"expected R.const(value, dtype), found {_show(node, src)}", node, src)
+        raise _expected("R.const(value, dtype)", node, src)
     value_node = node.args[0]
     value = _number(value_node)
     if isinstance(value_node, ast.Constant) and value_node.value in _NON_FINITE:
         value = _NON_FINITE[value_node.value]
     if value is None:
-        raise _error(f"expected a number in R.const, found {_show(value_node, src)}", value_node, src)
+        raise _expected("a number in R.const", value_node, src)
     dtype_node = node.args[1] if len(node.args) == 2 else keywords.get("dtype")
     if dtype_node is None:
         # What TVM assumes for an untyped constant.
@@ -569,7 +582,7 @@ def _const(op: str, node: ast.Call, src: _Source) -> Const:
 def _shape_expr(op: str, node: ast.Call, src: _Source) -> ShapeExpr:
     _no_keywords(node, src)
     if len(node.args) != 1:
-        raise _error(f"expected R.shape([dims...]), found {_show(node, src)}", node, src)
+        raise _expected("R.shape([dims...])", node, src)
     return ShapeExpr(_dims(node.args[0], "R.shape", src), loc=_loc(node, src))
 
 
@@ -577,7 +590,7 @@ def _literal(op: str, node: ast.Call, src: _Source) -> Literal:
     """`R.str("global")`, `R.dtype("float32")`, `R.prim_value(0)`."""
     _no_keywords(node, src)
     if len(node.args) != 1:
-        raise _error(f"expected R.{op}(value), found {_show(node, src)}", node, src)
+        raise _expected(f"R.{op}(value)", node, src)
     arg = node.args[0]
     loc = _loc(node, src)
     if op == "str":
@@ -586,7 +599,7 @@ def _literal(op: str, node: ast.Call, src: _Source) -> Literal:
         return Literal("dtype", _dtype(arg, src), loc=loc)
     number = _number(arg)
     if number is None:
-        raise _error(f"expected a number in R.prim_value, found {_show(arg, src)}", arg, src)
+        raise _expected("a number in R.prim_value", arg, src)
     return Literal("prim", number, loc=loc)
 
 
@@ -623,7 +636,9 @@ def _attr_value(node: ast.expr, src: _Source) -> AttrValue:
 def _type(node: ast.expr, src: _Source) -> Type:
     name = _callee(node)
     call = node if isinstance(node, ast.Call) else None
-    if name == "R.Tensor" and call is not None:
+    if name == "R.Tensor":
+        if call is None:
+            raise _error("R.Tensor without a shape: optplan plans static shapes only", node, src)
         return _tensor_type(call, src)
     if name == "R.Tuple":
         if call is None:
@@ -636,28 +651,27 @@ def _type(node: ast.expr, src: _Source) -> Type:
         return ObjectType()
     if name == "R.Prim" and call is not None:
         return _prim_type(call, src)
-    raise _error(f"expected a type such as R.Tensor(shape, dtype), found {_show(node, src)}", node, src)
+    raise _expected("a type such as R.Tensor(shape, dtype)", node, src)
 
 
 def _tensor_type(node: ast.Call, src: _Source) -> TensorType:
     keywords = _keywords(node, src)
     shape_node = node.args[0] if node.args else keywords.pop("shape", None)
     dtype_node = node.args[1] if len(node.args) > 1 else keywords.pop("dtype", None)
-    if shape_node is None and not keywords and dtype_node is not None:
+    if shape_node is None and set(keywords) <= {"ndim"} and dtype_node is not None:
         message = "R.Tensor without a shape: optplan plans static shapes only"
         raise _error(message, node, src)
     if keywords or len(node.args) > 2 or dtype_node is None or not isinstance(
         shape_node, (ast.Tuple, ast.List)
     ):
-        raise _error(f"expected R.Tensor(shape, dtype), found {_show(node, src)}", node, src)
+        raise _expected("R.Tensor(shape, dtype)", node, src)
     return TensorType(_dims(shape_node, "R.Tensor", src), _dtype(dtype_node, src))
 
 
 def _dims(node: ast.expr, what: str, src: _Source) -> tuple[int, ...]:
     """Static dimensions; a name is a symbolic dimension, which optplan cannot plan."""
     if not isinstance(node, (ast.Tuple, ast.List)):
-        raise _error(f"expected the dimensions of {what} as a tuple or list, found {_show(node, src)}",
-                     node, src)  # fmt: skip
+        raise _expected(f"the dimensions of {what} as a tuple or list", node, src)
     dims = []
     for dim in node.elts:
         if isinstance(dim, ast.Name):
@@ -679,12 +693,12 @@ def _shape_type(node: ast.Call | None, src: _Source) -> ShapeType:
     if not node.args and set(keywords) <= {"ndim"}:
         ndim = keywords.get("ndim")
         return ShapeType() if ndim is None else ShapeType(_int(ndim, "ndim", src))
-    raise _error(f"expected R.Shape([dims...]) or R.Shape(ndim=n), found {_show(node, src)}", node, src)
+    raise _expected("R.Shape([dims...]) or R.Shape(ndim=n)", node, src)
 
 
 def _prim_type(node: ast.Call, src: _Source) -> PrimType:
     keywords = _keywords(node, src)
     dtype_node = node.args[0] if node.args else keywords.pop("dtype", None)
     if dtype_node is None or len(node.args) > 1 or keywords:
-        raise _error(f"expected R.Prim(dtype), found {_show(node, src)}", node, src)
+        raise _expected("R.Prim(dtype)", node, src)
     return PrimType(_dtype(dtype_node, src))

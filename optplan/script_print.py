@@ -57,7 +57,9 @@ _TUPLE_ATTRS = {"ty_args"}  # TVM prints these arrays as tuples, all others as l
 
 def print_program(program: Program) -> str:
     """The TVMScript text of `program`, ending with a newline."""
-    kernels = frozenset(k.name for k in program.kernels) if program.module else frozenset()
+    # Inside a module TVM refers to the module's own definitions as `cls.name`.
+    names = [k.name for k in program.kernels] + [fn.name for fn in program.functions]
+    kernels = frozenset(names) if program.module else frozenset()
     header = ["# from tvm.script import ir as I"] if program.module else []
     if program.kernels:
         header.append("# from tvm.script import tir as T")
@@ -201,6 +203,8 @@ def _call(call: Call, kernels: frozenset[str]) -> str:
                 raise ValueError(f"a kernel call has no attributes besides 'kernel': {attrs}")
             return f"{callee}({', '.join(args)})"
         out_ty = attrs.pop("out_ty", None)
+        if out_ty is None:
+            raise ValueError(f"{call.op} needs an 'out_ty' attribute")
         keywords = [f"out_ty={_attr(out_ty)}"] + _keywords(attrs)
         return f"R.{call.op}({callee}, {_tuple_text(args)}, {', '.join(keywords)})"
     return f"R.{call.op}({', '.join(args + _keywords(attrs))})"

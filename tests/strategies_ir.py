@@ -56,6 +56,7 @@ DTYPES = ("float32", "float16", "int32")
 UNARY = ("nn.relu", "exp", "negative", "sqrt", "sigmoid", "tanh")
 BINARY = ("add", "multiply", "subtract", "maximum")
 KERNELS = ("fused_a", "fused_b_relu", "conv2d_add")
+FUNCTION_ATTRS = ((), (("num_input", 1),), (("num_input", 1), ("relax.force_pure", True)))
 
 
 @dataclass
@@ -181,8 +182,8 @@ def _sum(draw: st.DrawFn, scope: _Scope, source: str) -> tuple[Expr, Type]:
 @st.composite
 def _call_tir(draw: st.DrawFn, scope: _Scope, source: str) -> tuple[Expr, Type]:
     others = draw(st.lists(st.sampled_from(scope.tensors()), max_size=2))
-    metas = draw(st.lists(st.builds(MetaConst, st.just("ir.GenericConst"), st.integers(0, 9)),
-                          max_size=1))  # fmt: skip
+    meta = st.builds(MetaConst, st.just("ir.GenericConst"), st.integers(0, 9))
+    metas = draw(st.lists(meta, max_size=1))
     args = tuple([Var(source)] + [Var(n) for n in others] + metas)
     kernel = draw(st.sampled_from(KERNELS))
     if draw(st.booleans()):
@@ -274,16 +275,17 @@ def _lowered_binding(draw: st.DrawFn, scope: _Scope) -> Binding:
     ty = draw(tensor_types())
     kind = draw(st.sampled_from(("storage", "tensor", "kernel", "kill")))
     if kind == "storage":
-        args = (ShapeExpr((ty.size_bytes,)), Literal("prim", 0), Literal("str", "global"),
-                Literal("dtype", "uint8"))  # fmt: skip
+        size = ShapeExpr((ty.size_bytes,))
+        args = (size, Literal("prim", 0), Literal("str", "global"), Literal("dtype", "uint8"))
         var = scope.fresh()
         scope.types[var.name] = ObjectType()
         return Binding(var, Call("memory.alloc_storage", args), ObjectType())
     storages = [n for n, t in scope.types.items() if isinstance(t, ObjectType)]
     if kind == "tensor" and storages:
         offset = Literal("prim", draw(st.integers(0, 4096)))
-        args = (Var(draw(st.sampled_from(storages))), offset, ShapeExpr(ty.shape),
-                Literal("dtype", ty.dtype), Literal("prim", 0))  # fmt: skip
+        storage = Var(draw(st.sampled_from(storages)))
+        dtype = Literal("dtype", ty.dtype)
+        args = (storage, offset, ShapeExpr(ty.shape), dtype, Literal("prim", 0))
         var = scope.fresh()
         scope.types[var.name] = ty
         return Binding(var, Call("memory.alloc_tensor", args), ty)
@@ -329,11 +331,10 @@ def functions(draw: st.DrawFn, name: str = "main", *, lowered: bool = False) -> 
         blocks.append(draw(_block(scope, dataflow=dataflow, lowered=lowered)))
     results = draw(st.lists(st.sampled_from(scope.tensors()), min_size=1, max_size=2))
     body: Expr = Var(results[0]) if len(results) == 1 else Tuple(tuple(Var(n) for n in results))
-    body_type = scope.types[results[0]] if len(results) == 1 else TupleType(
-        tuple(scope.types[n] for n in results))  # fmt: skip
+    result_types = tuple(scope.types[n] for n in results)
+    body_type = result_types[0] if len(results) == 1 else TupleType(result_types)
     ret_type = body_type if draw(st.booleans()) else None
-    attrs = draw(st.sampled_from(
-        ((), (("num_input", 1),), (("num_input", 1), ("relax.force_pure", True)))))  # fmt: skip
+    attrs = draw(st.sampled_from(FUNCTION_ATTRS))
     return Function(name, tuple(params), ret_type, SeqExpr(tuple(blocks), body), attrs)
 
 

@@ -1,6 +1,9 @@
 """Tests of the TVMScript reader and printer: what each construct becomes in the IR, round
 trips on hand-written and random programs, exact error places, and TVM's own dumps."""
 
+# The programs below are written as TVM prints them, one binding a line, however long.
+# ruff: noqa: E501
+
 from __future__ import annotations
 
 import dataclasses
@@ -93,9 +96,9 @@ def test_fused_dataflow_becomes_the_documented_ir() -> None:
     lv, lv1, t, lv2, gv = block.bindings
     meta = MetaConst("ir.GenericConst", 3)
     assert lv == Binding(Var("lv"), Call("call_tir", (Var("x"), Var("w"), meta),
-                         (("kernel", "fused_dense_relu"), ("out_ty", t64))))  # fmt: skip
+                         (("kernel", "fused_dense_relu"), ("out_ty", t64))))
     assert lv1.value == Call("call_tir_inplace", (Var("lv"), Var("x")),
-                             (("inplace_indices", (0,)), ("kernel", "add_inplace"), ("out_ty", t64)))  # fmt: skip
+                             (("inplace_indices", (0,)), ("kernel", "add_inplace"), ("out_ty", t64)))
     assert lv1.type == t64
     assert t.value == Tuple((Var("lv1"), MetaConst("ir.GenericConst", 4)))
     assert t.type == TupleType((t64, TensorType((64,), F32)))
@@ -137,11 +140,11 @@ def test_highlevel_module_keeps_kernels_as_text_and_attrs_sorted() -> None:
     assert program.module == "Module"
     (kernel,) = program.kernels
     assert kernel == Kernel("add_one", "@T.prim_func(private=True)\ndef add_one(a: T.handle, "
-                            "b: T.handle):\n    # kept as text, never read\n    T.evaluate(0)")  # fmt: skip
+                            "b: T.handle):\n    # kept as text, never read\n    T.evaluate(0)")
     conv, mean, mul, where, tir, concat = body_bindings(program)
     assert conv.value.op == "nn.conv2d"
     assert conv.value.attrs == (("data_layout", "NCHW"), ("groups", 1), ("out_dtype", None),
-                                ("padding", (1, 1, 1, 1)), ("strides", (1, 1)))  # fmt: skip
+                                ("padding", (1, 1, 1, 1)), ("strides", (1, 1)))
     assert mean.value.attrs == (("axis", (0, 2, 3)), ("keepdims", True))
     assert mul.value.args[1] == Const(0.25, F32)
     cond, neg_inf, two = where.value.args
@@ -170,7 +173,7 @@ def test_if_binds_the_variable_both_branches_assign() -> None:
     t = TensorType((2, 3), F32)
     (binding,) = body_bindings(program)
     then = SeqExpr((Block((Binding(Var("a"), Call("nn.relu", (Var("x"),)), t),)),),
-                   Call("add", (Var("a"), Var("x"))))  # fmt: skip
+                   Call("add", (Var("a"), Var("x"))))
     orelse = SeqExpr((), Call("multiply", (Var("x"), Var("x"))))
     assert binding == Binding(Var("y"), If(Var("c"), then, orelse), t)
     round_trip(program)
@@ -197,11 +200,11 @@ def test_planned_stage_bare_calls_bind_underscore() -> None:
     storage, alloc, builtin, kernel, kill, alias = body_bindings(program)
     assert storage.type == ObjectType()
     assert storage.value == Call("memory.alloc_storage", (ShapeExpr((16,)), Literal("prim", 0),
-                                 Literal("str", "global"), Literal("dtype", "uint8")))  # fmt: skip
+                                 Literal("str", "global"), Literal("dtype", "uint8")))
     assert alloc.value.args[0] == Var("storage")
     assert builtin.value.attrs == (("ty_args", (TensorType((4,), F32),)),)
     assert kernel == Binding(Var("_"), Call("call_kernel", (Var("x"), Var("alloc")),
-                                            (("kernel", "fused_relu"),)))  # fmt: skip
+                                            (("kernel", "fused_relu"),)))
     assert kill == Binding(Var("_"), Call("memory.kill_storage", (Var("storage"),)))
     assert alias.value == Var("alloc")
     text = print_program(round_trip(program))
@@ -220,7 +223,7 @@ def test_types_of_every_spelling() -> None:
         TensorType((), F32), TensorType((2,), "int64"), ShapeType(2), ObjectType(),
         ObjectType(), PrimType("int64"), TupleType((TensorType((3,), "int8"), ShapeType())),
         ShapeType(3), TupleType(()),
-    ]  # fmt: skip
+    ]
     round_trip(program)
 
 
@@ -249,14 +252,52 @@ def test_every_parsed_node_has_a_location() -> None:
         walk(read(text))
 
 
+def test_call_tir_spellings_agree() -> None:
+    def call(spelling: str) -> Call:
+        program = read(f'''
+        @R.function
+        def main(x: R.Tensor((2,), "float32")):
+            y = R.call_tir(k, {spelling})
+            return y
+        ''')
+        return body_bindings(program)[0].value
+
+    t = 'R.Tensor((2,), dtype="float32")'
+    expected = call(f"(x,), out_ty={t}")
+    assert expected == Call("call_tir", (Var("x"),), (("kernel", "k"), ("out_ty", TensorType((2,), F32))))
+    assert call(f"(x,), out_sinfo={t}") == expected
+    assert call(f"(x,), {t}") == expected
+    assert call(f"x, out_ty={t}") == expected
+
+
+def test_module_calls_its_own_definitions_through_cls() -> None:
+    program = read('''
+    @I.ir_module
+    class Module:
+        @R.function
+        def helper(x: R.Tensor((2,), "float32")) -> R.Tensor((2,), "float32"):
+            return x
+
+        @R.function
+        def main(x: R.Tensor((2,), "float32")):
+            y = cls.helper(x)
+            return y
+    ''')
+    (call,) = [b.value for b in program.functions[1].body.blocks[0].bindings]
+    assert call == Call("call_kernel", (Var("x"),), (("kernel", "helper"),))
+    assert "y = cls.helper(x)" in print_program(round_trip(program))
+
+
 def test_hand_built_program_round_trips() -> None:
     t = TensorType((2, 2), "float16")
     fn = Function("main", (Param(Var("x"), t),), None, SeqExpr((
         Block((Binding(Var("y"), Call("nn.softmax", (Var("x"),), (("axis", -1),))),),
               dataflow=True, outputs=(Var("y"),)),
         Block((Binding(Var("z"), Tuple((Var("y"),)), TupleType((t,))),
-               Binding(Var("w"), Tuple(())))),
-    ), TupleGetItem(Var("z"), 0)))  # fmt: skip
+               Binding(Var("w"), Tuple(())),
+               Binding(Var("n"), Literal("prim", -3)),
+               Binding(Var("s"), ShapeExpr(()), ShapeType(0)))),
+    ), TupleGetItem(Var("z"), 0)))
     round_trip(Program((fn,)))
 
 
@@ -281,7 +322,7 @@ def test_any_attribute_values_round_trip(attributes: tuple) -> None:
     t = TensorType((1,), F32)
     call = Call("nn.some_op", (Var("x"),), attributes)
     fn = Function("main", (Param(Var("x"), t),), t,
-                  SeqExpr((Block((Binding(Var("y"), call),)),), Var("y")), attributes)  # fmt: skip
+                  SeqExpr((Block((Binding(Var("y"), call),)),), Var("y")), attributes)
     round_trip(Program((fn,)))
 
 
@@ -335,7 +376,7 @@ def test_symbolic_dim_is_named() -> None:
     @R.function
     def main(x: R.Tensor((n, 4), "float32")):
         return x
-    ''', "x.py")  # fmt: skip
+    ''', "x.py")
     assert message == "x.py:2:23: symbolic dimension 'n': optplan plans static shapes only"
 
 
@@ -345,7 +386,7 @@ def test_malformed_tensor_type() -> None:
     def main(x: R.Tensor((2,), "float32")):
         y: R.Tensor(2, "float32") = R.nn.relu(x)
         return y
-    ''', "x.py")  # fmt: skip
+    ''', "x.py")
     assert message == "x.py:3:8: expected R.Tensor(shape, dtype), found 'R.Tensor(2, \"float32\")'"
 
 
@@ -371,6 +412,17 @@ def test_syntax_error_keeps_line_and_column() -> None:
         ("y = R.add(x, axis=x)", "model.py:3:23: expected an attribute value"),
         ("y = R.call_tir(k, (x,))", "model.py:3:9: expected R.call_tir(kernel, (args...)"),
         ("if x:\n        y = x", "model.py:3:5: 'if' without 'else'"),
+        ('y = R.call_tir(k, (x,), R.Tensor((2,), "float32"), out_ty=R.Tensor((2,), "float32"))',
+         "model.py:3:9: expected R.call_tir(kernel, (args...)"),
+        ('y = metadata["ir.GenericConst"][-1]', "model.py:3:37: a metadata index must not be"),
+        ("y: R.Tensor = x", "model.py:3:8: R.Tensor without a shape: optplan plans static"),
+        ('y: R.Tensor(ndim=2, dtype="float32") = x', "model.py:3:8: R.Tensor without a shape"),
+        ('y = "abc"', "model.py:3:9: a bare string '\"abc\"': write R.str(...)"),
+        ("y = R.add(x, *x)", "model.py:3:18: '*' arguments are not supported"),
+        ("y = R.add(x, x, axis=1, axis=2)", "model.py:3:29: keyword argument 'axis' repeated"),
+        ('R.func_attr({"a": 1})\n    R.func_attr({"b": 1})', "model.py:4:5: R.func_attr given twice"),
+        ("with R.dataflow():\n        R.output(x)\n        y = x", "model.py:4:9: R.output(...) must be the last"),
+        ("with open(x):\n        y = x", "model.py:3:10: expected 'with R.dataflow():', found 'open(x)'"),
     ],
 )
 def test_bad_bindings(body: str, expected: str) -> None:
@@ -391,6 +443,27 @@ def test_if_branches_must_assign_the_same_variable() -> None:
         return x
     ''')
     assert message == "model.py:6:9: both branches must assign the same variable, found 'y' and 'z'"
+
+
+def test_names_are_defined_once() -> None:
+    message = error_of('''
+    @R.function
+    def main(x: R.Tensor((2,), "float32"), x: R.Tensor((2,), "float32")):
+        return x
+    ''')
+    assert message == "model.py:2:40: parameter 'x' appears twice"
+    message = error_of('''
+    @I.ir_module
+    class Module:
+        @T.prim_func
+        def main():
+            T.evaluate(0)
+
+        @R.function
+        def main(x: R.Tensor((2,), "float32")):
+            return x
+    ''')
+    assert message == "model.py:8:5: 'main' is defined twice"
 
 
 def test_missing_return_and_no_function() -> None:
