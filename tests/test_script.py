@@ -525,3 +525,23 @@ def test_shared_dataflow_dump_reads_as_tvm_printed_it() -> None:
         return [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
 
     assert lines(print_program(program)) == lines(path.read_text())
+
+
+def test_shared_planned_stages_read_as_lowered_calls() -> None:
+    path = DATA / "tvm" / "mlp.5_killed.py"
+    if not path.is_file():
+        pytest.skip(f"shared data not found at {path}")
+    fn = load(path).main
+    assert fn.attrs == (("num_input", 1), ("relax.force_pure", True))
+    bindings = body_bindings(load(path))
+    ops = [b.value.op for b in bindings if isinstance(b.value, Call)]
+    assert ops.count("memory.alloc_storage") == 3 and ops.count("memory.alloc_tensor") == 5
+    assert ops.count("call_kernel") == 5 and ops.count("memory.kill_tensor") == 4
+    assert ops.count("memory.kill_storage") == 3
+    storage = bindings[0]
+    assert storage == Binding(Var("storage"), Call("memory.alloc_storage", (
+        ShapeExpr((1048576,)), Literal("prim", 0), Literal("str", "global"),
+        Literal("dtype", "float32"))), ObjectType())
+    kernel_calls = [b for b in bindings if b.var.name == "_" and b.value.op == "call_kernel"]
+    assert kernel_calls[0].value.attrs == (("kernel", "fused_matmul_add_relu"),)
+    assert fn.body.body == Var("alloc4")
