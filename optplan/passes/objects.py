@@ -1,0 +1,136 @@
+"""Liveness of runtime objects (tensors and storages), read off the buffer liveness.
+
+`build_memory` tracks the buffers a planner places. The memory passes need a little more:
+the objects a runtime allocates and frees, including those of an already lowered program,
+where `R.memory.alloc_tensor` is a view of its storage for planning purposes but a
+separate object for killing. Rather than a second liveness analysis, this module runs
+the one in `optplan.analysis.liveness` on a shadow copy of each function:
+
+1. Bare statements (`_ = ...`) get unique names so that every binding has a point; a
+   statement whose type is unknown (a destination-passing kernel call) gets the empty
+   tuple type, so it makes no buffer.
+2. `R.memory.alloc_storage` gets a byte-tensor type, so each storage is a buffer of its
+   own; its uses are the `alloc_tensor` calls that carve it (a storage is dead after its
+   last `alloc_tensor`, as in TVM, while the tensors carved from it live on).
+3. `R.memory.alloc_tensor` becomes an opaque call, so each carved tensor is a buffer of
+   its own instead of a view of its storage.
+
+The shadow has the same shape as the function (block for block, binding for binding), so
+a pass walks both in step and reads the releases of the shadow binding.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from optplan.analysis.liveness import build_memory
+from optplan.analysis.memory import Memory
+from optplan.ir import (
+    Binding,
+    Block,
+    Call,
+    Function,
+    If,
+    Literal,
+    ObjectType,
+    Program,
+    SeqExpr,
+    ShapeExpr,
+    TensorType,
+    TupleType,
+    Type,
+    iter_bindings,
+)
+
+BARE = "_"
+# The opaque stand-in for alloc_tensor: unknown to the op table, so never a view.
+_CARVE = "optplan.carve_tensor"
+
+
+@dataclass(frozen=True, slots=True)
+class Objects:
+    """The memory facts of one function's runtime objects.
+
+    `shadow` is the function with bare statements renamed; `memory` its Memory (buffers
+    named after the variables that create them); `types` the original type of every
+    bound variable, by shadow name (storages keep their `ObjectType`).
+    """
+
+    shadow: Function
+    memory: Memory
+    types: dict[str, Type | None]
+    bare: frozenset[str]
+
+
+def function_objects(fn: Function) -> Objects:
+    """Objects of `fn`, whose bindings must be typed (run `infer_types` first); bare
+    statements may stay untyped."""
+    names = {b.var.name for b in iter_bindings(fn.body)} | {p.var.name for p in fn.params}
+    counter = iter(range(1 << 30))
+    types: dict[str, Type | None] = {}
+
+    def fresh() -> str:
+        while True:
+            name = f"_stmt{next(counter)}"
+            if name not in names:
+                return name
+
+    def shadow_binding(binding: Binding) -> Binding:
+        name = fresh() if binding.var.name == BARE else binding.var.name
+        types[name] = binding.type
+        value, type_ = binding.value, binding.type
+        if isinstance(value, If):
+            value = dataclasses.replace(
+                value, then_branch=shadow_seq(value.then_branch), else_branch=shadow_seq(value.else_branch)
+            )
+        elif isinstance(value, Call):
+            value, type_ = _shadow_call(value, type_, name == binding.var.name)
+        return dataclasses.replace(binding, var=dataclasses.replace(binding.var, name=name), value=value, type=type_)
+
+    def shadow_seq(seq: SeqExpr) -> SeqExpr:
+        blocks = tuple(
+            dataclasses.replace(block, bindings=tuple(shadow_binding(b) for b in block.bindings))
+            for block in seq.blocks
+        )
+        return dataclasses.replace(seq, blocks=blocks)
+
+    shadow = dataclasses.replace(fn, body=shadow_seq(fn.body))
+    memory = build_memory(Program((shadow,)), alignment=1)
+    bare = frozenset(name for name in types if name not in names)
+    return Objects(shadow, memory, types, bare)
+
+
+def _shadow_call(call: Call, type_: Type | None, named: bool) -> tuple[Call, Type | None]:
+    if call.op == "memory.alloc_storage":
+        return call, TensorType((storage_bytes(call),), "uint8")
+    if call.op == "memory.alloc_tensor":
+        return dataclasses.replace(call, op=_CARVE), type_
+    if type_ is None and not named:
+        # A destination-passing kernel call or a kill: it returns nothing to track.
+        return call, TupleType(())
+    return call, type_
+
+
+def storage_bytes(call: Call) -> int:
+    """The size of `R.memory.alloc_storage(R.shape([n]), ...)`: n bytes."""
+    shape = call.args[0]
+    if not isinstance(shape, ShapeExpr) or len(shape.values) != 1:
+        raise ValueError("alloc_storage takes its size as R.shape([bytes])")
+    return int(shape.values[0])
+
+
+def is_storage(type_: Type | None) -> bool:
+    return isinstance(type_, ObjectType)
+
+
+def literal_int(expr: object) -> int:
+    """The integer of a `Literal` operand (an alloc_tensor offset)."""
+    if not isinstance(expr, Literal) or not isinstance(expr.value, int):
+        raise ValueError(f"expected an integer operand, got {expr!r}")
+    return int(expr.value)
+
+
+def walk_pairs(original: SeqExpr, shadow: SeqExpr) -> list[tuple[Block, Block]]:
+    """The blocks of a SeqExpr and of its shadow, side by side."""
+    return list(zip(original.blocks, shadow.blocks))
