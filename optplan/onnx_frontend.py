@@ -71,7 +71,8 @@ ELEMENTWISE_OPS = frozenset(
 )  # fmt: skip
 # Ops that draw random numbers; without a seed the replay could not be compared.
 RANDOM_OPS = frozenset(
-    {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Bernoulli", "Multinomial"}
+    {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Bernoulli",
+     "Multinomial"}
 )
 _STANDARD_DOMAINS = ("", "ai.onnx")
 # The few dtypes NumPy has natively; bfloat16 and float8 would need ml_dtypes.
@@ -216,14 +217,16 @@ def _static_types(model: onnx.ModelProto, path: str) -> dict[str, TensorType]:
             if not name:
                 continue
             if name not in declared:
-                raise InputError(f"tensor {name!r} ({node.op_type}) has no inferred type", file=path)
+                message = f"tensor {name!r} ({node.op_type}) has no inferred type"
+                raise InputError(message, file=path)
             types[name] = _declared_type(name, declared[name], path)
     return types
 
 
 def _declared_type(name: str, proto: onnx.TypeProto, path: str) -> TensorType:
     if proto.WhichOneof("value") != "tensor_type":
-        raise InputError(f"tensor {name!r} is a {proto.WhichOneof('value')}, not a tensor", file=path)
+        kind = proto.WhichOneof("value")
+        raise InputError(f"tensor {name!r} is a {kind}, not a tensor", file=path)
     tensor = proto.tensor_type
     if not tensor.HasField("shape"):
         raise InputError(f"tensor {name!r} has no inferred shape", file=path)
@@ -243,7 +246,8 @@ def _declared_type(name: str, proto: onnx.TypeProto, path: str) -> TensorType:
 def _tensor_type(name: str, elem_type: int, shape: tuple[int, ...], path: str) -> TensorType:
     dtype = _dtype_name(elem_type)
     if dtype not in _DTYPES:
-        raise InputError(f"tensor {name!r} has dtype {dtype}, which optplan does not run", file=path)
+        message = f"tensor {name!r} has dtype {dtype}, which optplan does not run"
+        raise InputError(message, file=path)
     return TensorType(shape, dtype)
 
 
@@ -328,7 +332,11 @@ def _function(
 
 
 def _node_bindings(
-    index: int, node: onnx.NodeProto, types: dict[str, TensorType], names: dict[str, str], opset: int
+    index: int,
+    node: onnx.NodeProto,
+    types: dict[str, TensorType],
+    names: dict[str, str],
+    opset: int,
 ) -> list[Binding]:
     outputs = [o for o in node.output if o]
     out_types = tuple(types[o] for o in outputs)
@@ -413,14 +421,15 @@ def _kernel(call: Call, args: Sequence[object]) -> object:
     results = evaluator.run(None, feeds)
     fields = out.fields if isinstance(out, TupleType) else (out,)
     # Copies in the declared dtype: a reference op may hand back its input or a wider type.
-    arrays = tuple(np.array(r, dtype=t.dtype) for r, t in zip(results, fields))  # type: ignore[union-attr]
+    arrays = tuple(np.array(r, dtype=f.dtype) for r, f in zip(results, fields))  # type: ignore
     return arrays if isinstance(out, TupleType) else arrays[0]
 
 
 @functools.lru_cache(maxsize=4096)
 def _evaluator(op: str, attrs: tuple[tuple[str, AttrValue], ...], arity: int) -> ReferenceEvaluator:
     """The node of a call alone, ready to run; identical nodes share one evaluator."""
-    return ReferenceEvaluator(_node_proto(op, attrs, arity), opsets={"": _attr(attrs, "onnx_opset")})
+    opset = int(_attr(attrs, "onnx_opset"))  # type: ignore[arg-type]
+    return ReferenceEvaluator(_node_proto(op, attrs, arity), opsets={"": opset})
 
 
 def _attr(attrs: tuple[tuple[str, AttrValue], ...], name: str) -> object:
@@ -445,7 +454,8 @@ def _node_proto(op: str, attrs: tuple[tuple[str, AttrValue], ...], arity: int) -
     for name, value in attrs:
         if name not in _OWN_ATTRS:
             kind = int(schema.attributes[name].type)
-            node.attribute.append(onnx.helper.make_attribute(name, _onnx_value(value), attr_type=kind))
+            attribute = onnx.helper.make_attribute(name, _onnx_value(value), attr_type=kind)
+            node.attribute.append(attribute)
     return node
 
 
