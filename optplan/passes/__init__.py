@@ -9,6 +9,7 @@ run on its own and print as TVMScript:
   offsets, destination-passing kernel calls, then kills.
 """
 
+from optplan.passes.inplace import use_inplace_calls
 from optplan.passes.kill import kill_after_last_use
 
-__all__ = ["kill_after_last_use"]
+__all__ = ["kill_after_last_use", "use_inplace_calls"]
