@@ -692,7 +692,10 @@ def _shape_type(node: ast.Call | None, src: _Source) -> ShapeType:
         return ShapeType(len(_dims(node.args[0], "R.Shape", src)))
     if not node.args and set(keywords) <= {"ndim"}:
         ndim = keywords.get("ndim")
-        return ShapeType() if ndim is None else ShapeType(_int(ndim, "ndim", src))
+        value = -1 if ndim is None else _int(ndim, "ndim", src)
+        if value < -1:
+            raise _error(f"ndim must be -1 (unknown) or more, found {value}", node, src)
+        return ShapeType(value)
     raise _expected("R.Shape([dims...]) or R.Shape(ndim=n)", node, src)
 
 

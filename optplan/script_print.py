@@ -121,6 +121,8 @@ def print_expr(expr: Expr, kernels: frozenset[str] = frozenset()) -> str:
 
 
 def _kernel_lines(kernel: Kernel) -> list[str]:
+    if not kernel.text.startswith("@T.prim_func"):
+        raise ValueError(f"kernel {kernel.name!r}: its text must start with '@T.prim_func'")
     return kernel.text.split("\n")
 
 

@@ -347,7 +347,6 @@ def programs(draw: st.DrawFn, *, lowered: bool = False) -> Program:
     """A whole program: one or two functions, in a module (with kernel texts) or bare."""
     names = draw(st.sampled_from((("main",), ("main", "helper"))))
     fns = tuple(draw(functions(n, lowered=lowered)) for n in names)
-    if not draw(st.booleans()):
-        return Program(fns)
-    kernels = tuple(Kernel(k, kernel_text(k)) for k in draw(st.sets(st.sampled_from(KERNELS))))
-    return Program(fns, tuple(sorted(kernels, key=lambda k: k.name)), module="Module")
+    defined = sorted(draw(st.sets(st.sampled_from(KERNELS))))
+    kernels = tuple(Kernel(k, kernel_text(k)) for k in defined)
+    return Program(fns, kernels, module=draw(st.sampled_from((None, "Module"))))

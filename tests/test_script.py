@@ -545,3 +545,24 @@ def test_shared_planned_stages_read_as_lowered_calls() -> None:
     kernel_calls = [b for b in bindings if b.var.name == "_" and b.value.op == "call_kernel"]
     assert kernel_calls[0].value.attrs == (("kernel", "fused_matmul_add_relu"),)
     assert fn.body.body == Var("alloc4")
+
+
+def test_kernel_text_is_kept_exactly_at_top_level_and_in_a_module() -> None:
+    kernel = '''@T.prim_func(private=True)
+# a comment between decorator and def
+def k(a: T.handle):
+    T.func_attr({"tir.noalias": True})
+
+    doc = """
+not indented"""
+    T.evaluate(0)'''
+    main = '@R.function\ndef main(x: R.Tensor((2,), "float32")):\n    return x\n'
+    top = parse(kernel + "\n\n" + main)
+    assert top.kernels == (Kernel("k", kernel),)
+    indented = textwrap.indent(kernel, "    ", lambda line: line.strip() != "")
+    # A line that is part of a string keeps its own indentation; only the class's goes.
+    indented = indented.replace("    not indented", "not indented")
+    module = parse("@I.ir_module\nclass Module:\n" + indented + "\n\n" + textwrap.indent(main, "    "))
+    assert module.kernels == (Kernel("k", kernel),)
+    round_trip(top)
+    round_trip(module)
