@@ -22,6 +22,8 @@ Anything else raises `InputError` (`file:line:col: what is wrong`). Every node r
 from __future__ import annotations
 
 import ast
+import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,7 +90,11 @@ def parse(text: str, file: str = "<string>") -> Program:
     """The Program written in `text`; InputError naming `file` for anything outside the subset."""
     src = _Source(file, text)
     try:
-        tree = ast.parse(text, filename=file)
+        with warnings.catch_warnings():
+            # Python's own warnings about the text ("invalid escape sequence") are not
+            # optplan's to print; the reader reports what it cannot read as errors.
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text, filename=file)
     except SyntaxError as exc:
         raise InputError(
             f"syntax error: {exc.msg}", file=file, line=exc.lineno or 0, col=exc.offset or 0
@@ -160,19 +166,23 @@ def _callee(node: ast.AST) -> str | None:
     return _dotted(node.func) if isinstance(node, ast.Call) else _dotted(node)
 
 
-def _number(node: ast.AST) -> int | float | bool | None:
+def _number(node: ast.AST, src: _Source) -> int | float | bool | None:
     """A numeric literal, including a negated one (`-1` is a unary minus in Python)."""
+    value = None
     if isinstance(node, ast.Constant) and type(node.value) in (int, float, bool):
-        return node.value
+        value = node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         inner = node.operand
         if isinstance(inner, ast.Constant) and type(inner.value) in (int, float):
-            return -inner.value
-    return None
+            value = -inner.value
+    if isinstance(value, float) and not math.isfinite(value):
+        # 1e999 reads as infinity, which no attribute or prim value can print back.
+        raise _error(f"number out of range: {_show(node, src)}", node, src)
+    return value
 
 
 def _int(node: ast.AST, what: str, src: _Source) -> int:
-    value = _number(node)
+    value = _number(node, src)
     if type(value) is not int:
         raise _expected(f"{what} (an integer)", node, src)
     return value
@@ -186,9 +196,12 @@ def _string(node: ast.AST, what: str, src: _Source) -> str:
 
 def _dtype(node: ast.AST, src: _Source) -> str:
     name = _string(node, 'a dtype such as "float32"', src)
+    # NumPy parses odd strings as struct specs (and may raise anything); only a plain
+    # name such as "float32" is a dtype here.
+    known = name.isalnum() and name.isascii()
     try:
-        known = np.dtype(name).name == name
-    except (TypeError, ValueError):
+        known = known and np.dtype(name).name == name
+    except (TypeError, ValueError, SyntaxError):
         known = False
     if not known:
         raise _error(f"unknown dtype {name!r} (expected a name such as \"float32\")", node, src)
@@ -456,7 +469,7 @@ def _branch(stmts: list[ast.stmt], src: _Source) -> tuple[Var, Type | None, SeqE
 
 def _expr(node: ast.expr, src: _Source) -> Expr:
     """An expression; a bare number is a prim value (an offset, a device index)."""
-    number = _number(node)
+    number = _number(node, src)
     if number is not None:
         return Literal("prim", number, loc=_loc(node, src))
     match node:
@@ -565,7 +578,7 @@ def _const(op: str, node: ast.Call, src: _Source) -> Const:
     ):
         raise _expected("R.const(value, dtype)", node, src)
     value_node = node.args[0]
-    value = _number(value_node)
+    value = _number(value_node, src)
     if isinstance(value_node, ast.Constant) and value_node.value in _NON_FINITE:
         value = _NON_FINITE[value_node.value]
     if value is None:
@@ -597,7 +610,7 @@ def _literal(op: str, node: ast.Call, src: _Source) -> Literal:
         return Literal("str", _string(arg, "a string", src), loc=loc)
     if op == "dtype":
         return Literal("dtype", _dtype(arg, src), loc=loc)
-    number = _number(arg)
+    number = _number(arg, src)
     if number is None:
         raise _expected("a number in R.prim_value", arg, src)
     return Literal("prim", number, loc=loc)
@@ -619,7 +632,7 @@ _SPECIAL = {
 
 def _attr_value(node: ast.expr, src: _Source) -> AttrValue:
     """A keyword attribute: a Python literal, a list or tuple of them, or a type."""
-    number = _number(node)
+    number = _number(node, src)
     if number is not None:
         return number
     match node:

@@ -334,9 +334,11 @@ def test_damaged_text_gives_input_error_or_a_program(data: st.DataObject) -> Non
     end = data.draw(st.integers(start, min(len(text), start + 12)))
     junk = data.draw(st.text(alphabet="()[]{},:=.\"'#@ \nRx01-_", max_size=6))
     try:
-        parse(text[:start] + junk + text[end:], "damaged.py")
+        program = parse(text[:start] + junk + text[end:], "damaged.py")
     except InputError as error:
         assert str(error).startswith("damaged.py:")
+    else:
+        round_trip(program)
 
 
 # ---------------------------------------------------------------------------- errors
