@@ -66,15 +66,11 @@ def print_program(program: Program) -> str:
     header.append("# from tvm.script import relax as R")
     parts = [_kernel_lines(k) for k in program.kernels]
     parts += [list(_function_lines(fn, kernels)) for fn in program.functions]
-    lines = header + [""]
-    if program.module is None:
-        for part in parts:
-            lines += [""] + part
-    else:
-        lines += ["@I.ir_module", f"class {_name(program.module)}:"]
-        for index, part in enumerate(parts):
-            lines += ([""] if index else []) + _indent(part)
-    return "\n".join(lines) + "\n"
+    # One blank line after the header and between definitions, as TVM prints them.
+    body = [line for part in parts for line in [""] + part][1:]
+    if program.module is not None:
+        body = ["@I.ir_module", f"class {_name(program.module)}:"] + _indent(body)
+    return "\n".join(header + [""] + body) + "\n"
 
 
 def print_type(ty: Type) -> str:
