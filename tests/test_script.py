@@ -317,6 +317,7 @@ def test_random_lowered_programs_round_trip(program: Program) -> None:
 @given(attrs())
 @example((("epsilon", 1e-05), ("axis", (-1,)), ("out_dtype", None)))
 @example((("a", -0.0), ("b", 1e16), ("c", "q\"\\\n\u00e9")))
+@example((("s", "\U00010000"),))  # once printed as a surrogate pair that read back as two
 def test_any_attribute_values_round_trip(attributes: tuple) -> None:
     attributes = tuple(sorted(attributes))
     t = TensorType((1,), F32)
@@ -425,6 +426,9 @@ def test_syntax_error_keeps_line_and_column() -> None:
         ('R.func_attr({"a": 1})\n    R.func_attr({"b": 1})', "model.py:4:5: R.func_attr given twice"),
         ("with R.dataflow():\n        R.output(x)\n        y = x", "model.py:4:9: R.output(...) must be the last"),
         ("with open(x):\n        y = x", "model.py:3:10: expected 'with R.dataflow():', found 'open(x)'"),
+        # Found by fuzzing: NumPy raised a SyntaxError on this dtype; 1e999 is infinite.
+        ('y: R.Tensor((2,), "(") = x', "model.py:3:23: unknown dtype '('"),
+        ("y = R.add(x, axis=1e999)", "model.py:3:23: number out of range: '1e999'"),
     ],
 )
 def test_bad_bindings(body: str, expected: str) -> None:
