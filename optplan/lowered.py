@@ -1,0 +1,301 @@
+"""Run a lowered program (storages, carved tensors, kernel calls, kills) in NumPy.
+
+The planned forms that `plan_memory` writes and TVM prints after StaticPlanBlockMemory
+are run as written, statement by statement:
+
+- `R.memory.alloc_storage(R.shape([n]), ...)`: `n` bytes of `uint8`, every byte POISON;
+- `R.memory.alloc_tensor(s, offset, shape, dtype)`: a view of storage `s` at `offset`
+  (an error if it overruns the storage or the storage was killed);
+- `R.builtin.alloc_tensor(...)`: a fresh tensor of its own (TVM's unplanned outputs);
+- `kernel(args...)` (a `call_kernel`): the kernel reads its inputs and writes its
+  destinations. Destinations are the arguments listed in `inplace_indices` if the call
+  says; else the trailing arguments that are tensors allocated and not yet written (TVM's
+  destination-passing form); else (an in-place kernel, `add_inplace(x, b)`) the first
+  argument that is a writable tensor. A kernel named after an op of the op table whose
+  type rule accepts the inputs and gives the destination's type runs that op's NumPy
+  kernel; any other runs the deterministic mixing kernel of `optplan.kernels`, through
+  `optplan.ops.evaluate` as the executor does;
+- `R.memory.kill_tensor(x)`: x's bytes become POISON; `R.memory.kill_storage(s)`: the
+  bytes of `s` not held by a live tensor become POISON, and `s` may carve no more;
+- anything else (views, tuples, high-level ops) as the executor evaluates it.
+
+With `shared=False` every `alloc_tensor` is a fresh poisoned array of its own and kills
+do nothing: the reference that a shared run must match bit for bit. Parameters and
+constants are read-only, so a kernel writing into one stops the run with a failure.
+Values are recorded as each kernel writes them, by destination name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from optplan.analysis.types import infer_types
+from optplan.errors import InputError
+from optplan.executor import POISON, ReplayFailure, Run, meta_key
+from optplan.ir import (
+    Binding,
+    Call,
+    Const,
+    Expr,
+    If,
+    Literal,
+    Loc,
+    MetaConst,
+    Program,
+    SeqExpr,
+    ShapeExpr,
+    ShapeType,
+    TensorType,
+    Tuple,
+    TupleGetItem,
+    TupleType,
+    Type,
+    Var,
+    var_types,
+)
+from optplan.ops import evaluate, lookup
+
+_KERNEL_OPS = ("call_tir", "call_tir_inplace", "call_kernel")
+
+
+def run_lowered(program: Program, inputs: dict[str, np.ndarray], *, shared: bool = True) -> Run:
+    """Run the entry function of a lowered `program`; see the module docstring."""
+    typed = infer_types(program)
+    machine = _Machine(inputs, var_types(typed.main), shared)
+    fn = typed.main
+    for p in fn.params:
+        if p.var.name not in inputs:
+            raise InputError(f"no input given for parameter {p.var.name!r}")
+        machine.env[p.var.name] = _read_only(inputs[p.var.name])
+    try:
+        machine.seq(fn.body)
+        outputs = tuple(np.array(v, copy=True) for v in _flatten(machine.expr(fn.body.body)))
+    except ReplayFailure as failure:
+        return Run(machine.values, (), machine.locs, str(failure), failure.loc)
+    return Run(machine.values, outputs, machine.locs)
+
+
+@dataclass(slots=True)
+class _Carved:
+    storage: str
+    start: int
+    end: int
+
+
+@dataclass(slots=True)
+class _Machine:
+    inputs: dict[str, np.ndarray]
+    types: dict[str, Type | None]
+    shared: bool
+    env: dict[str, object] = field(default_factory=dict)
+    storages: dict[str, np.ndarray] = field(default_factory=dict)
+    dead_storages: set[str] = field(default_factory=set)
+    carved: dict[str, _Carved] = field(default_factory=dict)
+    unwritten: set[str] = field(default_factory=set)
+    values: dict[str, np.ndarray] = field(default_factory=dict)
+    locs: dict[str, Loc | None] = field(default_factory=dict)
+
+    def seq(self, seq: SeqExpr) -> None:
+        for block in seq.blocks:
+            for binding in block.bindings:
+                self.binding(binding)
+
+    def binding(self, binding: Binding) -> None:
+        value = binding.value
+        if isinstance(value, If):
+            taken = bool(np.asarray(self.expr(value.cond)))
+            branch = value.then_branch if taken else value.else_branch
+            self.seq(branch)
+            result = self.expr(branch.body)
+        elif isinstance(value, Call):
+            result = self.call(binding, value)
+        else:
+            result = self.expr(value)
+        self.env[binding.var.name] = result
+
+    def expr(self, expr: Expr) -> object:
+        match expr:
+            case Var(name=name):
+                return self.env[name]
+            case Const(value=value, dtype=dtype):
+                return _read_only(np.asarray(value, dtype=dtype))
+            case MetaConst(kind=kind, index=index):
+                key = meta_key(kind, index)
+                if key not in self.inputs:
+                    raise InputError(f"no input given for {key}")
+                return _read_only(self.inputs[key])
+            case ShapeExpr(values=values):
+                return values
+            case Literal(value=value):
+                return value
+            case Tuple(fields=fields):
+                return tuple(self.expr(f) for f in fields)
+            case TupleGetItem(tuple_value=inner, index=index):
+                return self.expr(inner)[index]  # type: ignore[index]
+            case _:
+                raise InputError(f"cannot evaluate a {type(expr).__name__} here")
+
+    # ------------------------------------------------------------------ memory ops
+
+    def call(self, binding: Binding, call: Call) -> object:
+        handler = {
+            "memory.alloc_storage": self.alloc_storage,
+            "memory.alloc_tensor": self.alloc_tensor,
+            "memory.kill_tensor": self.kill_tensor,
+            "memory.kill_storage": self.kill_storage,
+            "call_kernel": self.kernel,
+        }.get(call.op)
+        if handler is not None:
+            return handler(binding, call)
+        value = evaluate(call, [self.expr(a) for a in call.args], _type_of(binding, call))
+        if call.op == "builtin.alloc_tensor":
+            self.unwritten.add(binding.var.name)
+        return value
+
+    def alloc_storage(self, binding: Binding, call: Call) -> object:
+        size = int(self.expr(call.args[0])[0])  # type: ignore[index]
+        self.storages[binding.var.name] = np.full(size, POISON, dtype=np.uint8)
+        return self.storages[binding.var.name]
+
+    def alloc_tensor(self, binding: Binding, call: Call) -> object:
+        storage = _var_name(call.args[0])
+        type_ = _type_of(binding, call)
+        assert isinstance(type_, TensorType)
+        start = int(self.expr(call.args[1]))  # type: ignore[arg-type]
+        end = start + type_.size_bytes
+        arena = self.storages[storage]
+        if storage in self.dead_storages:
+            raise ReplayFailure(f"{binding.var.name!r} is carved from {storage!r} after its kill", binding.loc)
+        if start < 0 or end > arena.size:
+            raise ReplayFailure(
+                f"{binding.var.name!r} at bytes [{start}, {end}) overruns {storage!r} of {arena.size} bytes",
+                binding.loc,
+            )
+        self.carved[binding.var.name] = _Carved(storage, start, end)
+        self.unwritten.add(binding.var.name)
+        if not self.shared:
+            return _poisoned(type_)
+        return arena[start:end].view(type_.dtype).reshape(type_.shape)
+
+    def kill_tensor(self, binding: Binding, call: Call) -> object:
+        value = self.expr(call.args[0])
+        if self.shared and isinstance(value, np.ndarray) and value.flags.writeable:
+            value.reshape(-1).view(np.uint8)[:] = POISON
+        if isinstance(call.args[0], Var):
+            self.carved.pop(call.args[0].name, None)
+        return ()
+
+    def kill_storage(self, binding: Binding, call: Call) -> object:
+        name = _var_name(call.args[0])
+        self.dead_storages.add(name)
+        if self.shared:
+            held = np.zeros(self.storages[name].size, dtype=bool)
+            for carved in self.carved.values():
+                if carved.storage == name:
+                    held[carved.start : carved.end] = True
+            self.storages[name][~held] = POISON
+        return ()
+
+    # ------------------------------------------------------------------ kernels
+
+    def kernel(self, binding: Binding, call: Call) -> object:
+        args = [self.expr(a) for a in call.args]
+        outs, in_place = self.destinations(call, args)
+        count = len(args) if in_place else len(args) - len(outs)
+        out_types = [self.types.get(_var_name(call.args[i])) for i in outs]
+        out_type: Type = out_types[0] if len(outs) == 1 else TupleType(tuple(out_types))  # type: ignore[arg-type]
+        result = evaluate(_as_op_call(call, call.args[:count], args[:count], out_type), args[:count], out_type)
+        results = result if isinstance(result, tuple) else (result,)
+        for index, value in zip(outs, results):
+            self.write(call, index, args[index], value, binding.loc)
+        return ()
+
+    def destinations(self, call: Call, args: list[object]) -> tuple[list[int], bool]:
+        """The arguments the kernel writes, and whether they are inputs too (in place)."""
+        listed = call.attr("inplace_indices")
+        if listed is not None:
+            return [int(i) for i in (listed if isinstance(listed, tuple) else (listed,))], True  # type: ignore[union-attr]
+        trailing = []
+        for index in range(len(args) - 1, -1, -1):
+            arg = call.args[index]
+            if not (isinstance(arg, Var) and arg.name in self.unwritten):
+                break
+            trailing.insert(0, index)
+        if trailing:
+            return trailing, False
+        for index, value in enumerate(args):
+            if isinstance(value, np.ndarray) and value.flags.writeable and isinstance(call.args[index], Var):
+                return [index], True
+        raise ReplayFailure(f"kernel {call.attr('kernel')!r} has no argument it may write", call.loc)
+
+    def write(self, call: Call, index: int, target: object, value: object, loc: Loc | None) -> None:
+        if not isinstance(target, np.ndarray) or not target.flags.writeable:
+            raise ReplayFailure(
+                f"kernel {call.attr('kernel')!r} writes into argument {index}, which is read-only "
+                "(a parameter or constant, or a view of one)",
+                loc,
+            )
+        np.copyto(target, value)  # type: ignore[arg-type]
+        name = _var_name(call.args[index])
+        self.unwritten.discard(name)
+        self.values[name] = np.array(target, copy=True)
+        self.locs[name] = loc
+
+
+def _as_op_call(call: Call, in_exprs: tuple[Expr, ...], ins: list[object], out_type: Type) -> Call:
+    """The op call a kernel stands for: the op of the table it is named after, when that
+    op's type rule accepts the inputs and gives `out_type`; else an opaque kernel."""
+    kernel = str(call.attr("kernel"))
+    attrs = tuple((k, v) for k, v in call.attrs if k not in ("kernel", "inplace_indices"))
+    op = lookup(kernel)
+    if op is not None and kernel not in _KERNEL_OPS and op.kernel is not None:
+        candidate = Call(kernel, tuple(in_exprs), attrs)
+        try:
+            arg_types = [_value_type(e, v) for e, v in zip(in_exprs, ins)]
+            if op.infer(candidate, arg_types) == out_type:
+                return candidate
+        except (InputError, ValueError, TypeError, IndexError):
+            pass  # not that op after all: an opaque kernel of the same name
+    return Call("call_tir", tuple(in_exprs), (("kernel", kernel),))
+
+
+def _value_type(expr: Expr, value: object) -> Type | None:
+    """The type of an evaluated operand, for an op's type rule."""
+    if isinstance(expr, ShapeExpr):
+        return ShapeType(len(expr.values))
+    if isinstance(value, np.ndarray):
+        return TensorType(tuple(value.shape), value.dtype.name)
+    if isinstance(value, tuple) and isinstance(expr, Tuple):
+        return TupleType(tuple(_value_type(e, v) for e, v in zip(expr.fields, value)))  # type: ignore[misc]
+    return None
+
+
+def _type_of(binding: Binding, call: Call) -> Type:
+    if binding.type is None:
+        raise InputError(f"the type of the {call.op} call is not known")
+    return binding.type
+
+
+def _var_name(expr: Expr) -> str:
+    if not isinstance(expr, Var):
+        raise InputError(f"expected a variable, got {type(expr).__name__}")
+    return expr.name
+
+
+def _poisoned(type_: TensorType) -> np.ndarray:
+    raw = np.full(type_.size_bytes, POISON, dtype=np.uint8)
+    return raw.view(type_.dtype).reshape(type_.shape)
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array = np.array(array, copy=True)
+    array.flags.writeable = False
+    return array
+
+
+def _flatten(value: object) -> list[np.ndarray]:
+    if isinstance(value, tuple):
+        return [a for v in value for a in _flatten(v)]
+    return [value] if isinstance(value, np.ndarray) else []

@@ -1,0 +1,206 @@
+"""plan_memory: lower a program onto the storages of a plan, as StaticPlanBlockMemory does.
+
+Input: a program, the Memory of its entry function (`build_memory`) and a plan of that
+Memory's problem, from any planner. Output: the entry function in TVM's planned form:
+
+1. Storages. One `R.memory.alloc_storage` of `plan.arena` bytes; or, when the plan says
+   how its arena splits into storages (`plan.detail["storages"]`, the token sizes of the
+   `tokens` planner, laid end to end with the buffers' alignment), one per storage, each
+   buffer going to the storage whose bytes hold its offset. All are allocated on entry.
+2. Every call that makes new buffers becomes a destination-passing call: one
+   `R.memory.alloc_tensor(storage, offset, R.shape(shape), R.dtype(dtype), 0)` per
+   planned output, bound to the call's own variable (a tuple output gets one tensor per
+   field and the variable is bound to their tuple), then a bare kernel call
+   `kernel(args..., out)`. An output the plan leaves out (a returned value) is a
+   `R.builtin.alloc_tensor`, as in TVM.
+3. An in-place call writes over its argument: `kernel(args...)` then `v = args[i]`.
+   Views, tuples, tuple items and var-to-var bindings are kept as they are.
+4. Blocks become one plain block (destination-passing calls are not pure), and
+   `kill_after_last_use` adds the kills: a tensor after its last use, a storage after its
+   last `alloc_tensor`.
+
+A high-level op is lowered to a kernel named after the op that keeps the op's attributes
+(`Call("call_kernel", ..., attrs=(("kernel", "add"), ...))`); the TVMScript printer
+prints such a call only when it has no attributes. If is not lowered yet: the If's
+own buffer would need a copy kernel, which the op table does not have.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from optplan.analysis.memory import Memory, Placement
+from optplan.analysis.types import infer_types
+from optplan.errors import InputError
+from optplan.ir import (
+    Binding,
+    Block,
+    Call,
+    Expr,
+    Function,
+    If,
+    Literal,
+    ObjectType,
+    Program,
+    SeqExpr,
+    ShapeExpr,
+    TensorType,
+    Tuple,
+    TupleType,
+    Var,
+    iter_bindings,
+)
+from optplan.ops import lookup, overwritten_args
+from optplan.passes.kill import BARE, kill_after_last_use
+from optplan.plan import Plan
+from optplan.problem import Problem
+
+STORAGE = "storage"
+
+
+@dataclass(frozen=True, slots=True)
+class Storage:
+    """One `alloc_storage`: its variable, its size and where it starts in the plan's arena."""
+
+    name: str
+    size_bytes: int
+    base: int
+
+
+def plan_memory(program: Program, memory: Memory, plan: Plan) -> Program:
+    """The entry function of `program` lowered onto `plan` (steps 1-4)."""
+    if not plan.status.has_plan:
+        raise ValueError(f"plan of {plan.planner!r} has status {plan.status.value}: nothing to lower")
+    fn = infer_types(program).main
+    taken = {b.var.name for b in iter_bindings(fn.body)} | {p.var.name for p in fn.params}
+    storages = storages_of(memory.problem, plan, taken)
+    lowering = _Lowering(memory, plan, storages, taken)
+    bindings = [_alloc_storage(s) for s in storages]
+    for block in fn.body.blocks:
+        for binding in block.bindings:
+            bindings.extend(lowering.binding(binding))
+    body = SeqExpr((Block(tuple(bindings)),), fn.body.body)
+    lowered = dataclasses.replace(fn, body=body, attrs=_forced_pure(fn.attrs))
+    return kill_after_last_use(program.replace_function(lowered))
+
+
+def storages_of(problem: Problem, plan: Plan, taken: set[str]) -> list[Storage]:
+    """The storages the plan's arena is cut into (step 1), named apart from `taken`."""
+    sizes = plan.detail.get("storages")
+    if not isinstance(sizes, list) or not sizes:
+        sizes = [plan.arena]
+    alignment = max((b.alignment for b in problem.buffers), default=1)
+    storages, base = [], 0
+    for index, size in enumerate(sizes):
+        base = -(-base // alignment) * alignment
+        storages.append(Storage(_fresh(f"{STORAGE}{index or ''}", taken), int(size), base))
+        base += int(size)
+    return storages
+
+
+def storage_of(storages: list[Storage], offset: int) -> Storage:
+    """The storage whose bytes hold `offset` (a zero-byte buffer may sit at its end)."""
+    for storage in storages:
+        if storage.base <= offset < storage.base + storage.size_bytes:
+            return storage
+    for storage in storages:
+        if offset == storage.base + storage.size_bytes:
+            return storage
+    raise ValueError(f"offset {offset} lies in no storage of the plan")
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    candidate, suffix = name, 1
+    while candidate in taken:
+        candidate, suffix = f"{name}_{suffix}", suffix + 1
+    taken.add(candidate)
+    return candidate
+
+
+def _forced_pure(attrs: tuple) -> tuple:  # type: ignore[type-arg]
+    # TVM marks lowered functions this way: they call impure memory builtins.
+    return tuple(sorted({**dict(attrs), "relax.force_pure": True}.items()))
+
+
+def _alloc_storage(storage: Storage) -> Binding:
+    call = Call(
+        "memory.alloc_storage",
+        (ShapeExpr((storage.size_bytes,)), Literal("prim", 0), Literal("str", "global"), Literal("dtype", "uint8")),
+    )
+    return Binding(Var(storage.name), call, ObjectType())
+
+
+@dataclass(slots=True)
+class _Lowering:
+    memory: Memory
+    plan: Plan
+    storages: list[Storage]
+    taken: set[str]
+
+    def binding(self, binding: Binding) -> list[Binding]:
+        value = binding.value
+        if isinstance(value, If):
+            raise InputError(f"plan_memory does not lower If yet (the binding of {binding.var.name!r})")
+        if not isinstance(value, Call) or binding.var.name == BARE:
+            return [binding]
+        indices = overwritten_args(value)
+        if indices:
+            return self.in_place(binding, value, indices)
+        op = lookup(value.op)
+        if (op is not None and op.view) or not _makes_tensors(binding.type):
+            return [binding]
+        return self.destination_passing(binding, value)
+
+    def in_place(self, binding: Binding, call: Call, indices: tuple[int, ...]) -> list[Binding]:
+        kernel = _kernel_call(call, (), keep_inplace=indices != (0,))
+        target = call.args[indices[0]] if len(indices) == 1 else Tuple(tuple(call.args[i] for i in indices))
+        return [Binding(Var(BARE), kernel), dataclasses.replace(binding, value=target)]
+
+    def destination_passing(self, binding: Binding, call: Call) -> list[Binding]:
+        name, type_ = binding.var.name, binding.type
+        placement = self.memory.placements.get(name)
+        if isinstance(type_, TensorType):
+            alloc = Binding(binding.var, self.alloc(placement, type_), type_, loc=binding.loc)
+            return [alloc, Binding(Var(BARE), _kernel_call(call, (binding.var,)))]
+        assert isinstance(type_, TupleType)
+        fields = placement if isinstance(placement, tuple) else (None,) * len(type_.fields)
+        allocs = []
+        for index, (field_type, field_placement) in enumerate(zip(type_.fields, fields)):
+            if not isinstance(field_type, TensorType):
+                raise InputError(f"plan_memory cannot lower the nested tuple output of {name!r}")
+            var = Var(_fresh(f"{name}_{index}", self.taken))
+            allocs.append(Binding(var, self.alloc(field_placement, field_type), field_type))
+        outs = tuple(a.var for a in allocs)
+        kernel = Binding(Var(BARE), _kernel_call(call, outs))
+        return [*allocs, kernel, dataclasses.replace(binding, value=Tuple(outs))]
+
+    def alloc(self, placement: object, type_: TensorType) -> Call:
+        shape, dtype = ShapeExpr(type_.shape), Literal("dtype", type_.dtype)
+        if not isinstance(placement, Placement):
+            # Not planned (a returned value): a tensor of its own, as TVM leaves it.
+            return Call(
+                "builtin.alloc_tensor",
+                (shape, dtype, Literal("prim", 0), Literal("str", "global")),
+                (("ty_args", (type_,)),),
+            )
+        offset = self.plan.offsets[placement.buffer] + placement.delta
+        storage = storage_of(self.storages, offset)
+        args = (Var(storage.name), Literal("prim", offset - storage.base), shape, dtype, Literal("prim", 0))
+        return Call("memory.alloc_tensor", args)
+
+
+def _makes_tensors(type_: object) -> bool:
+    return isinstance(type_, TensorType) or (isinstance(type_, TupleType) and bool(type_.fields))
+
+
+def _kernel_call(call: Call, outs: tuple[Expr, ...], *, keep_inplace: bool = False) -> Call:
+    """`kernel(args..., outs...)`: a `call_tir` keeps its kernel's name; a high-level op
+    becomes a kernel named after the op that keeps the op's attributes."""
+    attrs = dict(call.attrs)
+    kernel = attrs.pop("kernel", None) if call.op in ("call_tir", "call_tir_inplace") else call.op
+    if call.op in ("call_tir", "call_tir_inplace"):
+        attrs = {k: v for k, v in attrs.items() if k == "inplace_indices"}
+    if not keep_inplace:
+        attrs.pop("inplace_indices", None)
+    return Call("call_kernel", call.args + outs, tuple(sorted({**attrs, "kernel": kernel}.items())))
