@@ -126,7 +126,8 @@ def _read_checked(path: str, *, load_data: bool) -> onnx.ModelProto:
     except Exception as error:  # protobuf raises several unrelated types on bad bytes
         raise InputError(f"not an ONNX model: {_first_line(error)}", file=path) from None
     try:
-        onnx.checker.check_model(model)
+        # Checking the file rather than the loaded proto finds external weights beside it.
+        onnx.checker.check_model(path)
     except Exception as error:
         raise InputError(f"invalid ONNX model: {_first_line(error)}", file=path) from None
     if not model.graph.node and not model.graph.output:
