@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,7 +60,7 @@ from optplan.ir import (
 )
 from optplan.script_print import print_program
 
-__all__ = ["parse", "load", "print_program"]
+__all__ = ["load", "parse", "print_program"]
 
 Attrs = tuple[tuple[str, AttrValue], ...]
 
@@ -168,13 +168,14 @@ def _callee(node: ast.AST) -> str | None:
 
 def _number(node: ast.AST, src: _Source) -> int | float | bool | None:
     """A numeric literal, including a negated one (`-1` is a unary minus in Python)."""
-    value = None
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float, bool):
+    value: int | float | bool | None = None
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
         value = node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         inner = node.operand
-        if isinstance(inner, ast.Constant) and type(inner.value) in (int, float):
-            value = -inner.value
+        if isinstance(inner, ast.Constant) and isinstance(inner.value, (int, float)):
+            # -True is not a number anyone writes; keep it out rather than read it as -1.
+            value = None if isinstance(inner.value, bool) else -inner.value
     if isinstance(value, float) and not math.isfinite(value):
         # 1e999 reads as infinity, which no attribute or prim value can print back.
         raise _error(f"number out of range: {_show(node, src)}", node, src)
@@ -204,7 +205,7 @@ def _dtype(node: ast.AST, src: _Source) -> str:
     except (TypeError, ValueError, SyntaxError):
         known = False
     if not known:
-        raise _error(f"unknown dtype {name!r} (expected a name such as \"float32\")", node, src)
+        raise _error(f'unknown dtype {name!r} (expected a name such as "float32")', node, src)
     return name
 
 
@@ -343,7 +344,7 @@ def _func_attrs(stmts: list[ast.stmt], src: _Source) -> tuple[Attrs, list[ast.st
     call = found[0].value
     assert isinstance(call, ast.Call)
     if len(call.args) != 1 or call.keywords or not isinstance(call.args[0], ast.Dict):
-        raise _expected(f"R.func_attr({{name: value, ...}})", call, src)
+        raise _expected("R.func_attr({name: value, ...})", call, src)
     attrs: dict[str, AttrValue] = {}
     for key, value in zip(call.args[0].keys, call.args[0].values):
         if key is None:
@@ -382,9 +383,9 @@ def _dataflow_block(stmt: ast.With, src: _Source) -> Block:
         raise _expected("'with R.dataflow():'", context, src)
     body = list(stmt.body)
     outputs: tuple[Var, ...] = ()
-    last = body[-1]
-    if isinstance(last, ast.Expr) and _callee(last.value) == "R.output":
-        outputs = _outputs(last.value, src)  # type: ignore[arg-type]
+    last = body[-1].value if isinstance(body[-1], ast.Expr) else None
+    if isinstance(last, ast.Call) and _callee(last) == "R.output":
+        outputs = _outputs(last, src)
         body.pop()
     bindings = tuple(_statement(s, src, dataflow=True) for s in body)
     return Block(bindings, dataflow=True, outputs=outputs, loc=_loc(stmt, src))
@@ -573,8 +574,10 @@ def _is_output_type(value: AttrValue) -> bool:
 def _const(op: str, node: ast.Call, src: _Source) -> Const:
     """`R.const(0.25, "float32")`; `R.const("-inf", "float32")` is how infinities print."""
     keywords = _keywords(node, src)
-    if len(node.args) not in (1, 2) or set(keywords) - {"dtype"} or (
-        len(node.args) == 2 and keywords
+    if (
+        len(node.args) not in (1, 2)
+        or set(keywords) - {"dtype"}
+        or (len(node.args) == 2 and keywords)
     ):
         raise _expected("R.const(value, dtype)", node, src)
     value_node = node.args[0]
@@ -616,7 +619,7 @@ def _literal(op: str, node: ast.Call, src: _Source) -> Literal:
     return Literal("prim", number, loc=loc)
 
 
-_SPECIAL = {
+_SPECIAL: dict[str, Callable[[str, ast.Call, _Source], Expr]] = {
     "call_tir": _call_tir,
     "call_tir_inplace": _call_tir,
     "const": _const,
@@ -674,8 +677,11 @@ def _tensor_type(node: ast.Call, src: _Source) -> TensorType:
     if shape_node is None and set(keywords) <= {"ndim"} and dtype_node is not None:
         message = "R.Tensor without a shape: optplan plans static shapes only"
         raise _error(message, node, src)
-    if keywords or len(node.args) > 2 or dtype_node is None or not isinstance(
-        shape_node, (ast.Tuple, ast.List)
+    if (
+        keywords
+        or len(node.args) > 2
+        or dtype_node is None
+        or not isinstance(shape_node, (ast.Tuple, ast.List))
     ):
         raise _expected("R.Tensor(shape, dtype)", node, src)
     return TensorType(_dims(shape_node, "R.Tensor", src), _dtype(dtype_node, src))

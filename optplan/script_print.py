@@ -48,7 +48,7 @@ from optplan.ir import (
     Var,
 )
 
-__all__ = ["print_program", "print_expr", "print_type"]
+__all__ = ["print_expr", "print_program", "print_type"]
 
 _INDENT = "    "
 _NON_FINITE = {math.inf: "inf", -math.inf: "-inf"}
@@ -223,7 +223,7 @@ def _literal(literal: Literal) -> str:
     raise ValueError(f"cannot print literal {literal!r}")
 
 
-def _const_value(value: float | int | bool) -> str:
+def _const_value(value: float | bool) -> str:
     if isinstance(value, float) and not math.isfinite(value):
         # TVM prints infinities as strings; the reader turns them back into floats.
         return _string(_NON_FINITE.get(value, "nan"))
@@ -245,7 +245,7 @@ def _attr(value: AttrValue, key: str = "") -> str:
     return print_type(value)
 
 
-def _number(value: float | int | bool) -> str:
+def _number(value: float | bool) -> str:
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"cannot print the non-finite number {value} here")
     # Through the built-in types, so NumPy scalars print as plain Python literals.

@@ -1,9 +1,6 @@
 """Tests of the TVMScript reader and printer: what each construct becomes in the IR, round
 trips on hand-written and random programs, exact error places, and TVM's own dumps."""
 
-# The programs below are written as TVM prints them, one binding a line, however long.
-# ruff: noqa: E501
-
 from __future__ import annotations
 
 import dataclasses
@@ -65,7 +62,7 @@ def body_bindings(program: Program) -> list[Binding]:
 
 # ---------------------------------------------------------------------------- small programs
 
-FUSED = '''
+FUSED = """
 # from tvm.script import relax as R
 
 @R.function
@@ -81,7 +78,7 @@ def main(x: R.Tensor((1, 64), dtype="float32"), w: R.Tensor((64, 64), dtype="flo
     return gv
 
 # Metadata omitted. Use show_meta=True in script() method to show it.
-'''
+"""
 
 
 def test_fused_dataflow_becomes_the_documented_ir() -> None:
@@ -95,10 +92,19 @@ def test_fused_dataflow_becomes_the_documented_ir() -> None:
     assert block.dataflow and block.outputs == (Var("gv"), Var("lv2"))
     lv, lv1, t, lv2, gv = block.bindings
     meta = MetaConst("ir.GenericConst", 3)
-    assert lv == Binding(Var("lv"), Call("call_tir", (Var("x"), Var("w"), meta),
-                         (("kernel", "fused_dense_relu"), ("out_ty", t64))))
-    assert lv1.value == Call("call_tir_inplace", (Var("lv"), Var("x")),
-                             (("inplace_indices", (0,)), ("kernel", "add_inplace"), ("out_ty", t64)))
+    assert lv == Binding(
+        Var("lv"),
+        Call(
+            "call_tir",
+            (Var("x"), Var("w"), meta),
+            (("kernel", "fused_dense_relu"), ("out_ty", t64)),
+        ),
+    )
+    assert lv1.value == Call(
+        "call_tir_inplace",
+        (Var("lv"), Var("x")),
+        (("inplace_indices", (0,)), ("kernel", "add_inplace"), ("out_ty", t64)),
+    )
     assert lv1.type == t64
     assert t.value == Tuple((Var("lv1"), MetaConst("ir.GenericConst", 4)))
     assert t.type == TupleType((t64, TensorType((64,), F32)))
@@ -108,7 +114,7 @@ def test_fused_dataflow_becomes_the_documented_ir() -> None:
     round_trip(program)
 
 
-HIGHLEVEL = '''
+HIGHLEVEL = """
 # from tvm.script import ir as I
 # from tvm.script import tir as T
 # from tvm.script import relax as R
@@ -132,19 +138,27 @@ class Module:
             gv: R.Tensor((1, 8, 8, 8), dtype="float32") = R.concat((lv2, lv4), axis=1)
             R.output(gv)
         return gv
-'''
+"""
 
 
 def test_highlevel_module_keeps_kernels_as_text_and_attrs_sorted() -> None:
     program = read(HIGHLEVEL)
     assert program.module == "Module"
     (kernel,) = program.kernels
-    assert kernel == Kernel("add_one", "@T.prim_func(private=True)\ndef add_one(a: T.handle, "
-                            "b: T.handle):\n    # kept as text, never read\n    T.evaluate(0)")
+    assert kernel == Kernel(
+        "add_one",
+        "@T.prim_func(private=True)\ndef add_one(a: T.handle, "
+        "b: T.handle):\n    # kept as text, never read\n    T.evaluate(0)",
+    )
     conv, mean, mul, where, tir, concat = body_bindings(program)
     assert conv.value.op == "nn.conv2d"
-    assert conv.value.attrs == (("data_layout", "NCHW"), ("groups", 1), ("out_dtype", None),
-                                ("padding", (1, 1, 1, 1)), ("strides", (1, 1)))
+    assert conv.value.attrs == (
+        ("data_layout", "NCHW"),
+        ("groups", 1),
+        ("out_dtype", None),
+        ("padding", (1, 1, 1, 1)),
+        ("strides", (1, 1)),
+    )
     assert mean.value.attrs == (("axis", (0, 2, 3)), ("keepdims", True))
     assert mul.value.args[1] == Const(0.25, F32)
     cond, neg_inf, two = where.value.args
@@ -156,7 +170,7 @@ def test_highlevel_module_keeps_kernels_as_text_and_attrs_sorted() -> None:
     assert "R.call_tir(cls.add_one, (lv2,)" in text and 'R.const("-inf", "float32")' in text
 
 
-IF_ELSE = '''
+IF_ELSE = """
 @R.function
 def main(c: R.Tensor((), dtype="bool"), x: R.Tensor((2, 3), dtype="float32")) -> R.Tensor((2, 3), dtype="float32"):
     if c:
@@ -165,21 +179,23 @@ def main(c: R.Tensor((), dtype="bool"), x: R.Tensor((2, 3), dtype="float32")) ->
     else:
         y = R.multiply(x, x)
     return y
-'''
+"""
 
 
 def test_if_binds_the_variable_both_branches_assign() -> None:
     program = read(IF_ELSE)
     t = TensorType((2, 3), F32)
     (binding,) = body_bindings(program)
-    then = SeqExpr((Block((Binding(Var("a"), Call("nn.relu", (Var("x"),)), t),)),),
-                   Call("add", (Var("a"), Var("x"))))
+    then = SeqExpr(
+        (Block((Binding(Var("a"), Call("nn.relu", (Var("x"),)), t),)),),
+        Call("add", (Var("a"), Var("x"))),
+    )
     orelse = SeqExpr((), Call("multiply", (Var("x"), Var("x"))))
     assert binding == Binding(Var("y"), If(Var("c"), then, orelse), t)
     round_trip(program)
 
 
-PLANNED = '''
+PLANNED = """
 @R.function
 def main(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
     R.func_attr({"relax.force_pure": True, "num_input": 1})
@@ -190,7 +206,7 @@ def main(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
     R.memory.kill_storage(storage)
     lv = alloc
     return lv
-'''
+"""
 
 
 def test_planned_stage_bare_calls_bind_underscore() -> None:
@@ -199,12 +215,15 @@ def test_planned_stage_bare_calls_bind_underscore() -> None:
     assert fn.attrs == (("num_input", 1), ("relax.force_pure", True))
     storage, alloc, builtin, kernel, kill, alias = body_bindings(program)
     assert storage.type == ObjectType()
-    assert storage.value == Call("memory.alloc_storage", (ShapeExpr((16,)), Literal("prim", 0),
-                                 Literal("str", "global"), Literal("dtype", "uint8")))
+    assert storage.value == Call(
+        "memory.alloc_storage",
+        (ShapeExpr((16,)), Literal("prim", 0), Literal("str", "global"), Literal("dtype", "uint8")),
+    )
     assert alloc.value.args[0] == Var("storage")
     assert builtin.value.attrs == (("ty_args", (TensorType((4,), F32),)),)
-    assert kernel == Binding(Var("_"), Call("call_kernel", (Var("x"), Var("alloc")),
-                                            (("kernel", "fused_relu"),)))
+    assert kernel == Binding(
+        Var("_"), Call("call_kernel", (Var("x"), Var("alloc")), (("kernel", "fused_relu"),))
+    )
     assert kill == Binding(Var("_"), Call("memory.kill_storage", (Var("storage"),)))
     assert alias.value == Var("alloc")
     text = print_program(round_trip(program))
@@ -212,17 +231,23 @@ def test_planned_stage_bare_calls_bind_underscore() -> None:
 
 
 def test_types_of_every_spelling() -> None:
-    program = read('''
+    program = read("""
     @R.function
     def f(a: R.Tensor((), "float32"), b: R.Tensor((2,), dtype="int64"), c: R.Shape([1, 2]),
           d: R.Object, e: R.Any, g: R.Prim("int64"), h: R.Tuple(R.Tensor([3], "int8"), R.Shape),
           k: R.Shape(ndim=3), m: R.Tuple):
         return a
-    ''')
+    """)
     assert [p.type for p in program.main.params] == [
-        TensorType((), F32), TensorType((2,), "int64"), ShapeType(2), ObjectType(),
-        ObjectType(), PrimType("int64"), TupleType((TensorType((3,), "int8"), ShapeType())),
-        ShapeType(3), TupleType(()),
+        TensorType((), F32),
+        TensorType((2,), "int64"),
+        ShapeType(2),
+        ObjectType(),
+        ObjectType(),
+        PrimType("int64"),
+        TupleType((TensorType((3,), "int8"), ShapeType())),
+        ShapeType(3),
+        TupleType(()),
     ]
     round_trip(program)
 
@@ -254,24 +279,26 @@ def test_every_parsed_node_has_a_location() -> None:
 
 def test_call_tir_spellings_agree() -> None:
     def call(spelling: str) -> Call:
-        program = read(f'''
+        program = read(f"""
         @R.function
         def main(x: R.Tensor((2,), "float32")):
             y = R.call_tir(k, {spelling})
             return y
-        ''')
+        """)
         return body_bindings(program)[0].value
 
     t = 'R.Tensor((2,), dtype="float32")'
     expected = call(f"(x,), out_ty={t}")
-    assert expected == Call("call_tir", (Var("x"),), (("kernel", "k"), ("out_ty", TensorType((2,), F32))))
+    assert expected == Call(
+        "call_tir", (Var("x"),), (("kernel", "k"), ("out_ty", TensorType((2,), F32)))
+    )
     assert call(f"(x,), out_sinfo={t}") == expected
     assert call(f"(x,), {t}") == expected
     assert call(f"x, out_ty={t}") == expected
 
 
 def test_module_calls_its_own_definitions_through_cls() -> None:
-    program = read('''
+    program = read("""
     @I.ir_module
     class Module:
         @R.function
@@ -282,7 +309,7 @@ def test_module_calls_its_own_definitions_through_cls() -> None:
         def main(x: R.Tensor((2,), "float32")):
             y = cls.helper(x)
             return y
-    ''')
+    """)
     (call,) = [b.value for b in program.functions[1].body.blocks[0].bindings]
     assert call == Call("call_kernel", (Var("x"),), (("kernel", "helper"),))
     assert "y = cls.helper(x)" in print_program(round_trip(program))
@@ -290,14 +317,29 @@ def test_module_calls_its_own_definitions_through_cls() -> None:
 
 def test_hand_built_program_round_trips() -> None:
     t = TensorType((2, 2), "float16")
-    fn = Function("main", (Param(Var("x"), t),), None, SeqExpr((
-        Block((Binding(Var("y"), Call("nn.softmax", (Var("x"),), (("axis", -1),))),),
-              dataflow=True, outputs=(Var("y"),)),
-        Block((Binding(Var("z"), Tuple((Var("y"),)), TupleType((t,))),
-               Binding(Var("w"), Tuple(())),
-               Binding(Var("n"), Literal("prim", -3)),
-               Binding(Var("s"), ShapeExpr(()), ShapeType(0)))),
-    ), TupleGetItem(Var("z"), 0)))
+    fn = Function(
+        "main",
+        (Param(Var("x"), t),),
+        None,
+        SeqExpr(
+            (
+                Block(
+                    (Binding(Var("y"), Call("nn.softmax", (Var("x"),), (("axis", -1),))),),
+                    dataflow=True,
+                    outputs=(Var("y"),),
+                ),
+                Block(
+                    (
+                        Binding(Var("z"), Tuple((Var("y"),)), TupleType((t,))),
+                        Binding(Var("w"), Tuple(())),
+                        Binding(Var("n"), Literal("prim", -3)),
+                        Binding(Var("s"), ShapeExpr(()), ShapeType(0)),
+                    )
+                ),
+            ),
+            TupleGetItem(Var("z"), 0),
+        ),
+    )
     round_trip(Program((fn,)))
 
 
@@ -316,14 +358,19 @@ def test_random_lowered_programs_round_trip(program: Program) -> None:
 
 @given(attrs())
 @example((("epsilon", 1e-05), ("axis", (-1,)), ("out_dtype", None)))
-@example((("a", -0.0), ("b", 1e16), ("c", "q\"\\\n\u00e9")))
+@example((("a", -0.0), ("b", 1e16), ("c", 'q"\\\n\u00e9')))
 @example((("s", "\U00010000"),))  # once printed as a surrogate pair that read back as two
 def test_any_attribute_values_round_trip(attributes: tuple) -> None:
     attributes = tuple(sorted(attributes))
     t = TensorType((1,), F32)
     call = Call("nn.some_op", (Var("x"),), attributes)
-    fn = Function("main", (Param(Var("x"), t),), t,
-                  SeqExpr((Block((Binding(Var("y"), call),)),), Var("y")), attributes)
+    fn = Function(
+        "main",
+        (Param(Var("x"), t),),
+        t,
+        SeqExpr((Block((Binding(Var("y"), call),)),), Var("y")),
+        attributes,
+    )
     round_trip(Program((fn,)))
 
 
@@ -352,7 +399,7 @@ def error_of(text: str, file: str = "model.py") -> str:
 
 
 def test_unsupported_statement_names_its_place() -> None:
-    message = error_of('''
+    message = error_of("""
     @I.ir_module
     class Module:
         @R.function
@@ -360,46 +407,52 @@ def test_unsupported_statement_names_its_place() -> None:
             while x:
                 pass
             return x
-    ''')
+    """)
     assert message == "model.py:5:9: unsupported statement 'while'"
 
 
 def test_unknown_construct() -> None:
-    message = error_of('''
+    message = error_of("""
     @R.function
     def main(x: R.Tensor((2,), "float32")):
         y = np.add(x, x)
         return y
-    ''')
+    """)
     assert message == "model.py:3:9: unknown construct 'np.add'"
 
 
 def test_symbolic_dim_is_named() -> None:
-    message = error_of('''
+    message = error_of(
+        """
     @R.function
     def main(x: R.Tensor((n, 4), "float32")):
         return x
-    ''', "x.py")
+    """,
+        "x.py",
+    )
     assert message == "x.py:2:23: symbolic dimension 'n': optplan plans static shapes only"
 
 
 def test_malformed_tensor_type() -> None:
-    message = error_of('''
+    message = error_of(
+        """
     @R.function
     def main(x: R.Tensor((2,), "float32")):
         y: R.Tensor(2, "float32") = R.nn.relu(x)
         return y
-    ''', "x.py")
+    """,
+        "x.py",
+    )
     assert message == "x.py:3:8: expected R.Tensor(shape, dtype), found 'R.Tensor(2, \"float32\")'"
 
 
 def test_syntax_error_keeps_line_and_column() -> None:
-    message = error_of('''
+    message = error_of("""
     @R.function
     def main(x: R.Tensor((2,), "float32")):
         y = R.add(x, x
         return y
-    ''')
+    """)
     assert message.startswith("model.py:3:14: syntax error: ")
 
 
@@ -415,17 +468,28 @@ def test_syntax_error_keeps_line_and_column() -> None:
         ("y = R.add(x, axis=x)", "model.py:3:23: expected an attribute value"),
         ("y = R.call_tir(k, (x,))", "model.py:3:9: expected R.call_tir(kernel, (args...)"),
         ("if x:\n        y = x", "model.py:3:5: 'if' without 'else'"),
-        ('y = R.call_tir(k, (x,), R.Tensor((2,), "float32"), out_ty=R.Tensor((2,), "float32"))',
-         "model.py:3:9: expected R.call_tir(kernel, (args...)"),
+        (
+            'y = R.call_tir(k, (x,), R.Tensor((2,), "float32"), out_ty=R.Tensor((2,), "float32"))',
+            "model.py:3:9: expected R.call_tir(kernel, (args...)",
+        ),
         ('y = metadata["ir.GenericConst"][-1]', "model.py:3:37: a metadata index must not be"),
         ("y: R.Tensor = x", "model.py:3:8: R.Tensor without a shape: optplan plans static"),
         ('y: R.Tensor(ndim=2, dtype="float32") = x', "model.py:3:8: R.Tensor without a shape"),
         ('y = "abc"', "model.py:3:9: a bare string '\"abc\"': write R.str(...)"),
         ("y = R.add(x, *x)", "model.py:3:18: '*' arguments are not supported"),
         ("y = R.add(x, x, axis=1, axis=2)", "model.py:3:29: keyword argument 'axis' repeated"),
-        ('R.func_attr({"a": 1})\n    R.func_attr({"b": 1})', "model.py:4:5: R.func_attr given twice"),
-        ("with R.dataflow():\n        R.output(x)\n        y = x", "model.py:4:9: R.output(...) must be the last"),
-        ("with open(x):\n        y = x", "model.py:3:10: expected 'with R.dataflow():', found 'open(x)'"),
+        (
+            'R.func_attr({"a": 1})\n    R.func_attr({"b": 1})',
+            "model.py:4:5: R.func_attr given twice",
+        ),
+        (
+            "with R.dataflow():\n        R.output(x)\n        y = x",
+            "model.py:4:9: R.output(...) must be the last",
+        ),
+        (
+            "with open(x):\n        y = x",
+            "model.py:3:10: expected 'with R.dataflow():', found 'open(x)'",
+        ),
         # Found by fuzzing: NumPy raised a SyntaxError on this dtype; 1e999 is infinite.
         ('y: R.Tensor((2,), "(") = x', "model.py:3:23: unknown dtype '('"),
         ("y = R.add(x, axis=1e999)", "model.py:3:23: number out of range: '1e999'"),
@@ -439,7 +503,7 @@ def test_bad_bindings(body: str, expected: str) -> None:
 
 
 def test_if_branches_must_assign_the_same_variable() -> None:
-    message = error_of('''
+    message = error_of("""
     @R.function
     def main(c: R.Tensor((), "bool"), x: R.Tensor((2,), "float32")):
         if c:
@@ -447,18 +511,18 @@ def test_if_branches_must_assign_the_same_variable() -> None:
         else:
             z = x
         return x
-    ''')
+    """)
     assert message == "model.py:6:9: both branches must assign the same variable, found 'y' and 'z'"
 
 
 def test_names_are_defined_once() -> None:
-    message = error_of('''
+    message = error_of("""
     @R.function
     def main(x: R.Tensor((2,), "float32"), x: R.Tensor((2,), "float32")):
         return x
-    ''')
+    """)
     assert message == "model.py:2:40: parameter 'x' appears twice"
-    message = error_of('''
+    message = error_of("""
     @I.ir_module
     class Module:
         @T.prim_func
@@ -468,17 +532,17 @@ def test_names_are_defined_once() -> None:
         @R.function
         def main(x: R.Tensor((2,), "float32")):
             return x
-    ''')
+    """)
     assert message == "model.py:8:5: 'main' is defined twice"
 
 
 def test_missing_return_and_no_function() -> None:
     assert error_of("# nothing here\n") == "model.py:1:1: no @R.function found"
-    message = error_of('''
+    message = error_of("""
     @R.function
     def main(x: R.Tensor((2,), "float32")):
         y = x
-    ''')
+    """)
     assert message == "model.py:3:5: function 'main' must end with 'return <value>'"
 
 
@@ -546,9 +610,19 @@ def test_shared_planned_stages_read_as_lowered_calls() -> None:
     assert ops.count("call_kernel") == 5 and ops.count("memory.kill_tensor") == 4
     assert ops.count("memory.kill_storage") == 3
     storage = bindings[0]
-    assert storage == Binding(Var("storage"), Call("memory.alloc_storage", (
-        ShapeExpr((1048576,)), Literal("prim", 0), Literal("str", "global"),
-        Literal("dtype", "float32"))), ObjectType())
+    assert storage == Binding(
+        Var("storage"),
+        Call(
+            "memory.alloc_storage",
+            (
+                ShapeExpr((1048576,)),
+                Literal("prim", 0),
+                Literal("str", "global"),
+                Literal("dtype", "float32"),
+            ),
+        ),
+        ObjectType(),
+    )
     kernel_calls = [b for b in bindings if b.var.name == "_" and b.value.op == "call_kernel"]
     assert kernel_calls[0].value.attrs == (("kernel", "fused_matmul_add_relu"),)
     assert fn.body.body == Var("alloc4")
@@ -569,7 +643,23 @@ not indented"""
     indented = textwrap.indent(kernel, "    ", lambda line: line.strip() != "")
     # A line that is part of a string keeps its own indentation; only the class's goes.
     indented = indented.replace("    not indented", "not indented")
-    module = parse("@I.ir_module\nclass Module:\n" + indented + "\n\n" + textwrap.indent(main, "    "))
+    module = parse(
+        "@I.ir_module\nclass Module:\n" + indented + "\n\n" + textwrap.indent(main, "    ")
+    )
     assert module.kernels == (Kernel("k", kernel),)
     round_trip(top)
     round_trip(module)
+
+
+def test_bare_call_inside_a_dataflow_block_is_a_binding() -> None:
+    program = read("""
+    @R.function
+    def main(x: R.Tensor((2,), "float32")):
+        with R.dataflow():
+            R.memory.kill_tensor(x)
+        return x
+    """)
+    (block,) = program.main.body.blocks
+    assert block.outputs == ()
+    assert block.bindings == (Binding(Var("_"), Call("memory.kill_tensor", (Var("x"),))),)
+    round_trip(program)
