@@ -215,6 +215,20 @@ def test_weights_and_inputs_are_never_planned(model_dir: Path, name: str) -> Non
     assert planned and not planned & {p.var.name for p in model.program.main.params}
 
 
+def test_weights_saved_as_external_data(tmp_path: Path) -> None:
+    """Large models keep their weights in a file beside the model; both are found."""
+    model = gemm_mlp()
+    expected = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    path = tmp_path / "external.onnx"
+    onnx.save_model(model, str(path), save_as_external_data=True, location="external.data",
+                    size_threshold=0)  # fmt: skip
+    assert (tmp_path / "external.data").is_file()
+    program = load_onnx(str(path), {"batch": 3})
+    weights = onnx_weights(str(path))
+    assert sorted(weights) == sorted(p.var.name for p in program.main.params[1:])
+    np.testing.assert_array_equal(weights["fc0_weight"], expected["fc0.weight"])
+
+
 def test_names_become_unique_identifiers(model_dir: Path) -> None:
     _, model = _read(model_dir, "gemm_mlp")
     assert model.names["input.1"] == "input_1"
