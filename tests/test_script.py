@@ -663,3 +663,35 @@ def test_bare_call_inside_a_dataflow_block_is_a_binding() -> None:
     assert block.outputs == ()
     assert block.bindings == (Binding(Var("_"), Call("memory.kill_tensor", (Var("x"),))),)
     round_trip(program)
+
+
+def test_nested_if_round_trips_and_elif_is_refused() -> None:
+    program = read("""
+    @R.function
+    def main(c: R.Tensor((), "bool"), x: R.Tensor((2,), "float32")):
+        if c:
+            if c:
+                z = R.exp(x)
+            else:
+                z = x
+            y = R.add(z, x)
+        else:
+            y = x
+        return y
+    """)
+    (binding,) = body_bindings(program)
+    (inner,) = binding.value.then_branch.blocks[0].bindings
+    assert inner.var == Var("z") and isinstance(inner.value, If)
+    round_trip(program)
+    message = error_of("""
+    @R.function
+    def main(c: R.Tensor((), "bool"), x: R.Tensor((2,), "float32")):
+        if c:
+            y = x
+        elif c:
+            y = x
+        else:
+            y = x
+        return y
+    """)
+    assert message.startswith("model.py:5:5: an 'if' branch must end by assigning")
