@@ -55,7 +55,8 @@ from optplan.ir import (
     Var,
     iter_bindings,
 )
-from optplan.ops import evaluate, lookup, overwritten_args
+from optplan import kernels
+from optplan.ops import destination_args, evaluate, lookup, overwritten_args
 from optplan.plan import Plan
 
 POISON = 0xA5
@@ -259,6 +260,9 @@ class _Machine:
     env: dict[str, Value] = field(default_factory=dict)
     values: dict[str, np.ndarray] = field(default_factory=dict)
     locs: dict[str, Loc | None] = field(default_factory=dict)
+    # Destination-passing kernels write into values bound earlier, so even the reference
+    # run must record copies when the program has them.
+    copy_values: bool = False
 
     @property
     def planned(self) -> bool:
@@ -266,6 +270,9 @@ class _Machine:
 
     def run(self) -> Run:
         fn = self.program.main
+        self.copy_values = self.planned or any(
+            isinstance(b.value, Call) and b.value.op == "call_kernel" for b in iter_bindings(fn.body)
+        )
         self.bind_params(fn)
         try:
             self.seq(fn.body)
@@ -310,7 +317,7 @@ class _Machine:
     def snapshot(self, value: np.ndarray) -> np.ndarray:
         """The value as it is now; the arena's bytes will be reused, so a planned run
         keeps a copy."""
-        return np.array(value, copy=True) if self.planned else value
+        return np.array(value, copy=True) if self.copy_values else value
 
     def record(self, binding: Binding, value: Value) -> None:
         name = binding.var.name
@@ -351,7 +358,11 @@ class _Machine:
         self.poison(self.released("release_then" if taken else "release_else", name))
         outer = dict(self.env)
         self.seq(branch)
-        result = self.expr(branch.body)
+        if isinstance(branch.body, Call):
+            # A branch may end in a call instead of a variable; it has the If's type.
+            result = self.call(branch.body, binding.type, None, None)
+        else:
+            result = self.expr(branch.body)
         placement = self.placement(name)
         value = self.place(placement, result, binding.type) if placement is not None else _fresh(result)
         self.env = outer
@@ -362,9 +373,13 @@ class _Machine:
         if out_type is None:
             raise InputError(f"the type of the {call.op} call is not known")
         args = [self.expr(a) for a in call.args]
+        loc = binding.loc if binding is not None else call.loc
+        if destination_args(call):
+            return self.destination_call(call, args, loc)
+        if call.op in _KILLS:
+            return self.kill(args)
         result = evaluate(call, args, out_type)
         overwritten = overwritten_args(call)
-        loc = binding.loc if binding is not None else call.loc
         if overwritten:
             return self.overwrite(call, args, overwritten, result, loc)
         op = lookup(call.op)
@@ -398,6 +413,31 @@ class _Machine:
             else:
                 targets.append(_fresh(value))
         return targets[0] if not isinstance(result, tuple) else tuple(targets)
+
+    def destination_call(self, call: Call, args: list[Value], loc: Loc | None) -> Value:
+        """`kernel(inputs..., out)`: the mixing kernel of the inputs, written into `out`."""
+        (index,) = destination_args(call)
+        out = args[index]
+        assert isinstance(out, np.ndarray)
+        if not out.flags.writeable:
+            raise ReplayFailure(
+                f"kernel {call.attr('kernel')!r} writes into {_describe(call.args[index])}, "
+                "which is read-only (a parameter or constant, or a view of one)",
+                loc,
+            )
+        name = str(call.attr("kernel") or call.op)
+        result = kernels.mix(name, args[:index], TensorType(out.shape, out.dtype.name))
+        np.copyto(out, result)
+        return ()
+
+    def kill(self, args: list[Value]) -> Value:
+        """A kill of a lowered program: in a planned run its bytes are poisoned, so a read
+        after the kill shows."""
+        if self.planned:
+            for target in _flatten(tuple(args)):
+                if target.flags.writeable and target.flags.c_contiguous:
+                    target.reshape(-1).view(np.uint8).fill(POISON)
+        return ()
 
     # ------------------------------------------------------------------ the arena
 
@@ -450,6 +490,9 @@ class _Machine:
 
 
 # ---------------------------------------------------------------------------- helpers
+
+_KILLS = {"memory.kill_tensor", "memory.kill_storage", "vm.kill_object"}
+
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:

@@ -23,6 +23,25 @@ from optplan.ir import TensorType, TupleType, Type
 # ---------------------------------------------------------------------------- elementwise
 
 
+def contiguous(x: np.ndarray) -> np.ndarray:
+    """`x` in C order, copied only if it is not; unlike np.ascontiguousarray, a 0-d array
+    stays 0-d."""
+    return np.asarray(x, order="C")
+
+
+def same_dtype(fn: object) -> object:
+    """A unary NumPy function whose result keeps its input's dtype, as the type rule says.
+
+    NumPy turns `exp` of int32 into float64; TVM refuses such ops on integers, optplan
+    replays them in the input's dtype instead.
+    """
+
+    def kernel(x: np.ndarray) -> np.ndarray:
+        return np.asarray(fn(x)).astype(x.dtype, copy=False)  # type: ignore[operator]
+
+    return kernel
+
+
 def _wide(x: np.ndarray) -> np.ndarray:
     """`x` in a float type at least as wide as float32, for numerically touchy kernels."""
     return x.astype(np.promote_types(x.dtype, np.float32), copy=False)
@@ -180,7 +199,7 @@ def conv2d(
     acc_dtype = np.result_type(x.dtype, w.dtype)
     out = np.matmul(cols.astype(acc_dtype, copy=False), weights.astype(acc_dtype, copy=False))
     out = out.transpose(0, 1, 3, 2).reshape(n, out_channels, oh, ow)
-    return np.ascontiguousarray(out, dtype=out_dtype)
+    return np.asarray(out, dtype=out_dtype, order="C")
 
 
 def conv2d_transpose(
@@ -249,7 +268,7 @@ def max_pool2d(
 ) -> np.ndarray:
     lowest = -np.inf if np.issubdtype(x.dtype, np.floating) else np.iinfo(x.dtype).min
     windows = _pool_windows(x, pool_size, strides, dilation, padding, ceil_mode, lowest)
-    return np.ascontiguousarray(windows.max(axis=(4, 5)))
+    return contiguous(windows.max(axis=(4, 5)))
 
 
 def avg_pool2d(
@@ -272,7 +291,7 @@ def avg_pool2d(
     else:
         counts = _pool_windows(real, pool_size, strides, dilation, padding, ceil_mode, 0)
     count = counts.sum(axis=(4, 5))
-    return np.ascontiguousarray((sums / np.maximum(count, 1)).astype(x.dtype))
+    return contiguous((sums / np.maximum(count, 1)).astype(x.dtype))
 
 
 def adaptive_avg_pool2d(x: np.ndarray, output_size: Sequence[int]) -> np.ndarray:
@@ -298,7 +317,7 @@ def split(x: np.ndarray, indices_or_sections: int | Sequence[int], axis: int) ->
         parts = np.array_split(x, indices_or_sections, axis=axis)
     else:
         parts = np.split(x, list(indices_or_sections), axis=axis)
-    return tuple(np.ascontiguousarray(p) for p in parts)
+    return tuple(contiguous(p) for p in parts)
 
 
 def strided_slice(
@@ -312,7 +331,7 @@ def strided_slice(
     steps = list(strides) if strides else [1] * len(axes)
     for axis, b, e, s in zip(axes, begin, end, steps):
         index[axis] = slice(b, e, s)
-    return np.ascontiguousarray(x[tuple(index)])
+    return contiguous(x[tuple(index)])
 
 
 def take(x: np.ndarray, indices: np.ndarray, axis: int | None, mode: str) -> np.ndarray:

@@ -93,6 +93,14 @@ def overwritten_args(call: Call) -> tuple[int, ...]:
     return tuple(int(i) for i in indices if int(i) >= 0)  # type: ignore[union-attr, arg-type]
 
 
+def destination_args(call: Call) -> tuple[int, ...]:
+    """Positions of the arguments a destination-passing kernel call writes: the last one
+    of a bare `kernel(inputs..., output)` call (`call_kernel`), as TVM lowers call_tir."""
+    if call.op == "call_kernel" and call.args:
+        return (len(call.args) - 1,)
+    return ()
+
+
 def evaluate(call: Call, args: Sequence[object], out_type: Type) -> np.ndarray | tuple[np.ndarray, ...]:
     """The value of `call` on `args`: its kernel's result, or the mixing kernel's for
     opaque ops, checked against `out_type` (a mismatch is a bug in the table)."""
@@ -253,7 +261,7 @@ def _register_elementwise() -> None:
         # A bool result has another byte size than its operands: never in place.
         _elementwise(name, _binary_rule("bool"), fn, inplace=False)
     for name, fn in _UNARY.items():
-        _elementwise(name, _infer_unary, fn)
+        _elementwise(name, _infer_unary, kernels.same_dtype(fn))  # type: ignore[arg-type]
     for name, fn in _PREDICATES.items():
         _elementwise(name, _infer_predicate, fn, inplace=False)
     _elementwise("logical_not", _infer_unary, np.logical_not)
@@ -451,7 +459,7 @@ register(
     OpDef(
         "permute_dims",
         _infer_permute,
-        lambda call, args: np.ascontiguousarray(
+        lambda call, args: kernels.contiguous(
             np.transpose(args[0], _permutation(call, np.ndim(args[0])))  # type: ignore[arg-type]
         ),
     )
@@ -1056,7 +1064,13 @@ def _storage_view(call: Call, args: Sequence[object]) -> object:
     dtype = np.dtype(_literal_dtype(call, 3))
     size_bytes = _count(shape) * dtype.itemsize
     assert isinstance(storage, np.ndarray)
-    return storage[offset : offset + size_bytes].view(dtype).reshape(shape)
+    if offset < 0 or offset + size_bytes > storage.nbytes:
+        raise fail(
+            call,
+            f"memory.alloc_tensor of {size_bytes} bytes at offset {offset} does not fit in a "
+            f"storage of {storage.nbytes} bytes",
+        )
+    return storage.reshape(-1).view(np.uint8)[offset : offset + size_bytes].view(dtype).reshape(shape)
 
 
 def _no_value(call: Call, arg_types: Sequence[Type | None]) -> Type:
@@ -1064,6 +1078,9 @@ def _no_value(call: Call, arg_types: Sequence[Type | None]) -> Type:
 
 
 register(OpDef("call_tir", _infer_call_tir))
+# `kernel(a, b, out)` after CallTIRRewrite: writes `out`, returns nothing (see
+# destination_args); the executor runs the mixing kernel into `out`.
+register(OpDef("call_kernel", _no_value))
 register(OpDef("call_tir_inplace", _infer_call_tir))
 register(
     OpDef(
@@ -1089,6 +1106,7 @@ __all__ = [
     "OpDef",
     "Window",
     "broadcast",
+    "destination_args",
     "evaluate",
     "fail",
     "lookup",
