@@ -228,7 +228,11 @@ class _Machine:
         for index, value in enumerate(args):
             if isinstance(value, np.ndarray) and value.flags.writeable and isinstance(call.args[index], Var):
                 return [index], True
-        raise ReplayFailure(f"kernel {call.attr('kernel')!r} has no argument it may write", call.loc)
+        raise ReplayFailure(
+            f"kernel {call.attr('kernel')!r} writes in place, but every argument it could write "
+            "is read-only (a parameter or constant, or a view of one)",
+            call.loc,
+        )
 
     def write(self, call: Call, index: int, target: object, value: object, loc: Loc | None) -> None:
         if not isinstance(target, np.ndarray) or not target.flags.writeable:

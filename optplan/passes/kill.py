@@ -127,3 +127,27 @@ def _target(buffer: str) -> Expr:
 
 def is_kill(binding: Binding) -> bool:
     return isinstance(binding.value, Call) and binding.value.op in (KILL_TENSOR, KILL_STORAGE)
+
+
+def strip_kills(program: Program) -> Program:
+    """`program` without its kill statements (to replace them by this pass's own)."""
+
+    def seq(body: SeqExpr) -> SeqExpr:
+        blocks = []
+        for block in body.blocks:
+            kept = tuple(_strip_binding(b, seq) for b in block.bindings if not is_kill(b))
+            if kept or not block.bindings:
+                blocks.append(dataclasses.replace(block, bindings=kept))
+        return dataclasses.replace(body, blocks=tuple(blocks))
+
+    return dataclasses.replace(
+        program, functions=tuple(dataclasses.replace(fn, body=seq(fn.body)) for fn in program.functions)
+    )
+
+
+def _strip_binding(binding: Binding, seq: object) -> Binding:
+    value = binding.value
+    if not isinstance(value, If):
+        return binding
+    rewritten = dataclasses.replace(value, then_branch=seq(value.then_branch), else_branch=seq(value.else_branch))  # type: ignore[operator]
+    return dataclasses.replace(binding, value=rewritten)

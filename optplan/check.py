@@ -1,0 +1,188 @@
+"""Check a planned program from anywhere: extract its plan, validate it, replay it.
+
+A planned program (TVM's `*.4_planned.py` / `*.5_killed.py`, or `plan_memory`'s output)
+says where every tensor lives: `R.memory.alloc_storage` makes storages and
+`R.memory.alloc_tensor(storage, offset, ...)` carves tensors out of them. Steps:
+
+1. Lifetimes: the liveness of the lowered program's runtime objects
+   (`optplan.passes.objects`): a carved tensor is live from its `alloc_tensor` to its
+   last use (a destination-passing kernel call writes it, later calls read it; views and
+   var-to-var bindings share it). Returned values are left out, as TVM leaves them out.
+2. The arena: the storages that hold at least one planned tensor, laid end to end in the
+   order they are allocated (alignment 1, so the arena is TVM's total of storage bytes);
+   a storage made only for a returned value (LowerAllocTensor's) is not counted.
+3. The Problem: one buffer per carved tensor, live as in step 1; the Plan: its offset is
+   its storage's base plus its `alloc_tensor` offset.
+4. Validate with the independent judge (`optplan.plan.validate`), plus one check the
+   arena view cannot see: a tensor must end inside its own storage.
+5. Replay (`optplan.lowered.run_lowered`): the program with `kill_after_last_use`'s
+   kills, run once with every tensor in fresh memory and once in the shared, poisoned
+   storages; any byte that differs is reported. Kills already in the program are
+   replaced first: TVM's `kill_tensor` drops one reference, not the bytes (ResNet-18's
+   last kill frees a tensor whose reshape is still read), while the replay poisons bytes
+   at a kill, which is right only once every alias is dead.
+
+`check_file(path)` is what `optplan check PROGRAM` calls: it exits 0 when the report is
+`valid`, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from optplan.analysis.types import infer_types
+from optplan.executor import compare, make_inputs
+from optplan.ir import Call, Function, Program, TensorType, Var, iter_bindings
+from optplan.lowered import run_lowered
+from optplan.passes.kill import kill_after_last_use, strip_kills
+from optplan.passes.objects import function_objects, literal_int, storage_bytes
+from optplan.plan import Plan, Status, validate
+from optplan.problem import Buffer, Problem, lower_bound
+
+
+@dataclass(frozen=True, slots=True)
+class Carved:
+    """A tensor carved from a storage: `size_bytes` at `offset` into `storage`."""
+
+    name: str
+    storage: str
+    offset: int
+    size_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class CheckReport:
+    """What `check_file` found. `valid` when no violation and the replay matched."""
+
+    path: str
+    arena_bytes: int
+    storages: tuple[tuple[str, int], ...]
+    tensors: int
+    lower_bound_bytes: int
+    violations: tuple[str, ...]
+    replay: str | None
+
+    @property
+    def valid(self) -> bool:
+        return not self.violations and self.replay is None
+
+    def summary(self) -> str:
+        """One line per fact, ending with "valid" or "invalid" and the reasons."""
+        lines = [
+            f"{self.path}: {len(self.storages)} storages, {self.arena_bytes} bytes "
+            f"(lower bound {self.lower_bound_bytes}), {self.tensors} planned tensors",
+            *(f"  {v}" for v in self.violations),
+        ]
+        if self.replay is not None:
+            lines.append(f"  replay: {self.replay}")
+        lines.append("valid" if self.valid else "invalid")
+        return "\n".join(lines)
+
+
+def check_file(path: str | Path) -> CheckReport:
+    """Read a planned TVMScript file and check it (InputError if it cannot be read)."""
+    from optplan.script import load
+
+    return check_program(load(path), path=str(path))
+
+
+def check_program(program: Program, *, path: str = "<program>", seed: int = 0) -> CheckReport:
+    """Extract, validate and replay the plan of a planned program (steps 1-5)."""
+    typed = infer_types(program)
+    problem, plan = extract_plan(typed)
+    storages = _counted_storages(typed.main, problem)
+    faults = [str(v) for v in validate(problem, plan)]
+    faults += _overruns(typed.main)
+    return CheckReport(
+        path=path,
+        arena_bytes=plan.arena,
+        storages=tuple(storages.items()),
+        tensors=len(problem.buffers),
+        lower_bound_bytes=plan.lower_bound,
+        violations=tuple(faults),
+        replay=_replay(program, seed),
+    )
+
+
+def extract_plan(program: Program) -> tuple[Problem, Plan]:
+    """The Problem and Plan that a planned program's entry function encodes (steps 1-3)."""
+    fn = infer_types(program).main
+    objects = function_objects(fn)
+    carved = carved_tensors(fn)
+    buffers = tuple(
+        Buffer(name, c.size_bytes, objects.memory.problem.buffer(name).live, dtype=_dtype(fn, name))
+        for name, c in carved.items()
+        if name in {b.id for b in objects.memory.problem.buffers}
+    )
+    problem = Problem(buffers)
+    bases = _bases(_counted_storages(fn, problem))
+    offsets = {b.id: bases[carved[b.id].storage] + carved[b.id].offset for b in buffers}
+    bound = lower_bound(problem)
+    arena = sum(size for size in _counted_storages(fn, problem).values())
+    plan = Plan(offsets, arena, Status.FEASIBLE, "extracted", bound, bound=bound)
+    return problem, plan
+
+
+def carved_tensors(fn: Function) -> dict[str, Carved]:
+    """Every `alloc_tensor` of `fn`, by the variable it is bound to."""
+    carved = {}
+    for binding in iter_bindings(fn.body):
+        value = binding.value
+        if isinstance(value, Call) and value.op == "memory.alloc_tensor" and isinstance(binding.type, TensorType):
+            storage = value.args[0]
+            assert isinstance(storage, Var)
+            carved[binding.var.name] = Carved(
+                binding.var.name, storage.name, literal_int(value.args[1]), binding.type.size_bytes
+            )
+    return carved
+
+
+def _storage_sizes(fn: Function) -> dict[str, int]:
+    return {
+        b.var.name: storage_bytes(b.value)
+        for b in iter_bindings(fn.body)
+        if isinstance(b.value, Call) and b.value.op == "memory.alloc_storage"
+    }
+
+
+def _counted_storages(fn: Function, problem: Problem) -> dict[str, int]:
+    """Storages holding at least one planned tensor, in allocation order (step 2)."""
+    planned = {b.id for b in problem.buffers}
+    used = {c.storage for c in carved_tensors(fn).values() if c.name in planned}
+    return {name: size for name, size in _storage_sizes(fn).items() if name in used}
+
+
+def _bases(storages: dict[str, int]) -> dict[str, int]:
+    bases, base = {}, 0
+    for name, size in storages.items():
+        bases[name] = base
+        base += size
+    return bases
+
+
+def _dtype(fn: Function, name: str) -> str:
+    for binding in iter_bindings(fn.body):
+        if binding.var.name == name and isinstance(binding.type, TensorType):
+            return binding.type.dtype
+    return ""
+
+
+def _overruns(fn: Function) -> list[str]:
+    sizes = _storage_sizes(fn)
+    return [
+        f"tensor {c.name!r} at bytes [{c.offset}, {c.offset + c.size_bytes}) overruns storage "
+        f"{c.storage!r} of {sizes[c.storage]} bytes"
+        for c in carved_tensors(fn).values()
+        if c.offset < 0 or c.offset + c.size_bytes > sizes.get(c.storage, 0)
+    ]
+
+
+def _replay(program: Program, seed: int) -> str | None:
+    """Step 5: None when the shared run matches the fresh one byte for byte."""
+    program = kill_after_last_use(strip_kills(program))
+    inputs = make_inputs(program, seed)
+    fresh = run_lowered(program, inputs, shared=False)
+    shared = run_lowered(program, inputs, shared=True)
+    difference = compare(fresh, shared)
+    return None if difference is None else str(difference)
