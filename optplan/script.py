@@ -417,6 +417,8 @@ def _statement(stmt: ast.stmt, src: _Source, *, dataflow: bool) -> Binding:
                 raise _error(f"{name!r} is annotated but not assigned", stmt, src)
             var = _var(name, _loc(target, src))
             return Binding(var, _expr(value, src), _type(ann, src), loc=_loc(stmt, src))
+        case ast.AnnAssign(target=target):
+            raise _error(f"unsupported assignment target {_show(target, src)}", target, src)
         case ast.Expr(value=ast.Call() as call) if _callee(call) not in _STATEMENT_ONLY:
             return Binding(_var("_", _loc(stmt, src)), _expr(call, src), loc=_loc(stmt, src))
         case ast.Expr(value=ast.Call() as call) if _callee(call) == "R.output":

@@ -464,6 +464,7 @@ def test_syntax_error_keeps_line_and_column() -> None:
         ("y = R.output(x)", "model.py:3:9: R.output is not allowed in an expression"),
         ("R.output(x)", "model.py:3:5: R.output(...) must be the end of a dataflow block"),
         ("a, b = x", "model.py:3:5: unsupported assignment target 'a, b'"),
+        ('x.y: R.Tensor((2,), "float32") = x', "model.py:3:5: unsupported assignment target 'x.y'"),
         ("y = x[-1]", "model.py:3:11: a tuple index must not be negative, found -1"),
         ("y = R.add(x, axis=x)", "model.py:3:23: expected an attribute value"),
         ("y = R.call_tir(k, (x,))", "model.py:3:9: expected R.call_tir(kernel, (args...)"),
