@@ -1000,6 +1000,112 @@ register(OpDef("full_like", _infer_full_like, _filled_like(None)))
 register(OpDef("zeros_like", _infer_like, _filled_like(0)))
 register(OpDef("ones_like", _infer_like, _filled_like(1)))
 
+# ---------------------------------------------------------------------------- more tensor ops
+
+
+def _infer_broadcast_to(call: Call, arg_types: Sequence[Type | None]) -> Type:
+    x = tensor_arg(call, arg_types, 0)
+    target = _shape_operand(call, 1)
+    if broadcast(call, (x.shape, target)) != target:
+        raise fail(call, f"broadcast_to of {x.shape} to {target}: shapes do not broadcast")
+    return TensorType(target, x.dtype)
+
+
+def _pad_width(call: Call, ndim: int) -> list[tuple[int, int]]:
+    """TVM's `pad_width`: all the befores, then all the afters, one per axis."""
+    width = ints(param(call, "pad_width", 1), "pad_width", call)
+    if len(width) != 2 * ndim or min(width) < 0:
+        raise fail(call, f"nn.pad: pad_width needs {2 * ndim} non-negative values, got {list(width)}")
+    return list(zip(width[:ndim], width[ndim:]))
+
+
+def _infer_pad(call: Call, arg_types: Sequence[Type | None]) -> Type:
+    x = tensor_arg(call, arg_types, 0)
+    mode = call.attr("pad_mode", "constant")
+    if mode not in ("constant", "edge", "reflect"):
+        raise fail(call, f"nn.pad: pad_mode {mode!r} is not supported")
+    shape = tuple(d + b + a for d, (b, a) in zip(x.shape, _pad_width(call, len(x.shape))))
+    return TensorType(shape, x.dtype)
+
+
+def _pad_kernel(call: Call, args: Sequence[object]) -> object:
+    x = args[0]
+    assert isinstance(x, np.ndarray)
+    width = _pad_width(call, x.ndim)
+    mode = str(call.attr("pad_mode", "constant"))
+    if mode != "constant":
+        return np.pad(x, width, mode=mode)
+    # The fill is an attribute, a literal, or (in newer printings) a scalar tensor operand.
+    value = args[2] if len(args) > 2 and isinstance(args[2], np.ndarray) else param(call, "pad_value", 2, 0)
+    return np.pad(x, width, constant_values=np.asarray(value, dtype=x.dtype))
+
+
+def _infer_batch_norm(call: Call, arg_types: Sequence[Type | None]) -> Type:
+    x = tensor_arg(call, arg_types, 0)
+    axis = normal_axis(call, int(call.attr("axis", 1)), len(x.shape))  # type: ignore[arg-type]
+    stats = [tensor_arg(call, arg_types, i) for i in range(1, 5)]
+    for name, stat in zip(("gamma", "beta", "moving_mean", "moving_var"), stats):
+        if stat.shape != (x.shape[axis],):
+            raise fail(call, f"nn.batch_norm of {x.shape}: {name} has shape {stat.shape}, expected ({x.shape[axis]},)")
+    return TupleType((x, stats[2], stats[3]))
+
+
+def _batch_norm_kernel(call: Call, args: Sequence[object]) -> object:
+    """Inference form: normalise by the moving statistics, which pass through."""
+    x, gamma, beta, mean, var = (np.asarray(a) for a in args[:5])
+    axis = normal_axis(call, int(call.attr("axis", 1)), x.ndim)  # type: ignore[arg-type]
+    shape = [1] * x.ndim
+    shape[axis] = x.shape[axis]
+    epsilon = float(call.attr("epsilon", 1e-5))  # type: ignore[arg-type]
+    out = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + np.asarray(epsilon, x.dtype))
+    if call.attr("scale", True):
+        out = out * gamma.reshape(shape)
+    if call.attr("center", True):
+        out = out + beta.reshape(shape)
+    return (out.astype(x.dtype), mean.copy(), var.copy())
+
+
+def _infer_dropout(call: Call, arg_types: Sequence[Type | None]) -> Type:
+    x = tensor_arg(call, arg_types, 0)
+    return TupleType((x, x))
+
+
+def _infer_cumsum(call: Call, arg_types: Sequence[Type | None]) -> Type:
+    x = tensor_arg(call, arg_types, 0)
+    axis = param(call, "axis", 1)
+    dtype = _dtype_name(call, str(call.attr("dtype") or x.dtype))
+    if axis is None:
+        return TensorType((_count(x.shape),), dtype)
+    normal_axis(call, int(axis), len(x.shape))  # type: ignore[arg-type]
+    return TensorType(x.shape, dtype)
+
+
+def _cumsum_kernel(call: Call, args: Sequence[object]) -> object:
+    x = args[0]
+    assert isinstance(x, np.ndarray)
+    axis = param(call, "axis", 1)
+    dtype = str(call.attr("dtype") or x.dtype)
+    flat = x.reshape(-1) if axis is None else x
+    along = 0 if axis is None else int(axis)  # type: ignore[arg-type]
+    total = np.cumsum(flat, axis=along, dtype=dtype)
+    if call.attr("exclusive", False):
+        total = total - flat.astype(dtype)
+    return total
+
+
+register(
+    OpDef(
+        "broadcast_to",
+        _infer_broadcast_to,
+        lambda call, args: np.array(np.broadcast_to(args[0], args[1])),  # type: ignore[call-overload]
+    )
+)
+register(OpDef("nn.pad", _infer_pad, _pad_kernel))
+register(OpDef("nn.batch_norm", _infer_batch_norm, _batch_norm_kernel))
+# Inference: dropout passes its input through and keeps every element (the mask is ones).
+register(OpDef("nn.dropout", _infer_dropout, lambda call, args: (np.array(args[0]), np.ones_like(args[0]))))
+register(OpDef("cumsum", _infer_cumsum, _cumsum_kernel))
+
 # ---------------------------------------------------------------------------- kernels and memory
 
 

@@ -438,3 +438,29 @@ def test_evaluate_rejects_a_kernel_result_of_the_wrong_type() -> None:
     node = Call("add", (Var("a"), Var("b")))
     with pytest.raises(RuntimeError, match="type rule says"):
         evaluate(node, [floats(2), floats(2)], TensorType((3,), "float32"))
+
+
+def test_broadcast_to_pad_cumsum() -> None:
+    x = floats(1, 3)
+    out_type, value = call("broadcast_to", x, ShapeExpr((2, 3)))
+    assert out_type == TensorType((2, 3), "float32") and np.array_equal(value, np.broadcast_to(x, (2, 3)))
+    out_type, value = call("nn.pad", floats(2, 2), pad_width=(0, 1, 1, 2), pad_value=0.5, pad_mode="constant")
+    assert out_type == TensorType((3, 5), "float32")
+    assert np.asarray(value)[2, 0] == 0.5 and np.asarray(value)[0, 0] == 0.5
+    ints_ = np.array([[1, 2, 3], [4, 5, 6]], np.int32)
+    assert call("cumsum", ints_, axis=1)[1].tolist() == [[1, 3, 6], [4, 9, 15]]  # type: ignore[union-attr]
+    assert call("cumsum", ints_, axis=1, exclusive=True)[1].tolist() == [[0, 1, 3], [0, 4, 9]]  # type: ignore[union-attr]
+    assert call("cumsum", ints_, axis=None)[0] == TensorType((6,), "int32")
+
+
+def test_batch_norm_in_inference_form() -> None:
+    x = floats(2, 3, 4, 4).astype(np.float64)
+    gamma, beta, mean, var = (floats(3).astype(np.float64) for _ in range(4))
+    var = np.abs(var) + 0.5
+    out_type, (out, moving_mean, moving_var) = call(  # type: ignore[misc]
+        "nn.batch_norm", x, gamma, beta, mean, var, axis=1, epsilon=1e-5, center=True, scale=True
+    )
+    shape = (1, 3, 1, 1)
+    expected = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + 1e-5) * gamma.reshape(shape) + beta.reshape(shape)
+    np.testing.assert_allclose(out, expected, rtol=1e-12)
+    assert np.array_equal(moving_var, var) and out_type.fields[1] == TensorType((3,), "float64")  # type: ignore[union-attr]
