@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from optplan.analysis.memory import Memory, Placement
+from optplan.errors import InputError
 from optplan.ir import (
     Call,
     Const,
@@ -40,7 +41,9 @@ from optplan.ir import (
     Function,
     If,
     Literal,
+    Loc,
     MetaConst,
+    ObjectType,
     Program,
     SeqExpr,
     ShapeExpr,
@@ -128,14 +131,14 @@ def _walk_seq(walk: _Walk, seq: SeqExpr) -> None:
     for block in seq.blocks:
         for binding in block.bindings:
             name = binding.var.name
-            if binding.type is None:
-                raise ValueError(f"the type of {name!r} is not known; run infer_types first")
+            if binding.type is None and name != "_":
+                raise _error(binding.var, f"the type of {name!r} is not known; run infer_types first")
             if isinstance(binding.value, If):
                 _walk_if(walk, name, binding.value, binding.type)
                 continue
             uses = _read_buffers(walk, binding.value)
             point = walk.new_point(uses)
-            value = _value_of_binding(walk, name, binding.value, binding.type)
+            value = _value_of_binding(walk, name, binding.value, binding.type or ObjectType())
             walk.points[point].defs = _buffers_of(value) - uses
             walk.values[name] = value
             walk.point_of[name] = point
@@ -190,7 +193,7 @@ def _value_of(walk: _Walk, expr: Expr) -> Value:
     match expr:
         case Var(name=name):
             if name not in walk.values:
-                raise ValueError(f"{name!r} is used before it is defined")
+                raise _error(expr, f"{name!r} is used before it is defined")
             return walk.values[name]
         case Tuple(fields=fields):
             return tuple(_value_of(walk, f) for f in fields)
@@ -200,7 +203,12 @@ def _value_of(walk: _Walk, expr: Expr) -> Value:
         case Const() | MetaConst() | ShapeExpr() | Literal():
             return None
         case _:
-            raise ValueError(f"a {type(expr).__name__} cannot be nested inside an expression")
+            raise _error(expr, f"a nested {type(expr).__name__} must be bound to a variable first")
+
+
+def _error(node: Expr, message: str) -> InputError:
+    loc = node.loc or Loc()
+    return InputError(message, file=loc.file, line=loc.line, col=loc.col)
 
 
 def _new_buffers(walk: _Walk, name: str, type_: Type) -> Value:
