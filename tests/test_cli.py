@@ -41,6 +41,7 @@ def test_plan_writes_csv_and_json_only_when_valid(tmp_path: Path, capsys: pytest
     out = tmp_path / "plan.csv"
     assert main(["plan", str(problem), "--alignment", "1", "-o", str(out)]) == 0
     assert out.read_text().splitlines()[0] == "id,lower,upper,size,offset"
+    assert "plan written to" in capsys.readouterr().out
     record = run_json(capsys, "plan", str(problem), "--alignment", "1")
     assert isinstance(record, dict)
     assert record["arena_bytes"] == 8 and record["status"] == "optimal"
