@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 
 from optplan.plan import Plan, Status
-from optplan.problem import Interval, Problem, alias_classes, lower_bound
+from optplan.problem import Interval, Problem, alias_classes, merge_intervals
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +65,21 @@ class Rect:
 
 def rectangles(problem: Problem) -> list[Rect]:
     """One rectangle per alias class, in the order of `alias_classes`."""
+    if not problem.aliases:
+        # Every buffer is its own class; skipping the grouping matters at 100k buffers.
+        return [
+            Rect(
+                index=index,
+                root=b.id,
+                members=((b.id, 0),),
+                size=b.size,
+                live=b.live if len(b.live) == 1 else merge_intervals(list(b.live)),
+                modulus=b.alignment,
+                residue=0,
+                pin=b.offset,
+            )
+            for index, b in enumerate(problem.buffers)
+        ]
     rects = []
     for index, cls in enumerate(alias_classes(problem)):
         alignments = [(delta, problem.buffer(name).alignment) for name, delta in cls.members]
@@ -113,6 +128,24 @@ def pin_fault(rects: list[Rect]) -> str | None:
     return None
 
 
+def live_peak(rects: list[Rect]) -> int:
+    """The most bytes live at one point: `problem.lower_bound`, computed from rectangles
+    already built (ends sort before starts at the same point: half-open intervals)."""
+    events = sorted(
+        (point, change)
+        for r in rects
+        if r.size
+        for iv in r.live
+        for point, change in ((iv.start, r.size), (iv.end, -r.size))
+    )
+    live = peak = 0
+    for _, change in events:
+        live += change
+        if live > peak:
+            peak = live
+    return peak
+
+
 def top(rects: list[Rect], offsets: list[int]) -> int:
     """The arena the rectangles need: the highest byte any of them reaches."""
     return max((offset + rect.size for rect, offset in zip(rects, offsets)), default=0)
@@ -143,7 +176,7 @@ def make_plan(
     With offsets and no explicit status the plan is OPTIMAL when the arena meets the best
     bound and FEASIBLE otherwise; an arena above the capacity gives UNKNOWN and no offsets.
     """
-    floor = lower_bound(problem)
+    floor = live_peak(rects)
     bound = max(bound, floor)
     detail = dict(detail or {})
     seconds = time.perf_counter() - started

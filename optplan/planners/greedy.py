@@ -140,16 +140,33 @@ def place(rects: list[Rect], sequence: list[Rect], fit: str, grid: _Grid) -> lis
     for rect in rects:
         if rect.pin is not None and rect.size > 0:
             _enter(buckets, grid.spans[rect.index], rect.pin, rect.pin + rect.size, shift)
-    best_fit = fit == "best"
+    hole = _best_hole if fit == "best" else _first_hole
+    spans = grid.spans
     for rect in sequence:
-        span = grid.spans[rect.index]
-        busy = _busy(buckets, span, shift)
-        if best_fit:
-            offset = _best_hole(busy, rect)
+        span = spans[rect.index]
+        if len(span) == 1:
+            # The common case, kept free of calls: one interval, usually one bucket.
+            s, e = span[0]
+            first, last = s >> shift, (e - 1) >> shift
+            if first == last:
+                busy = [(lo, hi) for lo, hi, bs, be in buckets[first] if bs < e and s < be]
+            else:
+                busy = [
+                    (lo, hi)
+                    for b in range(first, last + 1)
+                    for lo, hi, bs, be in buckets[b]
+                    if bs < e and s < be
+                ]
+            busy.sort()
+            offset = hole(busy, rect.size, rect.residue, rect.modulus)  # type: ignore[arg-type]
+            entry = (offset, offset + rect.size, s, e)
+            for b in range(first, last + 1):
+                buckets[b].append(entry)
         else:
-            offset = _first_hole(busy, rect)
+            busy = _busy(buckets, span, shift)
+            offset = hole(busy, rect.size, rect.residue, rect.modulus)  # type: ignore[arg-type]
+            _enter(buckets, span, offset, offset + rect.size, shift)
         offsets[rect.index] = offset
-        _enter(buckets, span, offset, offset + rect.size, shift)
     return offsets
 
 
@@ -178,10 +195,8 @@ def _busy(
     return busy
 
 
-def _first_hole(busy: list[tuple[int, int]], rect: Rect) -> int:
+def _first_hole(busy: list[tuple[int, int]], size: int, residue: int, modulus: int) -> int:
     """The lowest allowed offset whose bytes clear every busy range."""
-    size, residue, modulus = rect.size, rect.residue, rect.modulus
-    assert residue is not None
     offset = residue
     for lo, hi in busy:
         if offset + size <= lo:
@@ -191,10 +206,8 @@ def _first_hole(busy: list[tuple[int, int]], rect: Rect) -> int:
     return offset
 
 
-def _best_hole(busy: list[tuple[int, int]], rect: Rect) -> int:
+def _best_hole(busy: list[tuple[int, int]], size: int, residue: int, modulus: int) -> int:
     """The allowed offset in the smallest hole that fits, lowest on ties; else on top."""
-    size, residue, modulus = rect.size, rect.residue, rect.modulus
-    assert residue is not None
     offset = residue
     best, best_room = -1, -1
     for lo, hi in busy:
