@@ -41,18 +41,29 @@ Steps:
    the time ran out first, with `bound` = G; INFEASIBLE when a capacity is proven too
    small; UNKNOWN when nothing was found under the capacity in time.
 
-Determinism: a fixed random seed and `interleave_search`, which makes CP-SAT's parallel
-search independent of thread timing; a run that ends on the time limit may still vary.
+Determinism: a fixed random seed. A part solved to optimality (or proven at the bound)
+gives the same offsets run after run (checked over hundreds of random problems); a run
+that ends on the time limit may vary with thread timing. (`interleave_search`, CP-SAT's
+deterministic parallel mode, aborts inside OR-Tools 9.15 on some of these models.)
 """
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
 from optplan.plan import Plan, Status
-from optplan.planners.common import Rect, make_plan, now, pin_fault, rectangles, top
+from optplan.planners.common import (
+    Rect,
+    live_peak,
+    make_plan,
+    now,
+    pin_fault,
+    rectangles,
+    top,
+)
 from optplan.planners.greedy import best_offsets
 from optplan.problem import Problem
 
@@ -73,7 +84,6 @@ class CpSat:
     decide_first: bool = True
     split: bool = True
     symmetry: bool = True
-    interleave: bool = True
 
     def __call__(self, problem: Problem) -> Plan:
         return plan_cpsat(problem, self)
@@ -98,13 +108,17 @@ def plan_cpsat(problem: Problem, options: CpSat = CpSat()) -> Plan:
     empty_top = max((o for r, o in zip(rects, greedy) if r.size == 0), default=0)
     bound = max([empty_top, *floors.values()])
     pending = sorted(parts, key=lambda part: -_part_top(part, greedy))
+    # Highest greedy arena first, so the parts still to solve are always a prefix.
+    descending = [-_part_top(part, greedy) for part in pending]
     solved = 0
     for position, part in enumerate(pending):
-        arena = _part_top(part, greedy)
+        arena = -descending[position]
         fits = capacity is None or arena <= capacity
         if arena <= bound and fits:
             continue
-        budget = max(deadline - now(), 0.0) / (len(pending) - position)
+        good_enough = bound if capacity is None else min(bound, capacity)
+        waiting = bisect.bisect_left(descending, -good_enough) - position
+        budget = max(deadline - now(), 0.0) / max(waiting, 1)
         upper = arena if fits else capacity
         assert upper is not None
         result = solve_part(part, greedy, max(bound, floors[id(part)]), upper, budget, options)
@@ -165,18 +179,8 @@ def split(rects: list[Rect]) -> list[list[Rect]]:
 
 def part_floor(part: list[Rect]) -> int:
     """No arena for `part` is below its live bytes at any point or its highest pin."""
-    events = sorted(
-        (point, change)
-        for r in part
-        for iv in r.live
-        for point, change in ((iv.start, r.size), (iv.end, -r.size))
-    )
-    live = peak = 0
-    for _, change in events:
-        live += change
-        peak = max(peak, live)
     pins = max((r.pin + r.size for r in part if r.pin is not None), default=0)
-    return max(peak, pins)
+    return max(live_peak(part), pins)
 
 
 def _part_top(part: list[Rect], offsets: list[int]) -> int:
@@ -264,6 +268,10 @@ class Model:
                                          low), high))
             slots.append(slot)
         model.add_no_overlap_2d(times, spaces)
+        # Lowest offset first: the bottom-left rule of packing, for the fixed-search worker.
+        model.add_decision_strategy(
+            slots, cp_model.CHOOSE_LOWEST_MIN, cp_model.SELECT_MIN_VALUE
+        )
         model.add_hint(arena, min(max(_part_top(part, hinted), floor), upper))
         if symmetry:
             _order_identical(model, part, slots)
@@ -279,7 +287,6 @@ class Model:
         solver.parameters.max_time_in_seconds = max(seconds, 0.01)
         solver.parameters.num_workers = options.num_workers
         solver.parameters.random_seed = options.random_seed
-        solver.parameters.interleave_search = options.interleave
         code = solver.solve(self.model)
         found = code in (cp_model.OPTIMAL, cp_model.FEASIBLE)
         if code == cp_model.INFEASIBLE:
