@@ -21,6 +21,7 @@ from optplan.plan import Plan
 from optplan.planners.cpsat import CpSat
 from optplan.planners.greedy import Greedy
 from optplan.planners.naive import Naive
+from optplan.planners.tokens import TokensPlanner
 from optplan.problem import Problem
 
 
@@ -33,6 +34,7 @@ class Planner(Protocol):
 
 PLANNERS: dict[str, Planner] = {
     "naive": Naive(),
+    "tokens": TokensPlanner(),
     "greedy": Greedy(),
     "cpsat": CpSat(),
 }
@@ -55,4 +57,4 @@ def get_planner(name: str, **options: object) -> Planner:
     return dataclasses.replace(planner, **options)  # type: ignore[type-var]
 
 
-__all__ = ["PLANNERS", "Planner", "get_planner", "CpSat", "Greedy", "Naive"]
+__all__ = ["PLANNERS", "Planner", "get_planner", "CpSat", "Greedy", "Naive", "TokensPlanner"]
