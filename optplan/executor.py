@@ -1,6 +1,7 @@
 """Run a program in NumPy, unplanned and planned, and compare the two byte for byte.
 
-`reference_run` gives every value its own fresh array. `planned_run` replays the same
+`reference_run` gives every value its own fresh array (an in-place call still writes
+into its argument, as in TVM, and values are then recorded as copies). `planned_run` replays the same
 program inside one arena laid out by a plan:
 
 1. one `uint8` arena of `plan.arena` bytes, every byte set to POISON;
@@ -227,14 +228,22 @@ def _metadata(fn: Function) -> Iterator[MetaConst]:
 # ---------------------------------------------------------------------------- runs
 
 
-def reference_run(program: Program, inputs: dict[str, np.ndarray]) -> Run:
-    """Run the entry function with every value in its own fresh array."""
-    return _Machine(infer_types(program), inputs).run()
+def reference_run(program: Program, inputs: dict[str, np.ndarray], *, record: bool = True) -> Run:
+    """Run the entry function with every value in its own fresh array.
+
+    With `record=False` only the outputs are kept (for timing; `compare` then checks only
+    them).
+    """
+    return _Machine(infer_types(program), inputs, keep_values=record).run()
 
 
-def planned_run(program: Program, memory: Memory, plan: Plan, inputs: dict[str, np.ndarray]) -> Run:
+def planned_run(
+    program: Program, memory: Memory, plan: Plan, inputs: dict[str, np.ndarray], *, record: bool = True
+) -> Run:
     """Replay the entry function inside one poisoned arena laid out by `plan`."""
-    machine = _Machine(infer_types(program), inputs, memory=memory, offsets=dict(plan.offsets))
+    machine = _Machine(
+        infer_types(program), inputs, memory=memory, offsets=dict(plan.offsets), keep_values=record
+    )
     machine.arena = _aligned_arena(plan.arena)
     return machine.run()
 
@@ -255,13 +264,14 @@ class _Machine:
     program: Program
     inputs: dict[str, np.ndarray]
     memory: Memory | None = None
+    keep_values: bool = True
     offsets: dict[str, int] = field(default_factory=dict)
     arena: np.ndarray | None = None
     env: dict[str, Value] = field(default_factory=dict)
     values: dict[str, np.ndarray] = field(default_factory=dict)
     locs: dict[str, Loc | None] = field(default_factory=dict)
-    # Destination-passing kernels write into values bound earlier, so even the reference
-    # run must record copies when the program has them.
+    # In-place and destination-passing calls write into values bound earlier, so even
+    # the reference run must record copies when the program has them.
     copy_values: bool = False
 
     @property
@@ -270,9 +280,7 @@ class _Machine:
 
     def run(self) -> Run:
         fn = self.program.main
-        self.copy_values = self.planned or any(
-            isinstance(b.value, Call) and b.value.op == "call_kernel" for b in iter_bindings(fn.body)
-        )
+        self.copy_values = self.planned or any(_writes_an_argument(b.value) for b in iter_bindings(fn.body))
         self.bind_params(fn)
         try:
             self.seq(fn.body)
@@ -321,7 +329,7 @@ class _Machine:
 
     def record(self, binding: Binding, value: Value) -> None:
         name = binding.var.name
-        if name == "_":
+        if name == "_" or not self.keep_values:
             return
         if isinstance(value, np.ndarray) and isinstance(binding.type, TensorType):
             self.values[name] = self.snapshot(value)
@@ -340,18 +348,22 @@ class _Machine:
 
     def binding(self, binding: Binding) -> None:
         name, value_expr = binding.var.name, binding.value
+        released = self.released("release_after", name)
         if isinstance(value_expr, If):
-            value = self.if_(binding, value_expr)
+            value, released = self.if_(binding, value_expr)
         elif isinstance(value_expr, Call):
             value = self.call(value_expr, binding.type, self.placement(name), binding)
         else:
             # Var, tuple, tuple item: the same bytes as their source.
             value = self.place(self.placement(name), self.expr(value_expr), binding.type)
         self.env[name] = value
+        # Recorded before the kills: a value nobody reads dies right after its binding.
         self.record(binding, value)
-        self.poison(self.released("release_after", name))
+        self.poison(released)
 
-    def if_(self, binding: Binding, node: If) -> Value:
+    def if_(self, binding: Binding, node: If) -> tuple[Value, tuple[str, ...]]:
+        """Run the branch taken; its value is copied into the If's own buffer. Returns the
+        value and the buffers to poison once it is recorded."""
         name = binding.var.name
         taken = bool(np.asarray(self.expr(node.cond)))
         branch = node.then_branch if taken else node.else_branch
@@ -366,8 +378,7 @@ class _Machine:
         placement = self.placement(name)
         value = self.place(placement, result, binding.type) if placement is not None else _fresh(result)
         self.env = outer
-        self.poison(self.released("release_then_exit" if taken else "release_else_exit", name))
-        return value
+        return value, self.released("release_then_exit" if taken else "release_else_exit", name)
 
     def call(self, call: Call, out_type: Type | None, placement: object, binding: Binding | None) -> Value:
         if out_type is None:
@@ -378,11 +389,17 @@ class _Machine:
             return self.destination_call(call, args, loc)
         if call.op in _KILLS:
             return self.kill(args)
-        result = evaluate(call, args, out_type)
+        op = lookup(call.op)
         overwritten = overwritten_args(call)
+        if isinstance(placement, Placement) and op is not None and op.into is not None and not overwritten:
+            # Destination passing proper: the kernel writes its output view, no copy.
+            view = self.view(placement, out_type)
+            with np.errstate(all="ignore"):
+                if op.into(call, args, view):
+                    return view
+        result = evaluate(call, args, out_type)
         if overwritten:
             return self.overwrite(call, args, overwritten, result, loc)
-        op = lookup(call.op)
         if op is not None and op.view:
             # A view keeps its source's bytes; it is copied only if the plan put it elsewhere.
             return self.place(placement, result, out_type)
@@ -407,11 +424,10 @@ class _Machine:
                     "read-only (a parameter or constant, or a view of one)",
                     loc,
                 )
-            if self.planned:
-                np.copyto(target, value)
-                targets.append(target)
-            else:
-                targets.append(_fresh(value))
+            # Both runs write in place: a later read of the argument sees the new value,
+            # as in TVM.
+            np.copyto(target, value)
+            targets.append(target)
         return targets[0] if not isinstance(result, tuple) else tuple(targets)
 
     def destination_call(self, call: Call, args: list[Value], loc: Loc | None) -> Value:
@@ -492,6 +508,10 @@ class _Machine:
 # ---------------------------------------------------------------------------- helpers
 
 _KILLS = {"memory.kill_tensor", "memory.kill_storage", "vm.kill_object"}
+
+
+def _writes_an_argument(expr: Expr) -> bool:
+    return isinstance(expr, Call) and bool(overwritten_args(expr) or destination_args(expr))
 
 
 

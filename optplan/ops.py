@@ -9,7 +9,10 @@ Analyses read `OPS[name]` instead of testing op names. An entry says:
 - `inplace`: the output may take the bytes of an argument that dies at this op and has the
   same shape and dtype (elementwise ops);
 - `view`: the output is the same bytes as the first argument, reinterpreted (reshape);
-  views are never planned on their own.
+  views are never planned on their own;
+- `into(call, args, out)`: optional destination passing: writes the result straight into
+  the array `out` and returns True, or returns False when it cannot (the executor then
+  runs `kernel` and copies). NumPy ufuncs do this with `out=`, saving a copy per op.
 
 Op names are Relax's, without `R.`. Attributes are read as TVM 0.27 prints them
 (`axis=`, `axes=`, `strides=[1, 1]`, `padding=[t, l, b, r]`, ...); an attribute TVM prints
@@ -34,6 +37,7 @@ from optplan.ir import Call, Literal, ObjectType, TensorType, TupleType, Type
 
 Infer = Callable[[Call, Sequence[Type | None]], Type]
 Kernel = Callable[[Call, Sequence[object]], object]
+Into = Callable[[Call, Sequence[object], np.ndarray], bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +48,7 @@ class OpDef:
     inplace: bool = False
     view: bool = False
     elementwise: bool = False
+    into: Into | None = None
 
 
 OPS: dict[str, OpDef] = {}
@@ -198,8 +203,31 @@ def _binary_rule(result_dtype: str | None) -> Infer:
     return infer
 
 
-def _elementwise(name: str, infer: Infer, fn: Callable[..., object], *, inplace: bool = True) -> None:
-    register(OpDef(name, infer, lambda call, args: fn(*args), inplace=inplace, elementwise=True))
+def _elementwise(
+    name: str, infer: Infer, fn: Callable[..., object], *, inplace: bool = True, ufunc: object = None
+) -> None:
+    into = _ufunc_into(ufunc) if isinstance(ufunc, np.ufunc) else None
+    register(OpDef(name, infer, lambda call, args: fn(*args), inplace=inplace, elementwise=True, into=into))
+
+
+def _ufunc_into(ufunc: np.ufunc) -> Into:
+    """Destination passing for a ufunc whose loop for these operands yields `out`'s dtype
+    (so the bytes are those of the plain call); otherwise it declines."""
+
+    def into(call: Call, args: Sequence[object], out: np.ndarray) -> bool:
+        arrays = [np.asarray(a) for a in args]
+        if any(a.dtype != arrays[0].dtype for a in arrays):
+            return False
+        try:
+            loop = ufunc.resolve_dtypes(tuple(a.dtype for a in arrays) + (None,))
+        except TypeError:
+            return False
+        if loop[-1] != out.dtype:
+            return False
+        ufunc(*arrays, out=out)
+        return True
+
+    return into
 
 
 # ---------------------------------------------------------------------------- elementwise
@@ -256,14 +284,16 @@ _PREDICATES: dict[str, Callable[..., object]] = {
 
 def _register_elementwise() -> None:
     for name, fn in _BINARY.items():
-        _elementwise(name, _binary_rule(None), fn)
+        # Integer division truncates unlike np.divide, so only float division passes `out`.
+        ufunc = np.true_divide if name == "divide" else fn
+        _elementwise(name, _binary_rule(None), fn, ufunc=ufunc)
     for name, fn in _COMPARE.items():
         # A bool result has another byte size than its operands: never in place.
-        _elementwise(name, _binary_rule("bool"), fn, inplace=False)
+        _elementwise(name, _binary_rule("bool"), fn, inplace=False, ufunc=fn)
     for name, fn in _UNARY.items():
-        _elementwise(name, _infer_unary, kernels.same_dtype(fn))  # type: ignore[arg-type]
+        _elementwise(name, _infer_unary, kernels.same_dtype(fn), ufunc=fn)  # type: ignore[arg-type]
     for name, fn in _PREDICATES.items():
-        _elementwise(name, _infer_predicate, fn, inplace=False)
+        _elementwise(name, _infer_predicate, fn, inplace=False, ufunc=fn)
     _elementwise("logical_not", _infer_unary, np.logical_not)
     register(
         OpDef(

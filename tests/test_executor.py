@@ -404,3 +404,33 @@ def test_random_programs_replay_bit_for_bit(program: Program, seed: int) -> None
         assert planned.failure is not None
         return
     assert compare(reference, planned) is None
+
+
+def test_a_dead_if_result_is_recorded_before_its_bytes_are_poisoned() -> None:
+    cond = TensorType((), "bool")
+    then_branch = SeqExpr((Block((bind("t", Call("negative", (Var("x"),))),)),), Var("t"))
+    else_branch = SeqExpr((Block((bind("e", Call("nn.relu", (Var("x"),))),)),), Var("e"))
+    body = SeqExpr((Block((bind("r", If(Var("c"), then_branch, else_branch)),)),), Var("x"))
+    program = infer_types(Program((Function("main", (Param(Var("c"), cond), Param(Var("x"), T)), None, body),)))
+    memory = build_memory(program, alignment=1)
+    plan = PLANNERS["greedy"](memory.problem)
+    for taken in (True, False):
+        inputs = {"c": np.array(taken), "x": make_inputs(program)["x"]}
+        assert compare(reference_run(program, inputs), planned_run(program, memory, plan, inputs)) is None
+
+
+def test_a_read_after_an_in_place_call_sees_the_new_value_in_both_runs() -> None:
+    program = fn_program(
+        [
+            bind("a", Call("exp", (Var("x"),))),
+            bind("b", overwrite(Var("a"))),
+            bind("out", Call("add", (Var("a"), Var("b")))),
+        ],
+        Var("out"),
+    )
+    memory = build_memory(program, alignment=1)
+    inputs = make_inputs(program)
+    reference = reference_run(program, inputs)
+    assert reference.values["out"].tobytes() == (reference.values["b"] * 2).tobytes()
+    plan = PLANNERS["greedy"](memory.problem)
+    assert compare(reference, planned_run(program, memory, plan, inputs)) is None
