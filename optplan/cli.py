@@ -22,7 +22,7 @@ from optplan.load import Loaded, load, read_plan
 from optplan.plan import Plan, validate
 from optplan.problem import Problem, write_csv
 
-DEFAULT_PLANNERS = "naive,greedy,cpsat"
+DEFAULT_PLANNERS = "naive,tokens,greedy,cpsat"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
