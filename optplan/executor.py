@@ -57,7 +57,7 @@ from optplan.ir import (
     iter_bindings,
 )
 from optplan import kernels
-from optplan.ops import destination_args, evaluate, lookup, overwritten_args
+from optplan.ops import destination_args, evaluate, inplace_outputs, lookup, overwritten_args
 from optplan.plan import Plan
 
 POISON = 0xA5
@@ -399,7 +399,7 @@ class _Machine:
                     return view
         result = evaluate(call, args, out_type)
         if overwritten:
-            return self.overwrite(call, args, overwritten, result, loc)
+            return self.overwrite(call, args, result, placement, out_type, loc)
         if op is not None and op.view:
             # A view keeps its source's bytes; it is copied only if the plan put it elsewhere.
             return self.place(placement, result, out_type)
@@ -408,27 +408,32 @@ class _Machine:
         return self.place(placement, result, out_type)
 
     def overwrite(
-        self, call: Call, args: list[Value], indices: tuple[int, ...], result: Value, loc: Loc | None
+        self, call: Call, args: list[Value], result: Value, placement: object, out_type: Type, loc: Loc | None
     ) -> Value:
-        """An in-place call's output is the argument it overwrites; parameters and
-        constants (and views of them) are read-only, and writing one is a failure."""
+        """An in-place call: each output is the argument it overwrites (or, at index -1, a
+        fresh value). Parameters and constants (and views of them) are read-only, and
+        writing one is a failure."""
         results = result if isinstance(result, tuple) else (result,)
-        targets = []
-        for index, value in zip(indices, results):
+        places = placement if isinstance(placement, tuple) else (placement,) * len(results)
+        types = out_type.fields if isinstance(out_type, TupleType) else (out_type,)
+        outputs = []
+        for index, value, place, type_ in zip(inplace_outputs(call), results, places, types):
+            if index < 0:
+                outputs.append(_fresh(value) if place is None else self.place(place, value, type_))
+                continue
             target = args[index]
             assert isinstance(target, np.ndarray) and isinstance(value, np.ndarray)
             if not target.flags.writeable:
-                what = _describe(call.args[index])
                 raise ReplayFailure(
-                    f"{call.op} of {call.attr('kernel')!r} writes into {what}, which is "
-                    "read-only (a parameter or constant, or a view of one)",
+                    f"{call.op} of {call.attr('kernel')!r} writes into {_describe(call.args[index])}, "
+                    "which is read-only (a parameter or constant, or a view of one)",
                     loc,
                 )
             # Both runs write in place: a later read of the argument sees the new value,
             # as in TVM.
             np.copyto(target, value)
-            targets.append(target)
-        return targets[0] if not isinstance(result, tuple) else tuple(targets)
+            outputs.append(target)
+        return tuple(outputs) if isinstance(result, tuple) else outputs[0]
 
     def destination_call(self, call: Call, args: list[Value], loc: Loc | None) -> Value:
         """`kernel(inputs..., out)`: the mixing kernel of the inputs, written into `out`."""

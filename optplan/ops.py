@@ -87,15 +87,20 @@ def param(call: Call, name: str, position: int | None = None, default: object = 
     return default
 
 
-def overwritten_args(call: Call) -> tuple[int, ...]:
-    """Positions of the arguments whose memory the call's output takes (and overwrites):
-    `inplace_indices` of `call_tir_inplace`, without the -1 of fresh outputs."""
+def inplace_outputs(call: Call) -> tuple[int, ...]:
+    """For each output of the call, the argument it overwrites, or -1 for a fresh output
+    (`inplace_indices` of `call_tir_inplace`); empty for other calls."""
     indices = call.attr("inplace_indices")
     if indices is None:
         return ()
     if isinstance(indices, int):
         indices = (indices,)
-    return tuple(int(i) for i in indices if int(i) >= 0)  # type: ignore[union-attr, arg-type]
+    return tuple(int(i) for i in indices)  # type: ignore[union-attr, arg-type]
+
+
+def overwritten_args(call: Call) -> tuple[int, ...]:
+    """Positions of the arguments whose memory the call's outputs take (and overwrite)."""
+    return tuple(i for i in inplace_outputs(call) if i >= 0)
 
 
 def destination_args(call: Call) -> tuple[int, ...]:
@@ -1245,6 +1250,7 @@ __all__ = [
     "destination_args",
     "evaluate",
     "fail",
+    "inplace_outputs",
     "lookup",
     "normal_axis",
     "overwritten_args",

@@ -434,3 +434,31 @@ def test_a_read_after_an_in_place_call_sees_the_new_value_in_both_runs() -> None
     assert reference.values["out"].tobytes() == (reference.values["b"] * 2).tobytes()
     plan = PLANNERS["greedy"](memory.problem)
     assert compare(reference, planned_run(program, memory, plan, inputs)) is None
+
+
+def test_an_in_place_call_with_a_fresh_second_output() -> None:
+    pair = TupleType((T, T))
+    node = Call(
+        "call_tir_inplace",
+        (Var("a"),),
+        (("inplace_indices", (0, -1)), ("kernel", "two_outputs"), ("out_ty", pair)),
+    )
+    program = fn_program(
+        [
+            bind("a", Call("exp", (Var("x"),))),
+            bind("t", node),
+            bind("first", TupleGetItem(Var("t"), 0)),
+            bind("out", Call("add", (Var("first"), Var("a")))),
+        ],
+        Var("out"),
+    )
+    inputs = make_inputs(program)
+    run = reference_run(program, inputs)
+    assert run.values["t[0]"].tobytes() != run.values["t[1]"].tobytes()
+    # The first output is a itself, so out = 2 * t[0].
+    assert run.values["out"].tobytes() == (run.values["t[0]"] * 2).tobytes()
+    memory = Memory(
+        buffers(("a", 0, 4), ("t[1]", 1, 2)),
+        placements={"a": Placement("a"), "t": (Placement("a"), Placement("t[1]")), "first": Placement("a")},
+    )
+    assert compare(run, planned_run(program, memory, plan_of({"a": 0, "t[1]": 64}, 128), inputs)) is None
