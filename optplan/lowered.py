@@ -11,10 +11,10 @@ are run as written, statement by statement:
   destinations. Destinations are the arguments listed in `inplace_indices` if the call
   says; else the trailing arguments that are tensors allocated and not yet written (TVM's
   destination-passing form); else (an in-place kernel, `add_inplace(x, b)`) the first
-  argument that is a writable tensor. A kernel named after an op of the op table whose
-  type rule accepts the inputs and gives the destination's type runs that op's NumPy
-  kernel; any other runs the deterministic mixing kernel of `optplan.kernels`, through
-  `optplan.ops.evaluate` as the executor does;
+  argument that is a writable tensor. A call with an `op` attribute (a high-level op
+  that `plan_memory` lowered) runs that op's NumPy kernel; any other kernel runs the
+  deterministic mixing kernel of `optplan.kernels` under its name, through
+  `optplan.ops.evaluate`, exactly as the executor runs a `call_tir` of that name;
 - `R.memory.kill_tensor(x)`: x's bytes become POISON; `R.memory.kill_storage(s)`: the
   bytes of `s` not held by a live tensor become POISON, and `s` may carve no more;
 - anything else (views, tuples, high-level ops) as the executor evaluates it.
@@ -46,7 +46,6 @@ from optplan.ir import (
     Program,
     SeqExpr,
     ShapeExpr,
-    ShapeType,
     TensorType,
     Tuple,
     TupleGetItem,
@@ -206,7 +205,7 @@ class _Machine:
         count = len(args) if in_place else len(args) - len(outs)
         out_types = [self.types.get(_var_name(call.args[i])) for i in outs]
         out_type: Type = out_types[0] if len(outs) == 1 else TupleType(tuple(out_types))  # type: ignore[arg-type]
-        result = evaluate(_as_op_call(call, call.args[:count], args[:count], out_type), args[:count], out_type)
+        result = evaluate(_as_op_call(call, call.args[:count]), args[:count], out_type)
         results = result if isinstance(result, tuple) else (result,)
         for index, value in zip(outs, results):
             self.write(call, index, args[index], value, binding.loc)
@@ -248,32 +247,15 @@ class _Machine:
         self.locs[name] = loc
 
 
-def _as_op_call(call: Call, in_exprs: tuple[Expr, ...], ins: list[object], out_type: Type) -> Call:
-    """The op call a kernel stands for: the op of the table it is named after, when that
-    op's type rule accepts the inputs and gives `out_type`; else an opaque kernel."""
-    kernel = str(call.attr("kernel"))
-    attrs = tuple((k, v) for k, v in call.attrs if k not in ("kernel", "inplace_indices"))
-    op = lookup(kernel)
-    if op is not None and kernel not in _KERNEL_OPS and op.kernel is not None:
-        candidate = Call(kernel, tuple(in_exprs), attrs)
-        try:
-            arg_types = [_value_type(e, v) for e, v in zip(in_exprs, ins)]
-            if op.infer(candidate, arg_types) == out_type:
-                return candidate
-        except (InputError, ValueError, TypeError, IndexError):
-            pass  # not that op after all: an opaque kernel of the same name
-    return Call("call_tir", tuple(in_exprs), (("kernel", kernel),))
-
-
-def _value_type(expr: Expr, value: object) -> Type | None:
-    """The type of an evaluated operand, for an op's type rule."""
-    if isinstance(expr, ShapeExpr):
-        return ShapeType(len(expr.values))
-    if isinstance(value, np.ndarray):
-        return TensorType(tuple(value.shape), value.dtype.name)
-    if isinstance(value, tuple) and isinstance(expr, Tuple):
-        return TupleType(tuple(_value_type(e, v) for e, v in zip(expr.fields, value)))  # type: ignore[misc]
-    return None
+def _as_op_call(call: Call, in_exprs: tuple[Expr, ...]) -> Call:
+    """The call a kernel stands for: the high-level op that `plan_memory` lowered (its
+    `op` attribute), with the op's own attributes; else an opaque kernel by its name,
+    which the mixing kernel runs as the executor runs a `call_tir` of that name."""
+    op = call.attr("op")
+    if isinstance(op, str):
+        attrs = tuple((k, v) for k, v in call.attrs if k not in ("kernel", "op", "inplace_indices"))
+        return Call(op, tuple(in_exprs), attrs)
+    return Call("call_tir", tuple(in_exprs), (("kernel", str(call.attr("kernel"))),))
 
 
 def _type_of(binding: Binding, call: Call) -> Type:

@@ -20,8 +20,10 @@ Memory's problem, from any planner. Output: the entry function in TVM's planned 
    last `alloc_tensor`.
 
 A high-level op is lowered to a kernel named after the op that keeps the op's attributes
-(`Call("call_kernel", ..., attrs=(("kernel", "add"), ...))`); the TVMScript printer
-prints such a call only when it has no attributes. If is not lowered yet: the If's
+and names the op (`Call("call_kernel", ..., attrs=(("kernel", "add"), ("op", "add"),
+...))`), so that the lowered executor runs the op and not an opaque kernel that happens to
+share its name; the TVMScript printer does not print such calls yet (only `call_tir`
+kernels lower to printable text). If is not lowered yet: the If's
 own buffer would need a copy kernel, which the op table does not have.
 """
 
@@ -196,11 +198,14 @@ def _makes_tensors(type_: object) -> bool:
 
 def _kernel_call(call: Call, outs: tuple[Expr, ...], *, keep_inplace: bool = False) -> Call:
     """`kernel(args..., outs...)`: a `call_tir` keeps its kernel's name; a high-level op
-    becomes a kernel named after the op that keeps the op's attributes."""
+    becomes a kernel named after the op that keeps the op's attributes and names it."""
     attrs = dict(call.attrs)
-    kernel = attrs.pop("kernel", None) if call.op in ("call_tir", "call_tir_inplace") else call.op
     if call.op in ("call_tir", "call_tir_inplace"):
+        kernel = attrs.pop("kernel", None)
         attrs = {k: v for k, v in attrs.items() if k == "inplace_indices"}
+    else:
+        # The op is named apart from kernels: a kernel may be called `add` and be opaque.
+        kernel, attrs["op"] = call.op, call.op
     if not keep_inplace:
         attrs.pop("inplace_indices", None)
     return Call("call_kernel", call.args + outs, tuple(sorted({**attrs, "kernel": kernel}.items())))
