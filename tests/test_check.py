@@ -1,0 +1,131 @@
+"""Tests of `optplan.check`: reading the plan out of planned programs, TVM's and ours.
+
+On TVM's planned MLP and ResNet-18 the check reports TVM's own totals and "valid"; the
+same plan with one tensor moved onto a live one is invalid, and so is TVM's in-place
+ResNet-18, whose kernels write BatchNorm's `var + eps` into a model constant.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from optplan.analysis.liveness import build_memory
+from optplan.analysis.types import infer_types
+from optplan.check import check_file, check_program, extract_plan
+from optplan.ir import Binding, Call, Program, Var
+from optplan.passes import plan_memory
+from optplan.plan import validate
+from optplan.planners import get_planner
+from optplan.planners.tokens import TokensPlanner
+from optplan.script import load, parse, print_program
+
+GOLDEN = Path(__file__).parent / "golden"
+DATA = Path(__file__).parents[2] / "shared" / "data" / "tvm"
+needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"TVM dumps not found at {DATA}")
+
+TVM_TOTALS = {
+    "mlp": 2097152,
+    "mlp.unfused": 2102272,
+    "resnet18": 4919296,
+    "resnet18.unfused": 7432096,
+    "resnet18.inplace": 4417536,
+}
+
+
+@needs_data
+@pytest.mark.parametrize("stage", ["4_planned", "5_killed"])
+@pytest.mark.parametrize("model", sorted(TVM_TOTALS))
+def test_tvm_plans_are_valid_with_tvm_totals(model: str, stage: str) -> None:
+    report = check_file(DATA / f"{model}.{stage}.py")
+    assert report.arena_bytes == TVM_TOTALS[model]
+    assert report.valid, report.summary()
+    assert report.summary().endswith("valid")
+
+
+@needs_data
+def test_moved_tensor_on_mlp_is_invalid() -> None:
+    text = (DATA / "mlp.4_planned.py").read_text()
+    moved = text.replace(
+        'alloc2: R.Tensor((128, 2048), dtype="float32") = R.memory.alloc_tensor(storage, 0',
+        'alloc2: R.Tensor((128, 2048), dtype="float32") = R.memory.alloc_tensor(storage1, 0',
+    )
+    assert moved != text
+    report = check_program(parse(moved, "moved.py"), path="moved.py")
+    assert not report.valid
+    assert any("'alloc1' and 'alloc2'" in v for v in report.violations)
+    assert report.replay is not None
+
+
+@needs_data
+def test_moved_tensor_on_resnet18_is_invalid() -> None:
+    program = infer_types(load(DATA / "resnet18.4_planned.py"))
+    problem, plan = extract_plan(program)
+    assert validate(problem, plan) == []
+    victim, target = _overlapping_pair(program, problem)
+    report = check_program(_move(program, victim, target), path="moved.py")
+    assert not report.valid
+    assert any(victim in v for v in report.violations)
+
+
+def _overlapping_pair(program: Program, problem) -> tuple[str, str]:  # type: ignore[no-untyped-def]
+    """A tensor and a storage of equal size holding a tensor live at the same time."""
+    storage_of = {
+        b.var.name: b.value.args[0].name  # type: ignore[union-attr]
+        for b in program.main.body.blocks[0].bindings
+        if isinstance(b.value, Call) and b.value.op == "memory.alloc_tensor"
+    }
+    for a in problem.buffers:
+        for b in problem.buffers:
+            if storage_of[a.id] != storage_of[b.id] and a.size == b.size and a.overlaps_in_time(b):
+                return a.id, storage_of[b.id]
+    raise AssertionError("no two live tensors of equal size")
+
+
+def _move(program: Program, name: str, storage: str) -> Program:
+    def moved(binding: Binding) -> Binding:
+        if binding.var.name != name:
+            return binding
+        call = binding.value
+        assert isinstance(call, Call)
+        return dataclasses.replace(binding, value=dataclasses.replace(call, args=(Var(storage),) + call.args[1:]))
+
+    fn = program.main
+    block = fn.body.blocks[0]
+    body = dataclasses.replace(fn.body, blocks=(dataclasses.replace(block, bindings=tuple(map(moved, block.bindings))),))
+    return program.replace_function(dataclasses.replace(fn, body=body))
+
+
+@needs_data
+def test_tvm_inplace_resnet18_writes_a_constant() -> None:
+    """TVM 0.27's in-place pass writes BatchNorm's `var + eps` into the model constant:
+    the plan itself is valid, but the replay, with read-only constants, stops there."""
+    report = check_file(DATA / "resnet18.unfused_inplace.4_planned.py")
+    assert report.violations == ()
+    assert report.replay is not None and "read-only" in report.replay
+    assert not report.valid
+
+
+@pytest.mark.parametrize("planner", ["greedy", "tokens"])
+def test_extract_plan_gives_back_our_own_plan(planner: str) -> None:
+    program = infer_types(load(GOLDEN / "lower.in.py"))
+    memory = build_memory(program, alignment=1)
+    plan = TokensPlanner()(memory.problem) if planner == "tokens" else get_planner(planner)(memory.problem)
+    lowered = plan_memory(program, memory, plan)
+    problem, extracted = extract_plan(lowered)
+    assert extracted.arena == plan.arena
+    assert extracted.offsets == {b: plan.offsets[b] for b in extracted.offsets}
+    assert {b.id: b.size for b in problem.buffers} == {b.id: b.size for b in memory.problem.buffers}
+    assert check_program(lowered).valid
+
+
+def test_overrunning_a_storage_is_invalid() -> None:
+    program = infer_types(load(GOLDEN / "lower.in.py"))
+    memory = build_memory(program, alignment=1)
+    lowered = plan_memory(program, memory, get_planner("greedy")(memory.problem))
+    text = print_program(lowered).replace("R.memory.alloc_tensor(storage, 64", "R.memory.alloc_tensor(storage, 80")
+    report = check_program(parse(text))
+    assert any("overruns storage" in v for v in report.violations)
+    assert not report.valid
