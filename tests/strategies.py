@@ -30,7 +30,11 @@ def lifetimes(draw: st.DrawFn, *, branches: bool = True) -> tuple[Interval, ...]
 
 @st.composite
 def buffers(
-    draw: st.DrawFn, index: int, *, alignments: bool = True, branches: bool = True,
+    draw: st.DrawFn,
+    index: int,
+    *,
+    alignments: bool = True,
+    branches: bool = True,
     max_size: int = 16,
 ) -> Buffer:
     alignment = draw(st.sampled_from(ALIGNMENTS)) if alignments else 1

@@ -73,7 +73,8 @@ def brute_force(problem: Problem) -> int:
             blockers = [
                 low + size
                 for low, size, live in placed
-                if low < offset + cls.size and offset < low + size
+                if low < offset + cls.size
+                and offset < low + size
                 and any(a.overlaps(b) for a in live for b in cls.live)
             ]
             if not blockers:
@@ -156,12 +157,28 @@ def _problem(rows: list[tuple[str, int, int, int]]) -> Problem:
 # and `g` before and after cannot then both find two adjacent free bytes.
 HARD = [
     _problem(
-        [("a", 3, 0, 1), ("c", 2, 1, 2), ("b", 1, 0, 3), ("f", 1, 2, 3),
-         ("g", 2, 3, 4), ("d", 1, 1, 4), ("e", 1, 2, 5), ("h", 3, 4, 5)]
+        [
+            ("a", 3, 0, 1),
+            ("c", 2, 1, 2),
+            ("b", 1, 0, 3),
+            ("f", 1, 2, 3),
+            ("g", 2, 3, 4),
+            ("d", 1, 1, 4),
+            ("e", 1, 2, 5),
+            ("h", 3, 4, 5),
+        ]
     ),
     _problem(
-        [("b", 2, 0, 1), ("a", 2, 0, 2), ("f", 1, 2, 3), ("c", 1, 1, 3),
-         ("d", 1, 1, 4), ("e", 1, 2, 4), ("g", 2, 3, 5), ("h", 2, 4, 5)]
+        [
+            ("b", 2, 0, 1),
+            ("a", 2, 0, 2),
+            ("f", 1, 2, 3),
+            ("c", 1, 1, 3),
+            ("d", 1, 1, 4),
+            ("e", 1, 2, 4),
+            ("g", 2, 3, 5),
+            ("h", 2, 4, 5),
+        ]
     ),
     # Alignment: two 3-byte buffers at multiples of 4 need 7 bytes, not 6.
     Problem((_buffer("a", 3, 0, 1, alignment=4), _buffer("b", 3, 0, 1, alignment=4))),

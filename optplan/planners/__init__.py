@@ -57,4 +57,4 @@ def get_planner(name: str, **options: object) -> Planner:
     return dataclasses.replace(planner, **options)  # type: ignore[type-var]
 
 
-__all__ = ["PLANNERS", "Planner", "get_planner", "CpSat", "Greedy", "Naive", "TokensPlanner"]
+__all__ = ["PLANNERS", "CpSat", "Greedy", "Naive", "Planner", "TokensPlanner", "get_planner"]

@@ -141,8 +141,7 @@ def live_peak(rects: list[Rect]) -> int:
     live = peak = 0
     for _, change in events:
         live += change
-        if live > peak:
-            peak = live
+        peak = max(peak, live)
     return peak
 
 
@@ -154,9 +153,7 @@ def top(rects: list[Rect], offsets: list[int]) -> int:
 def expand(rects: list[Rect], offsets: list[int]) -> dict[str, int]:
     """Member offsets from class offsets: `class offset + delta`."""
     return {
-        name: offset + delta
-        for rect, offset in zip(rects, offsets)
-        for name, delta in rect.members
+        name: offset + delta for rect, offset in zip(rects, offsets) for name, delta in rect.members
     }
 
 

@@ -50,6 +50,7 @@ deterministic parallel mode, aborts inside OR-Tools 9.15 on some of these models
 from __future__ import annotations
 
 import bisect
+import itertools
 from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
@@ -96,8 +97,13 @@ def plan_cpsat(problem: Problem, options: CpSat = CpSat()) -> Plan:
     fault = pin_fault(rects)
     if fault is not None:
         return make_plan(
-            problem, options.name, rects, None, started=started,
-            status=Status.INFEASIBLE, detail={"reason": fault},
+            problem,
+            options.name,
+            rects,
+            None,
+            started=started,
+            status=Status.INFEASIBLE,
+            detail={"reason": fault},
         )
     greedy, greedy_detail = best_offsets(rects)
     capacity = problem.capacity
@@ -125,7 +131,12 @@ def plan_cpsat(problem: Problem, options: CpSat = CpSat()) -> Plan:
         solved += 1
         if result.status == Status.INFEASIBLE:
             return make_plan(
-                problem, options.name, rects, None, started=started, bound=bound,
+                problem,
+                options.name,
+                rects,
+                None,
+                started=started,
+                bound=bound,
                 status=Status.INFEASIBLE,
                 detail={"reason": f"no placement fits under capacity {capacity}"},
             )
@@ -135,7 +146,12 @@ def plan_cpsat(problem: Problem, options: CpSat = CpSat()) -> Plan:
                 offsets[rect.index] = result.offsets[rect.index]
         elif not fits:
             return make_plan(
-                problem, options.name, rects, None, started=started, bound=bound,
+                problem,
+                options.name,
+                rects,
+                None,
+                started=started,
+                bound=bound,
                 status=Status.UNKNOWN,
                 detail={"reason": f"nothing found under capacity {capacity} in time"},
             )
@@ -145,8 +161,9 @@ def plan_cpsat(problem: Problem, options: CpSat = CpSat()) -> Plan:
         "parts": len(parts),
         "parts_solved": solved,
     }
-    return make_plan(problem, options.name, rects, offsets, started=started, bound=bound,
-                     detail=detail)
+    return make_plan(
+        problem, options.name, rects, offsets, started=started, bound=bound, detail=detail
+    )
 
 
 # ---------------------------------------------------------------------------- parts
@@ -264,14 +281,13 @@ class Model:
                 )
                 spaces.append(space)
             model.add(offset + rect.size <= arena)
-            model.add_hint(slot, min(max((hinted[rect.index] - rect.residue) // rect.modulus,
-                                         low), high))
+            model.add_hint(
+                slot, min(max((hinted[rect.index] - rect.residue) // rect.modulus, low), high)
+            )
             slots.append(slot)
         model.add_no_overlap_2d(times, spaces)
         # Lowest offset first: the bottom-left rule of packing, for the fixed-search worker.
-        model.add_decision_strategy(
-            slots, cp_model.CHOOSE_LOWEST_MIN, cp_model.SELECT_MIN_VALUE
-        )
+        model.add_decision_strategy(slots, cp_model.CHOOSE_LOWEST_MIN, cp_model.SELECT_MIN_VALUE)
         model.add_hint(arena, min(max(_part_top(part, hinted), floor), upper))
         if symmetry:
             _order_identical(model, part, slots)
@@ -316,7 +332,7 @@ def _order_identical(model: cp_model.CpModel, part: list[Rect], slots: list) -> 
     """Interchangeable classes are live together, so one sits wholly below the next."""
     slot_of = {rect.index: slot for rect, slot in zip(part, slots)}
     for group in _identical_groups(part):
-        for lower, higher in zip(group, group[1:]):
+        for lower, higher in itertools.pairwise(group):
             model.add(
                 lower.modulus * slot_of[lower.index] + lower.size
                 <= higher.modulus * slot_of[higher.index]

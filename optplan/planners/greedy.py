@@ -34,8 +34,8 @@ live at once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from optplan.plan import Plan, Status
 from optplan.planners.common import Rect, make_plan, now, pin_fault, rectangles, top
@@ -75,8 +75,13 @@ def plan_greedy(problem: Problem, options: Greedy = Greedy()) -> Plan:
     fault = pin_fault(rects)
     if fault is not None:
         return make_plan(
-            problem, options.name, rects, None, started=started,
-            status=Status.INFEASIBLE, detail={"reason": fault},
+            problem,
+            options.name,
+            rects,
+            None,
+            started=started,
+            status=Status.INFEASIBLE,
+            detail={"reason": fault},
         )
     offsets, detail = best_offsets(rects, options.orders, options.fits)
     return make_plan(problem, options.name, rects, offsets, started=started, detail=detail)
@@ -171,7 +176,10 @@ def place(rects: list[Rect], sequence: list[Rect], fit: str, grid: _Grid) -> lis
 
 
 def _enter(
-    buckets: list[list[_Entry]], span: tuple[tuple[int, int], ...], low: int, high: int,
+    buckets: list[list[_Entry]],
+    span: tuple[tuple[int, int], ...],
+    low: int,
+    high: int,
     shift: int,
 ) -> None:
     for s, e in span:

@@ -40,8 +40,13 @@ def plan_naive(problem: Problem, options: Naive = Naive()) -> Plan:
     fault = pin_fault(rects)
     if fault is not None:
         return make_plan(
-            problem, options.name, rects, None, started=started,
-            status=Status.INFEASIBLE, detail={"reason": fault},
+            problem,
+            options.name,
+            rects,
+            None,
+            started=started,
+            status=Status.INFEASIBLE,
+            detail={"reason": fault},
         )
     return make_plan(problem, options.name, rects, stack(rects), started=started)
 
