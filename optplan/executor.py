@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from optplan import kernels
 from optplan.analysis.memory import Memory, Placement
 from optplan.analysis.types import format_type, infer_types
 from optplan.errors import InputError
@@ -56,7 +57,6 @@ from optplan.ir import (
     Var,
     iter_bindings,
 )
-from optplan import kernels
 from optplan.ops import destination_args, evaluate, inplace_outputs, lookup, overwritten_args
 from optplan.plan import Plan
 
@@ -182,10 +182,10 @@ def _index_bounds(fn: Function) -> dict[str, int]:
     """For parameters read (maybe through reshapes) as `take` indices, the size of the
     axis they index."""
     source: dict[str, str] = {p.var.name: p.var.name for p in fn.params}
-    types = {p.var.name: p.type for p in fn.params}
+    types: dict[str, Type | None] = {p.var.name: p.type for p in fn.params}
     bounds: dict[str, int] = {}
     for binding in iter_bindings(fn.body):
-        types[binding.var.name] = binding.type  # type: ignore[assignment]
+        types[binding.var.name] = binding.type
         value = binding.value
         if isinstance(value, Var) and value.name in source:
             source[binding.var.name] = source[value.name]
@@ -198,7 +198,7 @@ def _index_bounds(fn: Function) -> dict[str, int]:
             origin = source.get(value.args[1].name)
             if origin is not None and isinstance(data, TensorType) and data.shape:
                 axis = value.attr("axis")
-                size = data.shape[int(axis)] if axis is not None else int(np.prod(data.shape))  # type: ignore[arg-type]
+                size = data.shape[axis] if isinstance(axis, int) else int(np.prod(data.shape))
                 bounds[origin] = min(bounds.get(origin, size), size)
     return bounds
 
@@ -316,7 +316,9 @@ class _Machine:
             case Tuple(fields=fields):
                 return tuple(self.expr(f) for f in fields)
             case TupleGetItem(tuple_value=inner, index=index):
-                return self.expr(inner)[index]  # type: ignore[index]
+                items = self.expr(inner)
+                assert isinstance(items, tuple)
+                return items[index]
             case Call():
                 return self.call(expr, None, None, None)
             case _:
@@ -493,12 +495,12 @@ class _Machine:
         if placement is None:
             return value
         if isinstance(placement, tuple):
-            fields = type_.fields if isinstance(type_, TupleType) else (None,) * len(placement)
-            return tuple(self.place(p, v, t) for p, v, t in zip(placement, value, fields))  # type: ignore[arg-type]
-        assert isinstance(placement, Placement)
+            assert isinstance(value, tuple) and isinstance(type_, TupleType)
+            return tuple(self.place(p, v, t) for p, v, t in zip(placement, value, type_.fields))
+        assert isinstance(placement, Placement) and isinstance(value, np.ndarray)
         view = self.view(placement, type_)
-        if not _same_bytes(view, value):  # type: ignore[arg-type]
-            np.copyto(view, value)  # type: ignore[arg-type]
+        if not _same_bytes(view, value):
+            np.copyto(view, value)
         return view
 
     def poison(self, buffers: tuple[str, ...]) -> None:

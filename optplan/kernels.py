@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -29,7 +29,7 @@ def contiguous(x: np.ndarray) -> np.ndarray:
     return np.asarray(x, order="C")
 
 
-def same_dtype(fn: object) -> object:
+def same_dtype(fn: Callable[[np.ndarray], object]) -> Callable[[np.ndarray], np.ndarray]:
     """A unary NumPy function whose result keeps its input's dtype, as the type rule says.
 
     NumPy turns `exp` of int32 into float64; TVM refuses such ops on integers, optplan
@@ -37,7 +37,7 @@ def same_dtype(fn: object) -> object:
     """
 
     def kernel(x: np.ndarray) -> np.ndarray:
-        return np.asarray(fn(x)).astype(x.dtype, copy=False)  # type: ignore[operator]
+        return np.asarray(fn(x)).astype(x.dtype, copy=False)
 
     return kernel
 
@@ -184,7 +184,7 @@ def conv2d(
     out_dtype: str,
 ) -> np.ndarray:
     """NCHW data, OIHW weights, padding `[top, left, bottom, right]`, by im2col + matmul."""
-    n, channels = x.shape[:2]
+    n = x.shape[0]
     out_channels, group_channels, kh, kw = w.shape
     padded = _pad_or_crop(x, padding[:2], padding[2:])
     extent = ((kh - 1) * dilation[0] + 1, (kw - 1) * dilation[1] + 1)
@@ -242,7 +242,7 @@ def _pool_windows(
     dilation: Sequence[int],
     padding: Sequence[int],
     ceil_mode: bool,
-    fill: float | int,
+    fill: float,
 ) -> np.ndarray:
     """Windows `(n, c, oh, ow, kh, kw)` over `x` padded with `fill`; ceil mode pads the
     bottom and right further so that a last, partial window is kept."""
@@ -336,8 +336,9 @@ def strided_slice(
 
 def take(x: np.ndarray, indices: np.ndarray, axis: int | None, mode: str) -> np.ndarray:
     # "fast" promises in-range indices; clipping keeps a broken promise deterministic.
-    np_mode = "wrap" if mode == "wrap" else "clip"
-    return np.take(x, indices.astype(np.intp), axis=axis, mode=np_mode)
+    if mode == "wrap":
+        return np.take(x, indices.astype(np.intp), axis=axis, mode="wrap")
+    return np.take(x, indices.astype(np.intp), axis=axis, mode="clip")
 
 
 # ---------------------------------------------------------------------------- mixing
@@ -356,6 +357,12 @@ def _checksum(value: np.ndarray) -> tuple[int, int]:
 
 
 def mix(name: str, args: Sequence[object], out_type: Type) -> np.ndarray | tuple[np.ndarray, ...]:
+    if isinstance(out_type, TupleType):
+        return tuple(mix_tensor(f"{name}[{i}]", args, f) for i, f in enumerate(out_type.fields))
+    return mix_tensor(name, args, out_type)
+
+
+def mix_tensor(name: str, args: Sequence[object], out_type: Type) -> np.ndarray:
     """A deterministic stand-in result of kernel `name` on `args`, of type `out_type`.
 
     Seeds a generator from the kernel's name and every input's shape, dtype and
@@ -363,8 +370,6 @@ def mix(name: str, args: Sequence[object], out_type: Type) -> np.ndarray | tuple
     non-negative integers, or booleans. A tuple type gives one tensor per field, each
     drawn under the name `name[i]`.
     """
-    if isinstance(out_type, TupleType):
-        return tuple(mix(f"{name}[{i}]", args, field) for i, field in enumerate(out_type.fields))
     if not isinstance(out_type, TensorType):
         raise TypeError(f"kernel {name!r} must produce tensors, not {out_type}")
     digest = hashlib.blake2b(name.encode(), digest_size=16)

@@ -26,6 +26,7 @@ family. NumPy bodies too long for a lambda live in `optplan.kernels`.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -87,6 +88,44 @@ def param(call: Call, name: str, position: int | None = None, default: object = 
     return default
 
 
+def int_param(call: Call, name: str, position: int | None = None, default: int | None = None) -> int:
+    """An integer attribute (or positional literal); InputError when it is anything else."""
+    value = param(call, name, position, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise fail(call, f"{call.op}: {name} must be an integer, not {value!r}")
+    return value
+
+
+def optional_int(call: Call, name: str, position: int | None = None) -> int | None:
+    """An integer attribute that may be absent or None (an axis of "all axes")."""
+    if param(call, name, position) is None:
+        return None
+    return int_param(call, name, position)
+
+
+def float_attr(call: Call, name: str, default: float) -> float:
+    value = call.attr(name, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise fail(call, f"{call.op}: {name} must be a number, not {value!r}")
+    return float(value)
+
+
+def shape_value(args: Sequence[object], index: int) -> tuple[int, ...]:
+    """Operand `index` of a kernel that is an `R.shape([...])`, as a tuple of ints."""
+    value = args[index]
+    if not isinstance(value, tuple) or not all(isinstance(d, int) for d in value):
+        raise TypeError(f"operand {index} is {value!r}, not a shape")
+    return value
+
+
+def array(args: Sequence[object], index: int) -> np.ndarray:
+    """Operand `index` of a kernel, which the type rule has made sure is a tensor."""
+    value = args[index]
+    if not isinstance(value, np.ndarray):
+        raise TypeError(f"operand {index} is a {type(value).__name__}, not an array")
+    return value
+
+
 def inplace_outputs(call: Call) -> tuple[int, ...]:
     """For each output of the call, the argument it overwrites, or -1 for a fresh output
     (`inplace_indices` of `call_tir_inplace`); empty for other calls."""
@@ -95,7 +134,9 @@ def inplace_outputs(call: Call) -> tuple[int, ...]:
         return ()
     if isinstance(indices, int):
         indices = (indices,)
-    return tuple(int(i) for i in indices)  # type: ignore[union-attr, arg-type]
+    if not isinstance(indices, tuple):
+        raise fail(call, f"inplace_indices must be integers, not {indices!r}")
+    return tuple(int(i) for i in indices if isinstance(i, int))
 
 
 def overwritten_args(call: Call) -> tuple[int, ...]:
@@ -126,14 +167,16 @@ def _checked(call: Call, value: object, out_type: Type) -> np.ndarray | tuple[np
     if isinstance(out_type, TupleType):
         if not isinstance(value, tuple) or len(value) != len(out_type.fields):
             raise RuntimeError(f"{call.op} returned {type(value).__name__}, expected {out_type}")
-        return tuple(_checked(call, v, t) for v, t in zip(value, out_type.fields))  # type: ignore[misc]
+        fields = [_checked(call, v, t) for v, t in zip(value, out_type.fields)]
+        return tuple(f for f in fields if isinstance(f, np.ndarray))
     array = np.asarray(value)
-    if isinstance(out_type, TensorType):
-        if array.shape != out_type.shape or array.dtype != np.dtype(out_type.dtype):
-            raise RuntimeError(
-                f"{call.op} kernel gave {array.shape} {array.dtype}, its type rule says "
-                f"{out_type.shape} {out_type.dtype}"
-            )
+    if isinstance(out_type, TensorType) and (
+        array.shape != out_type.shape or array.dtype != np.dtype(out_type.dtype)
+    ):
+        raise RuntimeError(
+            f"{call.op} kernel gave {array.shape} {array.dtype}, its type rule says "
+            f"{out_type.shape} {out_type.dtype}"
+        )
     return array
 
 
@@ -159,7 +202,7 @@ def ints(value: object, what: str, call: Call) -> tuple[int, ...]:
     if isinstance(value, int):
         return (value,)
     if isinstance(value, tuple) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        return value  # type: ignore[return-value]
+        return tuple(v for v in value if isinstance(v, int))
     raise fail(call, f"{call.op}: {what} must be integers, not {value!r}")
 
 
@@ -296,7 +339,7 @@ def _register_elementwise() -> None:
         # A bool result has another byte size than its operands: never in place.
         _elementwise(name, _binary_rule("bool"), fn, inplace=False, ufunc=fn)
     for name, fn in _UNARY.items():
-        _elementwise(name, _infer_unary, kernels.same_dtype(fn), ufunc=fn)  # type: ignore[arg-type]
+        _elementwise(name, _infer_unary, kernels.same_dtype(fn), ufunc=fn)
     for name, fn in _PREDICATES.items():
         _elementwise(name, _infer_predicate, fn, inplace=False, ufunc=fn)
     _elementwise("logical_not", _infer_unary, np.logical_not)
@@ -304,14 +347,14 @@ def _register_elementwise() -> None:
         OpDef(
             "nn.leakyrelu",
             _infer_unary,
-            lambda call, args: _leakyrelu(args[0], float(param(call, "alpha", 1, 0.01))),  # type: ignore[arg-type]
+            lambda call, args: _leakyrelu(array(args, 0), float_attr(call, "alpha", 0.01)),
             inplace=True,
             elementwise=True,
         )
     )
     register(OpDef("clip", _infer_unary, _clip_kernel, inplace=True, elementwise=True))
     register(OpDef("astype", _infer_astype, _astype_kernel, elementwise=True))
-    register(OpDef("where", _infer_where, lambda call, args: np.where(*args), elementwise=True))
+    register(OpDef("where", _infer_where, lambda call, args: np.where(array(args, 0), array(args, 1), array(args, 2)), elementwise=True))
 
 
 def _leakyrelu(x: np.ndarray, alpha: float) -> np.ndarray:
@@ -319,11 +362,12 @@ def _leakyrelu(x: np.ndarray, alpha: float) -> np.ndarray:
 
 
 def _clip_kernel(call: Call, args: Sequence[object]) -> object:
-    x = args[0]
-    assert isinstance(x, np.ndarray)
-    low = param(call, "min", 1, None)
-    high = param(call, "max", 2, None)
-    return np.clip(x, low, high).astype(x.dtype)
+    x = array(args, 0)
+    bounds = []
+    for name, position in (("min", 1), ("max", 2)):
+        value = param(call, name, position)
+        bounds.append(None if value is None else np.asarray(value, dtype=x.dtype))
+    return np.clip(x, bounds[0], bounds[1]).astype(x.dtype)
 
 
 def _infer_astype(call: Call, arg_types: Sequence[Type | None]) -> Type:
@@ -335,8 +379,7 @@ def _infer_astype(call: Call, arg_types: Sequence[Type | None]) -> Type:
 
 
 def _astype_kernel(call: Call, args: Sequence[object]) -> object:
-    x = args[0]
-    assert isinstance(x, np.ndarray)
+    x = array(args, 0)
     return x.astype(_dtype_name(call, str(param(call, "dtype", 1))))
 
 
@@ -477,8 +520,7 @@ def _view(name: str, infer: Infer) -> None:
     executor's arena shares them."""
 
     def kernel(call: Call, args: Sequence[object]) -> object:
-        x = args[0]
-        assert isinstance(x, np.ndarray)
+        x = array(args, 0)
         out = infer(call, [TensorType(x.shape, x.dtype.name)])
         assert isinstance(out, TensorType)
         return x.reshape(out.shape)
@@ -495,7 +537,7 @@ register(
         "permute_dims",
         _infer_permute,
         lambda call, args: kernels.contiguous(
-            np.transpose(args[0], _permutation(call, np.ndim(args[0])))  # type: ignore[arg-type]
+            np.transpose(array(args, 0), _permutation(call, array(args, 0).ndim))
         ),
     )
 )
@@ -527,8 +569,7 @@ def _reduction(name: str, fn: Callable[..., np.ndarray], result_dtype: str | Non
     infer = _reduction_rule(result_dtype)
 
     def kernel(call: Call, args: Sequence[object]) -> object:
-        x = args[0]
-        assert isinstance(x, np.ndarray)
+        x = array(args, 0)
         axes = _reduced_axes(call, x.ndim)
         out = fn(x, axis=axes, keepdims=bool(call.attr("keepdims", False)))
         return np.asarray(out).astype(result_dtype or x.dtype, copy=False)
@@ -563,16 +604,15 @@ _reduction("argmin", _arg_reduce(np.argmin), "int64")
 
 def _axis_kernel(fn: Callable[[np.ndarray, int], np.ndarray]) -> Kernel:
     def kernel(call: Call, args: Sequence[object]) -> object:
-        x = args[0]
-        assert isinstance(x, np.ndarray)
-        return fn(x, normal_axis(call, int(call.attr("axis", -1)), x.ndim))  # type: ignore[arg-type]
+        x = array(args, 0)
+        return fn(x, normal_axis(call, int_param(call, "axis", default=-1), x.ndim))
 
     return kernel
 
 
 def _infer_softmax(call: Call, arg_types: Sequence[Type | None]) -> Type:
     x = tensor_arg(call, arg_types, 0)
-    normal_axis(call, int(call.attr("axis", -1)), len(x.shape))  # type: ignore[arg-type]
+    normal_axis(call, int_param(call, "axis", default=-1), len(x.shape))
     return x
 
 
@@ -598,12 +638,11 @@ def _infer_layer_norm(call: Call, arg_types: Sequence[Type | None]) -> Type:
 
 
 def _layer_norm_kernel(call: Call, args: Sequence[object]) -> object:
-    x, gamma, beta = args[0], args[1], args[2]
-    assert isinstance(x, np.ndarray)
+    x = array(args, 0)
     axes = _norm_axes(call, TensorType(x.shape, x.dtype.name))
-    epsilon = float(call.attr("epsilon", 1e-5))  # type: ignore[arg-type]
+    epsilon = float_attr(call, "epsilon", 1e-5)
     center, scale = bool(call.attr("center", True)), bool(call.attr("scale", True))
-    return kernels.layer_norm(x, gamma, beta, axes, epsilon, center, scale)  # type: ignore[arg-type]
+    return kernels.layer_norm(x, array(args, 1), array(args, 2), axes, epsilon, center, scale)
 
 
 def _infer_rms_norm(call: Call, arg_types: Sequence[Type | None]) -> Type:
@@ -613,10 +652,9 @@ def _infer_rms_norm(call: Call, arg_types: Sequence[Type | None]) -> Type:
 
 
 def _rms_norm_kernel(call: Call, args: Sequence[object]) -> object:
-    x, weight = args[0], args[1]
-    assert isinstance(x, np.ndarray)
+    x = array(args, 0)
     axes = _norm_axes(call, TensorType(x.shape, x.dtype.name))
-    return kernels.rms_norm(x, weight, axes, float(call.attr("epsilon", 1e-5)))  # type: ignore[arg-type]
+    return kernels.rms_norm(x, array(args, 1), axes, float_attr(call, "epsilon", 1e-5))
 
 
 register(OpDef("nn.softmax", _infer_softmax, _axis_kernel(kernels.softmax)))
@@ -688,25 +726,24 @@ def _infer_conv2d(call: Call, arg_types: Sequence[Type | None]) -> Type:
     x, w = tensor_arg(call, arg_types, 0), tensor_arg(call, arg_types, 1)
     if len(x.shape) != 4 or len(w.shape) != 4:
         raise fail(call, f"nn.conv2d of {x.shape} and {w.shape}: data and weight must be 4-D")
-    groups = int(call.attr("groups", 1))  # type: ignore[arg-type]
+    groups = int_param(call, "groups", default=1)
     if groups < 1 or x.shape[1] != w.shape[1] * groups or w.shape[0] % groups:
         raise fail(
             call,
             f"nn.conv2d of {x.shape} and {w.shape}: {x.shape[1]} input channels do not match "
             f"{w.shape[1]} weight channels x {groups} groups",
         )
-    oh, ow = _conv_output(call, x.shape[2:], w.shape[2:], window(call))  # type: ignore[arg-type]
+    oh, ow = _conv_output(call, (x.shape[2], x.shape[3]), (w.shape[2], w.shape[3]), window(call))
     dtype = call.attr("out_dtype") or x.dtype
     return TensorType((x.shape[0], w.shape[0], oh, ow), _dtype_name(call, str(dtype)))
 
 
 def _conv2d_kernel(call: Call, args: Sequence[object]) -> object:
-    x, w = args[0], args[1]
-    assert isinstance(x, np.ndarray)
+    x = array(args, 0)
     win = window(call)
     dtype = str(call.attr("out_dtype") or x.dtype)
-    groups = int(call.attr("groups", 1))  # type: ignore[arg-type]
-    return kernels.conv2d(x, w, win.strides, win.padding, win.dilation, groups, dtype)  # type: ignore[arg-type]
+    groups = int_param(call, "groups", default=1)
+    return kernels.conv2d(x, array(args, 1), win.strides, win.padding, win.dilation, groups, dtype)
 
 
 def _infer_conv2d_transpose(call: Call, arg_types: Sequence[Type | None]) -> Type:
@@ -714,7 +751,7 @@ def _infer_conv2d_transpose(call: Call, arg_types: Sequence[Type | None]) -> Typ
     x, w = tensor_arg(call, arg_types, 0), tensor_arg(call, arg_types, 1)
     if len(x.shape) != 4 or len(w.shape) != 4:
         raise fail(call, f"{call.op} of {x.shape} and {w.shape}: data and weight must be 4-D")
-    groups = int(call.attr("groups", 1))  # type: ignore[arg-type]
+    groups = int_param(call, "groups", default=1)
     if groups < 1 or x.shape[1] != w.shape[0] or w.shape[0] % groups:
         raise fail(
             call,
@@ -729,7 +766,7 @@ def _infer_conv2d_transpose(call: Call, arg_types: Sequence[Type | None]) -> Typ
             (x.shape[2 + axis] - 1) * win.strides[axis]
             - win.padding[axis]
             - win.padding[axis + 2]
-            + win.extent(w.shape[2:])[axis]  # type: ignore[arg-type]
+            + win.extent((w.shape[2], w.shape[3]))[axis]
             + extra[axis]
         )
     if min(size) < 1:
@@ -741,14 +778,13 @@ def _infer_conv2d_transpose(call: Call, arg_types: Sequence[Type | None]) -> Typ
 
 
 def _conv2d_transpose_kernel(call: Call, args: Sequence[object]) -> object:
-    x, w = args[0], args[1]
-    assert isinstance(x, np.ndarray)
+    x = array(args, 0)
     win = window(call)
     extra = _pair(call, "output_padding", (0, 0))
     dtype = str(call.attr("out_dtype") or x.dtype)
-    groups = int(call.attr("groups", 1))  # type: ignore[arg-type]
+    groups = int_param(call, "groups", default=1)
     return kernels.conv2d_transpose(
-        x, w, win.strides, win.padding, extra, win.dilation, groups, dtype  # type: ignore[arg-type]
+        x, array(args, 1), win.strides, win.padding, extra, win.dilation, groups, dtype
     )
 
 
@@ -781,8 +817,7 @@ def _infer_pool(call: Call, arg_types: Sequence[Type | None]) -> Type:
 
 
 def _pool_kernel(call: Call, args: Sequence[object]) -> object:
-    x = args[0]
-    assert isinstance(x, np.ndarray)
+    x = array(args, 0)
     win = window(call)
     pool = _pair(call, "pool_size", (1, 1))
     ceil = bool(call.attr("ceil_mode", False))
@@ -794,7 +829,7 @@ def _pool_kernel(call: Call, args: Sequence[object]) -> object:
 
 def _adaptive_size(call: Call, x: TensorType) -> tuple[int, int]:
     size = call.attr("output_size")
-    return x.shape[2:4] if size is None else _pair(call, "output_size", (1, 1))  # type: ignore[return-value]
+    return (x.shape[2], x.shape[3]) if size is None else _pair(call, "output_size", (1, 1))
 
 
 def _infer_adaptive_pool(call: Call, arg_types: Sequence[Type | None]) -> Type:
@@ -806,8 +841,7 @@ def _infer_adaptive_pool(call: Call, arg_types: Sequence[Type | None]) -> Type:
 
 
 def _adaptive_pool_kernel(call: Call, args: Sequence[object]) -> object:
-    x = args[0]
-    assert isinstance(x, np.ndarray)
+    x = array(args, 0)
     return kernels.adaptive_avg_pool2d(x, _adaptive_size(call, TensorType(x.shape, x.dtype.name)))
 
 
@@ -824,14 +858,14 @@ def _tuple_arg(call: Call, arg_types: Sequence[Type | None]) -> list[TensorType]
     fields = arg_types[0].fields
     if not fields or not all(isinstance(f, TensorType) for f in fields):
         raise fail(call, f"{call.op} takes a non-empty tuple of tensors")
-    return list(fields)  # type: ignore[arg-type]
+    return [f for f in fields if isinstance(f, TensorType)]
 
 
 def _infer_concat(call: Call, arg_types: Sequence[Type | None]) -> Type:
     parts = _tuple_arg(call, arg_types)
     dtype = same_dtype(call, parts)
     ndim = len(parts[0].shape)
-    axis = normal_axis(call, int(param(call, "axis", 1, 0)), ndim)  # type: ignore[arg-type]
+    axis = normal_axis(call, int_param(call, "axis", 1, 0), ndim)
     for part in parts:
         rest = [d for i, d in enumerate(part.shape) if i != axis]
         if len(part.shape) != ndim or rest != [d for i, d in enumerate(parts[0].shape) if i != axis]:
@@ -845,7 +879,7 @@ def _infer_concat(call: Call, arg_types: Sequence[Type | None]) -> Type:
 def _concat_kernel(call: Call, args: Sequence[object]) -> object:
     parts = args[0]
     assert isinstance(parts, tuple)
-    axis = int(param(call, "axis", 1, 0))  # type: ignore[arg-type]
+    axis = int_param(call, "axis", 1, 0)
     return np.concatenate(parts, axis=axis)
 
 
@@ -863,10 +897,10 @@ def _split_points(call: Call, size: int) -> list[int]:
 
 def _infer_split(call: Call, arg_types: Sequence[Type | None]) -> Type:
     x = tensor_arg(call, arg_types, 0)
-    axis = normal_axis(call, int(param(call, "axis", 2, 0)), len(x.shape))  # type: ignore[arg-type]
+    axis = normal_axis(call, int_param(call, "axis", 2, 0), len(x.shape))
     bounds = [0] + _split_points(call, x.shape[axis]) + [x.shape[axis]]
     fields = []
-    for low, high in zip(bounds, bounds[1:]):
+    for low, high in itertools.pairwise(bounds):
         low, high = min(max(low, 0), x.shape[axis]), min(max(high, 0), x.shape[axis])
         shape = list(x.shape)
         shape[axis] = max(high - low, 0)
@@ -875,9 +909,8 @@ def _infer_split(call: Call, arg_types: Sequence[Type | None]) -> Type:
 
 
 def _split_kernel(call: Call, args: Sequence[object]) -> object:
-    x = args[0]
-    assert isinstance(x, np.ndarray)
-    axis = normal_axis(call, int(param(call, "axis", 2, 0)), x.ndim)  # type: ignore[arg-type]
+    x = array(args, 0)
+    axis = normal_axis(call, int_param(call, "axis", 2, 0), x.ndim)
     return kernels.split(x, _split_points(call, x.shape[axis]), axis)
 
 
@@ -885,19 +918,16 @@ def _infer_take(call: Call, arg_types: Sequence[Type | None]) -> Type:
     x, indices = tensor_arg(call, arg_types, 0), tensor_arg(call, arg_types, 1)
     if not indices.dtype.startswith(("int", "uint")):
         raise fail(call, f"take: indices are {indices.dtype}, not integers")
-    axis = param(call, "axis", 2)
+    axis = optional_int(call, "axis", 2)
     if axis is None:
         return TensorType(indices.shape, x.dtype)
-    a = normal_axis(call, int(axis), len(x.shape))  # type: ignore[arg-type]
+    a = normal_axis(call, axis, len(x.shape))
     return TensorType(x.shape[:a] + indices.shape + x.shape[a + 1 :], x.dtype)
 
 
 def _take_kernel(call: Call, args: Sequence[object]) -> object:
-    x, indices = args[0], args[1]
-    assert isinstance(x, np.ndarray) and isinstance(indices, np.ndarray)
-    axis = param(call, "axis", 2)
     mode = str(call.attr("mode", "fast"))
-    return kernels.take(x, indices, None if axis is None else int(axis), mode)  # type: ignore[arg-type]
+    return kernels.take(array(args, 0), array(args, 1), optional_int(call, "axis", 2), mode)
 
 
 def _slice_spec(call: Call, ndim: int) -> tuple[list[int], list[int], list[int], list[int]]:
@@ -920,27 +950,25 @@ def _infer_strided_slice(call: Call, arg_types: Sequence[Type | None]) -> Type:
 
 
 def _strided_slice_kernel(call: Call, args: Sequence[object]) -> object:
-    x = args[0]
-    assert isinstance(x, np.ndarray)
+    x = array(args, 0)
     return kernels.strided_slice(x, *_slice_spec(call, x.ndim))
 
 
 def _infer_repeat(call: Call, arg_types: Sequence[Type | None]) -> Type:
     x = tensor_arg(call, arg_types, 0)
-    repeats = int(param(call, "repeats", 1, 1))  # type: ignore[arg-type]
-    axis = param(call, "axis", 2)
+    repeats = int_param(call, "repeats", 1, 1)
+    axis = optional_int(call, "axis", 2)
     if axis is None:
         return TensorType((_count(x.shape) * repeats,), x.dtype)
-    a = normal_axis(call, int(axis), len(x.shape))  # type: ignore[arg-type]
+    a = normal_axis(call, axis, len(x.shape))
     shape = list(x.shape)
     shape[a] *= repeats
     return TensorType(tuple(shape), x.dtype)
 
 
 def _repeat_kernel(call: Call, args: Sequence[object]) -> object:
-    axis = param(call, "axis", 2)
-    repeats = int(param(call, "repeats", 1, 1))  # type: ignore[arg-type]
-    return np.repeat(args[0], repeats, axis=None if axis is None else int(axis))  # type: ignore[call-overload]
+    repeats = int_param(call, "repeats", 1, 1)
+    return np.repeat(array(args, 0), repeats, axis=optional_int(call, "axis", 2))
 
 
 def _infer_tile(call: Call, arg_types: Sequence[Type | None]) -> Type:
@@ -954,7 +982,7 @@ def _infer_tile(call: Call, arg_types: Sequence[Type | None]) -> Type:
 
 def _triangle(name: str, fn: Callable[[np.ndarray, int], np.ndarray]) -> None:
     def kernel(call: Call, args: Sequence[object]) -> object:
-        return fn(args[0], int(param(call, "k", 1, 0)))  # type: ignore[arg-type]
+        return fn(array(args, 0), int_param(call, "k", 1, 0))
 
     register(OpDef(name, _infer_unary, kernel))
 
@@ -968,7 +996,7 @@ register(
     OpDef(
         "tile",
         _infer_tile,
-        lambda call, args: np.tile(args[0], ints(param(call, "repeats", 1), "repeats", call)),  # type: ignore[arg-type]
+        lambda call, args: np.tile(array(args, 0), ints(param(call, "repeats", 1), "repeats", call)),
     )
 )
 _triangle("triu", kernels.triu)
@@ -977,7 +1005,7 @@ _triangle("tril", kernels.tril)
 # ---------------------------------------------------------------------------- creation
 
 
-def _creation_dtype(call: Call, position: int, default: str | None) -> str:
+def _creation_dtype(call: Call, position: int | None, default: str | None) -> str:
     dtype = param(call, "dtype", position, None) or default
     if dtype is None:
         raise fail(call, f"{call.op} needs a dtype")
@@ -992,8 +1020,8 @@ def _infer_full(call: Call, arg_types: Sequence[Type | None]) -> Type:
 
 
 def _full_kernel(call: Call, args: Sequence[object]) -> object:
-    shape, fill = args[0], args[1]
-    return np.full(shape, fill, dtype=_creation_dtype(call, 2, np.asarray(fill).dtype.name))  # type: ignore[call-overload]
+    fill = array(args, 1)
+    return np.full(shape_value(args, 0), fill, dtype=_creation_dtype(call, 2, fill.dtype.name))
 
 
 def _constant_rule(call: Call, arg_types: Sequence[Type | None]) -> Type:
@@ -1002,28 +1030,27 @@ def _constant_rule(call: Call, arg_types: Sequence[Type | None]) -> Type:
 
 def _infer_like(call: Call, arg_types: Sequence[Type | None]) -> Type:
     x = tensor_arg(call, arg_types, 0)
-    return TensorType(x.shape, _creation_dtype(call, 99, x.dtype))
+    return TensorType(x.shape, _creation_dtype(call, None, x.dtype))
 
 
 def _infer_full_like(call: Call, arg_types: Sequence[Type | None]) -> Type:
     x = tensor_arg(call, arg_types, 0)
     tensor_arg(call, arg_types, 1)
-    return TensorType(x.shape, _creation_dtype(call, 99, x.dtype))
+    return TensorType(x.shape, _creation_dtype(call, None, x.dtype))
 
 
 def _filled(value: int) -> Kernel:
     def kernel(call: Call, args: Sequence[object]) -> object:
-        return np.full(args[0], value, dtype=_creation_dtype(call, 1, None))  # type: ignore[call-overload]
+        return np.full(shape_value(args, 0), value, dtype=_creation_dtype(call, 1, None))
 
     return kernel
 
 
 def _filled_like(value: int | None) -> Kernel:
     def kernel(call: Call, args: Sequence[object]) -> object:
-        x = args[0]
-        assert isinstance(x, np.ndarray)
-        fill = args[1] if value is None else value
-        return np.full(x.shape, fill, dtype=_creation_dtype(call, 99, x.dtype.name))
+        x = array(args, 0)
+        fill = array(args, 1) if value is None else value
+        return np.full(x.shape, fill, dtype=_creation_dtype(call, None, x.dtype.name))
 
     return kernel
 
@@ -1064,12 +1091,13 @@ def _infer_pad(call: Call, arg_types: Sequence[Type | None]) -> Type:
 
 
 def _pad_kernel(call: Call, args: Sequence[object]) -> object:
-    x = args[0]
-    assert isinstance(x, np.ndarray)
+    x = array(args, 0)
     width = _pad_width(call, x.ndim)
-    mode = str(call.attr("pad_mode", "constant"))
-    if mode != "constant":
-        return np.pad(x, width, mode=mode)
+    mode = call.attr("pad_mode", "constant")
+    if mode == "edge":
+        return np.pad(x, width, mode="edge")
+    if mode == "reflect":
+        return np.pad(x, width, mode="reflect")
     # The fill is an attribute, a literal, or (in newer printings) a scalar tensor operand.
     value = args[2] if len(args) > 2 and isinstance(args[2], np.ndarray) else param(call, "pad_value", 2, 0)
     return np.pad(x, width, constant_values=np.asarray(value, dtype=x.dtype))
@@ -1077,7 +1105,7 @@ def _pad_kernel(call: Call, args: Sequence[object]) -> object:
 
 def _infer_batch_norm(call: Call, arg_types: Sequence[Type | None]) -> Type:
     x = tensor_arg(call, arg_types, 0)
-    axis = normal_axis(call, int(call.attr("axis", 1)), len(x.shape))  # type: ignore[arg-type]
+    axis = normal_axis(call, int_param(call, "axis", default=1), len(x.shape))
     stats = [tensor_arg(call, arg_types, i) for i in range(1, 5)]
     for name, stat in zip(("gamma", "beta", "moving_mean", "moving_var"), stats):
         if stat.shape != (x.shape[axis],):
@@ -1088,10 +1116,10 @@ def _infer_batch_norm(call: Call, arg_types: Sequence[Type | None]) -> Type:
 def _batch_norm_kernel(call: Call, args: Sequence[object]) -> object:
     """Inference form: normalise by the moving statistics, which pass through."""
     x, gamma, beta, mean, var = (np.asarray(a) for a in args[:5])
-    axis = normal_axis(call, int(call.attr("axis", 1)), x.ndim)  # type: ignore[arg-type]
+    axis = normal_axis(call, int_param(call, "axis", default=1), x.ndim)
     shape = [1] * x.ndim
     shape[axis] = x.shape[axis]
-    epsilon = float(call.attr("epsilon", 1e-5))  # type: ignore[arg-type]
+    epsilon = float_attr(call, "epsilon", 1e-5)
     out = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + np.asarray(epsilon, x.dtype))
     if call.attr("scale", True):
         out = out * gamma.reshape(shape)
@@ -1107,22 +1135,21 @@ def _infer_dropout(call: Call, arg_types: Sequence[Type | None]) -> Type:
 
 def _infer_cumsum(call: Call, arg_types: Sequence[Type | None]) -> Type:
     x = tensor_arg(call, arg_types, 0)
-    axis = param(call, "axis", 1)
+    axis = optional_int(call, "axis", 1)
     dtype = _dtype_name(call, str(call.attr("dtype") or x.dtype))
     if axis is None:
         return TensorType((_count(x.shape),), dtype)
-    normal_axis(call, int(axis), len(x.shape))  # type: ignore[arg-type]
+    normal_axis(call, axis, len(x.shape))
     return TensorType(x.shape, dtype)
 
 
 def _cumsum_kernel(call: Call, args: Sequence[object]) -> object:
-    x = args[0]
-    assert isinstance(x, np.ndarray)
-    axis = param(call, "axis", 1)
+    x = array(args, 0)
+    axis = optional_int(call, "axis", 1)
     dtype = str(call.attr("dtype") or x.dtype)
+    # With no axis, TVM sums over the flattened tensor.
     flat = x.reshape(-1) if axis is None else x
-    along = 0 if axis is None else int(axis)  # type: ignore[arg-type]
-    total = np.cumsum(flat, axis=along, dtype=dtype)
+    total = np.cumsum(flat, axis=0 if axis is None else axis, dtype=dtype)
     if call.attr("exclusive", False):
         total = total - flat.astype(dtype)
     return total
@@ -1132,7 +1159,7 @@ register(
     OpDef(
         "broadcast_to",
         _infer_broadcast_to,
-        lambda call, args: np.array(np.broadcast_to(args[0], args[1])),  # type: ignore[call-overload]
+        lambda call, args: np.array(np.broadcast_to(array(args, 0), shape_value(args, 1))),
     )
 )
 register(OpDef("nn.pad", _infer_pad, _pad_kernel))
@@ -1148,19 +1175,19 @@ def _infer_call_tir(call: Call, arg_types: Sequence[Type | None]) -> Type:
     out = call.attr("out_ty", call.attr("out_sinfo"))
     name = call.attr("kernel")
     if isinstance(out, tuple) and all(isinstance(t, TensorType) for t in out):
-        out = TupleType(out)  # type: ignore[arg-type]
+        # `out_sinfo=[R.Tensor(...), ...]`, the older spelling of a tuple result.
+        out = TupleType(tuple(t for t in out if isinstance(t, TensorType)))
     if not isinstance(out, (TensorType, TupleType)):
         raise fail(call, f"{call.op} of {name!r} needs out_ty=R.Tensor(...), got {out!r}")
     outputs = out.fields if isinstance(out, TupleType) else (out,)
-    indices = call.attr("inplace_indices")
     if call.op == "call_tir_inplace":
-        if indices is None:
+        if call.attr("inplace_indices") is None:
             raise fail(call, f"call_tir_inplace of {name!r} needs inplace_indices")
-        listed = (indices,) if isinstance(indices, int) else indices
-        if not isinstance(listed, tuple) or len(listed) != len(outputs):
+        listed = inplace_outputs(call)
+        if len(listed) != len(outputs):
             raise fail(call, f"call_tir_inplace of {name!r}: one inplace index per output")
         for output, index in zip(outputs, listed):
-            _check_overwrite(call, arg_types, output, int(index))  # type: ignore[arg-type]
+            _check_overwrite(call, arg_types, output, index)
     return out
 
 
@@ -1201,10 +1228,9 @@ def _infer_memory_alloc(call: Call, arg_types: Sequence[Type | None]) -> Type:
 
 def _storage_view(call: Call, args: Sequence[object]) -> object:
     """`R.memory.alloc_tensor(storage, offset, shape, dtype)`: a view of the storage."""
-    storage, offset, shape = args[0], int(args[1]), tuple(args[2])  # type: ignore[arg-type, call-overload]
+    storage, offset, shape = array(args, 0), int_param(call, "offset", 1), shape_value(args, 2)
     dtype = np.dtype(_literal_dtype(call, 3))
     size_bytes = _count(shape) * dtype.itemsize
-    assert isinstance(storage, np.ndarray)
     if offset < 0 or offset + size_bytes > storage.nbytes:
         raise fail(
             call,
@@ -1228,14 +1254,14 @@ register(
         "builtin.alloc_tensor",
         _infer_builtin_alloc,
         # Fresh memory is zeroed so that a replay is deterministic.
-        lambda call, args: np.zeros(args[0], _literal_dtype(call, 1)),  # type: ignore[call-overload]
+        lambda call, args: np.zeros(shape_value(args, 0), _literal_dtype(call, 1)),
     )
 )
 register(
     OpDef(
         "memory.alloc_storage",
         _infer_alloc_storage,
-        lambda call, args: np.zeros(args[0], np.uint8),  # type: ignore[call-overload]
+        lambda call, args: np.zeros(shape_value(args, 0), np.uint8),
     )
 )
 register(OpDef("memory.alloc_tensor", _infer_memory_alloc, _storage_view, view=True))

@@ -241,7 +241,7 @@ def test_softmax_layer_norm_rms_norm() -> None:
 
 
 def conv2d_loops(x: np.ndarray, w: np.ndarray, stride: tuple, pad: tuple, dil: tuple, groups: int) -> np.ndarray:
-    n, c, h, wd = x.shape
+    n, _, h, wd = x.shape
     o, cg, kh, kw = w.shape
     xp = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[2]), (pad[1], pad[3])))
     oh = (h + pad[0] + pad[2] - dil[0] * (kh - 1) - 1) // stride[0] + 1
@@ -457,7 +457,7 @@ def test_batch_norm_in_inference_form() -> None:
     x = floats(2, 3, 4, 4).astype(np.float64)
     gamma, beta, mean, var = (floats(3).astype(np.float64) for _ in range(4))
     var = np.abs(var) + 0.5
-    out_type, (out, moving_mean, moving_var) = call(  # type: ignore[misc]
+    out_type, (out, _, moving_var) = call(  # type: ignore[misc]
         "nn.batch_norm", x, gamma, beta, mean, var, axis=1, epsilon=1e-5, center=True, scale=True
     )
     shape = (1, 3, 1, 1)

@@ -315,7 +315,8 @@ class _Inferrer:
                 return None
             case Tuple(fields=fields):
                 types = [self.type_of(f, loc) for f in fields]
-                return None if any(t is None for t in types) else TupleType(tuple(types))  # type: ignore[arg-type]
+                known = tuple(t for t in types if t is not None)
+                return TupleType(known) if len(known) == len(types) else None
             case TupleGetItem(tuple_value=inner, index=index):
                 return self.item(inner, index, loc)
             case Call():
