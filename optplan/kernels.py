@@ -348,9 +348,11 @@ def _checksum(value: np.ndarray) -> tuple[int, int]:
     """Two 64-bit sums of the bytes of `value`: a plain sum of its 8-byte words and one
     weighted by an odd multiplier per position, so any change of any byte changes them."""
     raw = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
-    padded = np.zeros(-(-raw.size // 8) * 8, dtype=np.uint8)
-    padded[: raw.size] = raw
-    words = padded.view(np.uint64)
+    if raw.size % 8:
+        padded = np.zeros(-(-raw.size // 8) * 8, dtype=np.uint8)
+        padded[: raw.size] = raw
+        raw = padded
+    words = raw.view(np.uint64)
     weights = np.arange(words.size, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15) | np.uint64(1)
     with np.errstate(over="ignore"):
         return int(words.sum(dtype=np.uint64)), int((words * weights).sum(dtype=np.uint64))

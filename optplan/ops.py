@@ -931,10 +931,10 @@ def _take_kernel(call: Call, args: Sequence[object]) -> object:
 
 
 def _slice_spec(call: Call, ndim: int) -> tuple[list[int], list[int], list[int], list[int]]:
-    axes = [normal_axis(call, a, ndim) for a in ints(call.attr("axes"), "axes", call)]
-    begin = list(ints(call.attr("begin"), "begin", call))
-    end = list(ints(call.attr("end"), "end", call))
-    strides_attr = call.attr("strides")
+    axes = [normal_axis(call, a, ndim) for a in ints(param(call, "axes", 1), "axes", call)]
+    begin = list(ints(param(call, "begin", 2), "begin", call))
+    end = list(ints(param(call, "end", 3), "end", call))
+    strides_attr = param(call, "strides", 4)
     strides = list(ints(strides_attr, "strides", call)) if strides_attr is not None else [1] * len(axes)
     if not len(axes) == len(begin) == len(end) == len(strides) or 0 in strides:
         raise fail(call, "strided_slice: axes, begin, end and strides must match, strides nonzero")
