@@ -196,7 +196,8 @@ def conv2d(
     cols = cols.transpose(0, 1, 3, 4, 2, 5, 6).reshape(n, groups, oh * ow, group_channels * kh * kw)
     per_group = out_channels // groups
     weights = w.reshape(groups, per_group, group_channels * kh * kw).transpose(0, 2, 1)
-    acc_dtype = np.result_type(x.dtype, w.dtype)
+    # Sums in the widest of the operands' and the output's type, as out_dtype asks.
+    acc_dtype = np.result_type(x.dtype, w.dtype, np.dtype(out_dtype))
     out = np.matmul(cols.astype(acc_dtype, copy=False), weights.astype(acc_dtype, copy=False))
     out = out.transpose(0, 1, 3, 2).reshape(n, out_channels, oh, ow)
     return np.asarray(out, dtype=out_dtype, order="C")

@@ -464,3 +464,14 @@ def test_batch_norm_in_inference_form() -> None:
     expected = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + 1e-5) * gamma.reshape(shape) + beta.reshape(shape)
     np.testing.assert_allclose(out, expected, rtol=1e-12)
     assert np.array_equal(moving_var, var) and out_type.fields[1] == TensorType((3,), "float64")  # type: ignore[union-attr]
+
+
+def test_out_dtype_is_the_accumulation_type() -> None:
+    a = np.full((1, 4096), 1.0, np.float16)
+    b = np.full((4096, 1), 1.0, np.float16)
+    out_type, value = call("matmul", a, b, out_dtype="float32")
+    assert out_type == TensorType((1, 1), "float32")
+    assert np.asarray(value)[0, 0] == 4096.0
+    x = np.ones((1, 1, 4, 4), np.float16)
+    out_type, value = call("nn.conv2d", x, np.ones((1, 1, 3, 3), np.float16), out_dtype="float32")
+    assert out_type == TensorType((1, 1, 2, 2), "float32") and np.all(np.asarray(value) == 9.0)
