@@ -70,8 +70,10 @@ class CheckReport:
     def summary(self) -> str:
         """One line per fact, ending with "valid" or "invalid" and the reasons."""
         lines = [
-            f"{self.path}: {len(self.storages)} storages, {self.arena_bytes} bytes "
-            f"(lower bound {self.lower_bound_bytes}), {self.tensors} planned tensors",
+            (
+                f"{self.path}: {len(self.storages)} storages, {self.arena_bytes} bytes "
+                f"(lower bound {self.lower_bound_bytes}), {self.tensors} planned tensors"
+            ),
             *(f"  {v}" for v in self.violations),
         ]
         if self.replay is not None:
@@ -129,7 +131,11 @@ def carved_tensors(fn: Function) -> dict[str, Carved]:
     carved = {}
     for binding in iter_bindings(fn.body):
         value = binding.value
-        if isinstance(value, Call) and value.op == "memory.alloc_tensor" and isinstance(binding.type, TensorType):
+        if (
+            isinstance(value, Call)
+            and value.op == "memory.alloc_tensor"
+            and isinstance(binding.type, TensorType)
+        ):
             storage = value.args[0]
             assert isinstance(storage, Var)
             carved[binding.var.name] = Carved(

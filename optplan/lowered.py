@@ -54,7 +54,8 @@ from optplan.ir import (
     Var,
     var_types,
 )
-from optplan.ops import evaluate, lookup
+from optplan.ops import evaluate
+from optplan.passes.objects import literal_int
 
 _KERNEL_OPS = ("call_tir", "call_tir_inplace", "call_kernel")
 
@@ -162,11 +163,13 @@ class _Machine:
         storage = _var_name(call.args[0])
         type_ = _type_of(binding, call)
         assert isinstance(type_, TensorType)
-        start = int(self.expr(call.args[1]))  # type: ignore[arg-type]
+        start = literal_int(call.args[1])
         end = start + type_.size_bytes
         arena = self.storages[storage]
         if storage in self.dead_storages:
-            raise ReplayFailure(f"{binding.var.name!r} is carved from {storage!r} after its kill", binding.loc)
+            raise ReplayFailure(
+                f"{binding.var.name!r} is carved from {storage!r} after its kill", binding.loc
+            )
         if start < 0 or end > arena.size:
             raise ReplayFailure(
                 f"{binding.var.name!r} at bytes [{start}, {end}) overruns {storage!r} of {arena.size} bytes",
@@ -203,20 +206,31 @@ class _Machine:
         args = [self.expr(a) for a in call.args]
         outs, in_place = self.destinations(call, args)
         count = len(args) if in_place else len(args) - len(outs)
-        out_types = [self.types.get(_var_name(call.args[i])) for i in outs]
-        out_type: Type = out_types[0] if len(outs) == 1 else TupleType(tuple(out_types))  # type: ignore[arg-type]
+        out_type = self.out_type(call, outs)
         result = evaluate(_as_op_call(call, call.args[:count]), args[:count], out_type)
         results = result if isinstance(result, tuple) else (result,)
         for index, value in zip(outs, results):
             self.write(call, index, args[index], value, binding.loc)
         return ()
 
+    def out_type(self, call: Call, outs: list[int]) -> Type:
+        types = []
+        for index in outs:
+            type_ = self.types.get(_var_name(call.args[index]))
+            if type_ is None:
+                raise InputError(
+                    f"the type of argument {index} of kernel {call.attr('kernel')!r} is not known"
+                )
+            types.append(type_)
+        return types[0] if len(types) == 1 else TupleType(tuple(types))
+
     def destinations(self, call: Call, args: list[object]) -> tuple[list[int], bool]:
         """The arguments the kernel writes, and whether they are inputs too (in place)."""
         listed = call.attr("inplace_indices")
         if listed is not None:
-            return [int(i) for i in (listed if isinstance(listed, tuple) else (listed,))], True  # type: ignore[union-attr]
-        trailing = []
+            items = listed if isinstance(listed, tuple) else (listed,)
+            return [int(i) for i in items if isinstance(i, int)], True
+        trailing: list[int] = []
         for index in range(len(args) - 1, -1, -1):
             arg = call.args[index]
             if not (isinstance(arg, Var) and arg.name in self.unwritten):
@@ -225,7 +239,11 @@ class _Machine:
         if trailing:
             return trailing, False
         for index, value in enumerate(args):
-            if isinstance(value, np.ndarray) and value.flags.writeable and isinstance(call.args[index], Var):
+            if (
+                isinstance(value, np.ndarray)
+                and value.flags.writeable
+                and isinstance(call.args[index], Var)
+            ):
                 return [index], True
         raise ReplayFailure(
             f"kernel {call.attr('kernel')!r} writes in place, but every argument it could write "

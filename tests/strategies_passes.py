@@ -70,7 +70,9 @@ def straight_programs(draw: st.DrawFn) -> Program:
     return Program((fn,))
 
 
-def _draw_binding(draw: st.DrawFn, kind: str, name: str, tensors: list[str], ty: TensorType) -> Binding:
+def _draw_binding(
+    draw: st.DrawFn, kind: str, name: str, tensors: list[str], ty: TensorType
+) -> Binding:
     pick = st.sampled_from(tensors)
     match kind:
         case "unary":
@@ -82,7 +84,9 @@ def _draw_binding(draw: st.DrawFn, kind: str, name: str, tensors: list[str], ty:
             return Binding(Var(name), Var(draw(pick)), ty)
         case "view":
             view = TensorType(SHAPE[::-1], "float32")
-            return Binding(Var(name), Call("reshape", (Var(draw(pick)), ShapeExpr(SHAPE[::-1]))), view)
+            return Binding(
+                Var(name), Call("reshape", (Var(draw(pick)), ShapeExpr(SHAPE[::-1]))), view
+            )
         case "tuple":
             inner = Tuple((Var(draw(pick)), Var(draw(pick))))
             return Binding(Var(name), TupleGetItem(inner, draw(st.integers(0, 1))), ty)
@@ -121,7 +125,9 @@ def _walk_seq(seq: SeqExpr, placements: dict[str, object], paths: list[_Path]) -
     return paths
 
 
-def _walk_binding(binding: Binding, placements: dict[str, object], paths: list[_Path]) -> list[_Path]:
+def _walk_binding(
+    binding: Binding, placements: dict[str, object], paths: list[_Path]
+) -> list[_Path]:
     value = binding.value
     if isinstance(value, Call) and value.op.startswith("memory.kill"):
         for path in paths:
@@ -135,7 +141,9 @@ def _walk_binding(binding: Binding, placements: dict[str, object], paths: list[_
     return paths
 
 
-def _walk_if(binding: Binding, node: If, placements: dict[str, object], paths: list[_Path]) -> list[_Path]:
+def _walk_if(
+    binding: Binding, node: If, placements: dict[str, object], paths: list[_Path]
+) -> list[_Path]:
     out = []
     for branch in (node.then_branch, node.else_branch):
         copies = [_Path(list(p.events)) for p in paths]

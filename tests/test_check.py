@@ -90,11 +90,15 @@ def _move(program: Program, name: str, storage: str) -> Program:
             return binding
         call = binding.value
         assert isinstance(call, Call)
-        return dataclasses.replace(binding, value=dataclasses.replace(call, args=(Var(storage),) + call.args[1:]))
+        return dataclasses.replace(
+            binding, value=dataclasses.replace(call, args=(Var(storage),) + call.args[1:])
+        )
 
     fn = program.main
     block = fn.body.blocks[0]
-    body = dataclasses.replace(fn.body, blocks=(dataclasses.replace(block, bindings=tuple(map(moved, block.bindings))),))
+    body = dataclasses.replace(
+        fn.body, blocks=(dataclasses.replace(block, bindings=tuple(map(moved, block.bindings))),)
+    )
     return program.replace_function(dataclasses.replace(fn, body=body))
 
 
@@ -112,7 +116,11 @@ def test_tvm_inplace_resnet18_writes_a_constant() -> None:
 def test_extract_plan_gives_back_our_own_plan(planner: str) -> None:
     program = infer_types(load(GOLDEN / "lower.in.py"))
     memory = build_memory(program, alignment=1)
-    plan = TokensPlanner()(memory.problem) if planner == "tokens" else get_planner(planner)(memory.problem)
+    plan = (
+        TokensPlanner()(memory.problem)
+        if planner == "tokens"
+        else get_planner(planner)(memory.problem)
+    )
     lowered = plan_memory(program, memory, plan)
     problem, extracted = extract_plan(lowered)
     assert extracted.arena == plan.arena
@@ -125,7 +133,9 @@ def test_overrunning_a_storage_is_invalid() -> None:
     program = infer_types(load(GOLDEN / "lower.in.py"))
     memory = build_memory(program, alignment=1)
     lowered = plan_memory(program, memory, get_planner("greedy")(memory.problem))
-    text = print_program(lowered).replace("R.memory.alloc_tensor(storage, 64", "R.memory.alloc_tensor(storage, 80")
+    text = print_program(lowered).replace(
+        "R.memory.alloc_tensor(storage, 64", "R.memory.alloc_tensor(storage, 80"
+    )
     report = check_program(parse(text))
     assert any("overruns storage" in v for v in report.violations)
     assert not report.valid

@@ -19,10 +19,15 @@ from hypothesis import HealthCheck, assume, given, settings
 from optplan.analysis.liveness import build_memory, build_problem
 from optplan.analysis.types import infer_types
 from optplan.errors import InputError
-from optplan.executor import compare, make_inputs, planned_run, reference_run, Run
-from optplan.ir import Binding, Call, Const, Function, If, Program, Var, iter_bindings
+from optplan.executor import Run, compare, make_inputs, planned_run, reference_run
+from optplan.ir import Binding, Call, Program, Var, iter_bindings
 from optplan.lowered import run_lowered
-from optplan.passes import attach_layout_free_buffers, kill_after_last_use, plan_memory, use_inplace_calls
+from optplan.passes import (
+    attach_layout_free_buffers,
+    kill_after_last_use,
+    plan_memory,
+    use_inplace_calls,
+)
 from optplan.passes.kill import strip_kills
 from optplan.planners import get_planner
 from optplan.planners.tokens import TokensPlanner
@@ -101,9 +106,18 @@ def _kill_signature(program: Program) -> list[tuple[str, str]]:
             alias[b.var.name] = alias.get(b.value.name, b.value.name)
     for i, b in enumerate(bindings[:-1]):
         nxt = bindings[i + 1].value
-        if isinstance(b.value, Call) and b.value.op == "memory.alloc_storage" and isinstance(nxt, Call):
-            uses = [x for x in bindings if isinstance(x.value, Call) and x.value.op == "memory.alloc_tensor"
-                    and x.value.args[0] == b.var]
+        if (
+            isinstance(b.value, Call)
+            and b.value.op == "memory.alloc_storage"
+            and isinstance(nxt, Call)
+        ):
+            uses = [
+                x
+                for x in bindings
+                if isinstance(x.value, Call)
+                and x.value.op == "memory.alloc_tensor"
+                and x.value.args[0] == b.var
+            ]
             if len(uses) == 1 and nxt.op == "memory.alloc_tensor":
                 single.add(b.var.name)
     signature, anchor = [], ""
@@ -115,8 +129,16 @@ def _kill_signature(program: Program) -> list[tuple[str, str]]:
             assert isinstance(target, Var)
             if target.name not in single:
                 signature.append((anchor, f"{b.value.op}({alias.get(target.name, target.name)})"))
-        elif not (isinstance(b.value, Call) and b.value.op == "memory.alloc_storage" and b.var.name in single):
-            args = [alias.get(a.name, a.name) for a in getattr(b.value, "args", ()) if isinstance(a, Var)]
+        elif not (
+            isinstance(b.value, Call)
+            and b.value.op == "memory.alloc_storage"
+            and b.var.name in single
+        ):
+            args = [
+                alias.get(a.name, a.name)
+                for a in getattr(b.value, "args", ())
+                if isinstance(a, Var)
+            ]
             anchor = f"{b.var.name}:{getattr(b.value, 'op', '')}:{args}"
     return signature
 
@@ -166,7 +188,14 @@ def test_inplace_golden() -> None:
     program = load(GOLDEN / "inplace.in.py")
     rewritten = use_inplace_calls(program)
     golden("inplace", print_program(rewritten))
-    assert inplace_indices(rewritten) == {"b": (1,), "c": (0,), "d": (0,), "e": (0,), "f": (0,), "out": (0,)}
+    assert inplace_indices(rewritten) == {
+        "b": (1,),
+        "c": (0,),
+        "d": (0,),
+        "e": (0,),
+        "f": (0,),
+        "out": (0,),
+    }
 
 
 def test_inplace_replays_bit_for_bit() -> None:
@@ -213,12 +242,20 @@ def _force(program: Program, name: str, indices: tuple[int, ...]) -> Program:
     def seq_replace(binding: Binding) -> Binding:
         if binding.var.name == name and isinstance(binding.value, Call):
             call = binding.value
-            return dataclasses.replace(binding, value=dataclasses.replace(call, attrs=call.attrs + (("inplace_indices", indices),)))
+            return dataclasses.replace(
+                binding,
+                value=dataclasses.replace(call, attrs=call.attrs + (("inplace_indices", indices),)),
+            )
         return binding
 
     fn = program.main
-    blocks = tuple(dataclasses.replace(b, bindings=tuple(seq_replace(x) for x in b.bindings)) for b in fn.body.blocks)
-    return program.replace_function(dataclasses.replace(fn, body=dataclasses.replace(fn.body, blocks=blocks)))
+    blocks = tuple(
+        dataclasses.replace(b, bindings=tuple(seq_replace(x) for x in b.bindings))
+        for b in fn.body.blocks
+    )
+    return program.replace_function(
+        dataclasses.replace(fn, body=dataclasses.replace(fn.body, blocks=blocks))
+    )
 
 
 @settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
@@ -283,14 +320,21 @@ def test_layout_free_on_resnet18() -> None:
 def test_lower_golden(planner: str) -> None:
     program = infer_types(load(GOLDEN / "lower.in.py"))
     memory = build_memory(program, alignment=1)
-    plan = TokensPlanner()(memory.problem) if planner == "tokens" else get_planner(planner)(memory.problem)
+    plan = (
+        TokensPlanner()(memory.problem)
+        if planner == "tokens"
+        else get_planner(planner)(memory.problem)
+    )
     lowered = plan_memory(program, memory, plan)
     text = print_program(lowered)
     golden(f"lower_{planner}", text)
     assert parse(text) == lowered
     inputs = make_inputs(program)
     reference = reference_run(program, inputs)
-    assert compare(Run(outputs=reference.outputs), Run(outputs=run_lowered(lowered, inputs).outputs)) is None
+    assert (
+        compare(Run(outputs=reference.outputs), Run(outputs=run_lowered(lowered, inputs).outputs))
+        is None
+    )
 
 
 def test_lower_refuses_if() -> None:
@@ -306,7 +350,11 @@ def test_lower_refuses_if() -> None:
 def test_lower_tvm_models_replay(model: str, planner: str) -> None:
     program = infer_types(load(DATA / f"{model}.2_fused_dataflow.py"))
     memory = build_memory(program, alignment=1)
-    plan = TokensPlanner()(memory.problem) if planner == "tokens" else get_planner(planner)(memory.problem)
+    plan = (
+        TokensPlanner()(memory.problem)
+        if planner == "tokens"
+        else get_planner(planner)(memory.problem)
+    )
     lowered = plan_memory(program, memory, plan)
     inputs = make_inputs(program)
     reference = reference_run(program, inputs)

@@ -29,7 +29,19 @@ import dataclasses
 from optplan.analysis.liveness import build_memory
 from optplan.analysis.memory import Memory, Placement
 from optplan.analysis.types import infer_types
-from optplan.ir import AttrValue, Binding, Block, Call, Function, If, Program, SeqExpr, TensorType, Var, var_types
+from optplan.ir import (
+    AttrValue,
+    Binding,
+    Block,
+    Call,
+    Function,
+    If,
+    Program,
+    SeqExpr,
+    TensorType,
+    Var,
+    var_types,
+)
 from optplan.ops import lookup
 
 INPLACE = "inplace_indices"
@@ -72,14 +84,18 @@ def _block(block: Block, memory: Memory, types: dict[str, TensorType]) -> Block:
     return dataclasses.replace(block, bindings=tuple(bindings))
 
 
-def _maybe_inplace(binding: Binding, call: Call, memory: Memory, types: dict[str, TensorType]) -> Call:
+def _maybe_inplace(
+    binding: Binding, call: Call, memory: Memory, types: dict[str, TensorType]
+) -> Call:
     index = inplace_candidate(binding, call, memory, types)
     if index is None:
         return call
     return dataclasses.replace(call, attrs=with_attr(call.attrs, INPLACE, (index,)))
 
 
-def inplace_candidate(binding: Binding, call: Call, memory: Memory, types: dict[str, TensorType]) -> int | None:
+def inplace_candidate(
+    binding: Binding, call: Call, memory: Memory, types: dict[str, TensorType]
+) -> int | None:
     """The first argument `call` may overwrite (step 2), or None."""
     op = lookup(call.op)
     if op is None or not op.inplace or call.attr(INPLACE) is not None:
@@ -89,7 +105,11 @@ def inplace_candidate(binding: Binding, call: Call, memory: Memory, types: dict[
         return None
     dead = set(memory.release_after.get(binding.var.name, ()))
     for index, arg in enumerate(call.args):
-        if isinstance(arg, Var) and types.get(arg.name) == out and _owns_dying(arg.name, out, memory, dead):
+        if (
+            isinstance(arg, Var)
+            and types.get(arg.name) == out
+            and _owns_dying(arg.name, out, memory, dead)
+        ):
             return index
     return None
 
@@ -105,7 +125,9 @@ def _owns_dying(name: str, out: TensorType, memory: Memory, dead: set[str]) -> b
     return memory.problem.buffer(placement.buffer).size == out.size_bytes
 
 
-def with_attr(attrs: tuple[tuple[str, AttrValue], ...], key: str, value: AttrValue) -> tuple[tuple[str, AttrValue], ...]:
+def with_attr(
+    attrs: tuple[tuple[str, AttrValue], ...], key: str, value: AttrValue
+) -> tuple[tuple[str, AttrValue], ...]:
     """`attrs` with `key` set to `value`, kept sorted by name as the IR wants."""
     kept = [(k, v) for k, v in attrs if k != key]
     return tuple(sorted([*kept, (key, value)], key=lambda item: item[0]))

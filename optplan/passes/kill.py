@@ -48,7 +48,8 @@ def kill_after_last_use(program: Program) -> Program:
     """`program` with a kill after the last use of every tensor and storage."""
     typed = infer_types(program)
     functions = tuple(
-        _kill_function(fn, function_objects(typed_fn)) for fn, typed_fn in zip(program.functions, typed.functions)
+        _kill_function(fn, function_objects(typed_fn))
+        for fn, typed_fn in zip(program.functions, typed.functions)
     )
     return dataclasses.replace(program, functions=functions)
 
@@ -84,7 +85,9 @@ def _block_bindings(block: Block, twin: Block, objects: Objects) -> list[Binding
     return out
 
 
-def _if_bindings(binding: Binding, node: If, twin: If, name: str, objects: Objects) -> list[Binding]:
+def _if_bindings(
+    binding: Binding, node: If, twin: If, name: str, objects: Objects
+) -> list[Binding]:
     memory = objects.memory
     then_kills = kills(memory.release_then.get(name, ()), objects)
     else_kills = kills(memory.release_else.get(name, ()), objects)
@@ -95,7 +98,9 @@ def _if_bindings(binding: Binding, node: If, twin: If, name: str, objects: Objec
     )
     # Of what dies at a branch's exit, only the If's own buffers are killed: the rest is
     # the branch's value, moved into the If's variable (step 4).
-    exits = set(memory.release_then_exit.get(name, ())) | set(memory.release_else_exit.get(name, ()))
+    exits = set(memory.release_then_exit.get(name, ())) | set(
+        memory.release_else_exit.get(name, ())
+    )
     own = sorted(b for b in exits if _root(b) == name)
     return [dataclasses.replace(binding, value=rewritten), *kills(tuple(own), objects)]
 
@@ -131,23 +136,24 @@ def is_kill(binding: Binding) -> bool:
 
 def strip_kills(program: Program) -> Program:
     """`program` without its kill statements (to replace them by this pass's own)."""
-
-    def seq(body: SeqExpr) -> SeqExpr:
-        blocks = []
-        for block in body.blocks:
-            kept = tuple(_strip_binding(b, seq) for b in block.bindings if not is_kill(b))
-            if kept or not block.bindings:
-                blocks.append(dataclasses.replace(block, bindings=kept))
-        return dataclasses.replace(body, blocks=tuple(blocks))
-
-    return dataclasses.replace(
-        program, functions=tuple(dataclasses.replace(fn, body=seq(fn.body)) for fn in program.functions)
-    )
+    functions = tuple(dataclasses.replace(fn, body=_strip_seq(fn.body)) for fn in program.functions)
+    return dataclasses.replace(program, functions=functions)
 
 
-def _strip_binding(binding: Binding, seq: object) -> Binding:
+def _strip_seq(seq: SeqExpr) -> SeqExpr:
+    blocks = []
+    for block in seq.blocks:
+        kept = tuple(_strip_binding(b) for b in block.bindings if not is_kill(b))
+        if kept or not block.bindings:
+            blocks.append(dataclasses.replace(block, bindings=kept))
+    return dataclasses.replace(seq, blocks=tuple(blocks))
+
+
+def _strip_binding(binding: Binding) -> Binding:
     value = binding.value
     if not isinstance(value, If):
         return binding
-    rewritten = dataclasses.replace(value, then_branch=seq(value.then_branch), else_branch=seq(value.else_branch))  # type: ignore[operator]
-    return dataclasses.replace(binding, value=rewritten)
+    stripped = dataclasses.replace(
+        value, then_branch=_strip_seq(value.then_branch), else_branch=_strip_seq(value.else_branch)
+    )
+    return dataclasses.replace(binding, value=stripped)

@@ -17,7 +17,19 @@ from __future__ import annotations
 
 import dataclasses
 
-from optplan.ir import Binding, Block, Call, Const, Expr, Function, If, MetaConst, Program, SeqExpr, Var
+from optplan.ir import (
+    Binding,
+    Block,
+    Call,
+    Const,
+    Expr,
+    Function,
+    If,
+    MetaConst,
+    Program,
+    SeqExpr,
+    Var,
+)
 from optplan.passes.inplace import with_attr
 
 LAYOUT_FREE = "layout_free_buffers"
@@ -53,12 +65,18 @@ def _binding(binding: Binding, weights: set[str]) -> Binding:
             weights.add(binding.var.name)
         case If():
             value = dataclasses.replace(
-                value, then_branch=_seq(value.then_branch, weights), else_branch=_seq(value.else_branch, weights)
+                value,
+                then_branch=_seq(value.then_branch, weights),
+                else_branch=_seq(value.else_branch, weights),
             )
         case Call(op=op) if op in KERNEL_CALLS:
-            positions = tuple(i for i, arg in enumerate(value.args) if _is_layout_free(arg, weights))
+            positions = tuple(
+                i for i, arg in enumerate(value.args) if _is_layout_free(arg, weights)
+            )
             if positions:
-                value = dataclasses.replace(value, attrs=with_attr(value.attrs, LAYOUT_FREE, positions))
+                value = dataclasses.replace(
+                    value, attrs=with_attr(value.attrs, LAYOUT_FREE, positions)
+                )
     return dataclasses.replace(binding, value=value)
 
 

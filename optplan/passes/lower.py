@@ -40,7 +40,6 @@ from optplan.ir import (
     Block,
     Call,
     Expr,
-    Function,
     If,
     Literal,
     ObjectType,
@@ -73,7 +72,9 @@ class Storage:
 def plan_memory(program: Program, memory: Memory, plan: Plan) -> Program:
     """The entry function of `program` lowered onto `plan` (steps 1-4)."""
     if not plan.status.has_plan:
-        raise ValueError(f"plan of {plan.planner!r} has status {plan.status.value}: nothing to lower")
+        raise ValueError(
+            f"plan of {plan.planner!r} has status {plan.status.value}: nothing to lower"
+        )
     fn = infer_types(program).main
     taken = {b.var.name for b in iter_bindings(fn.body)} | {p.var.name for p in fn.params}
     storages = storages_of(memory.problem, plan, taken)
@@ -128,7 +129,12 @@ def _forced_pure(attrs: tuple) -> tuple:  # type: ignore[type-arg]
 def _alloc_storage(storage: Storage) -> Binding:
     call = Call(
         "memory.alloc_storage",
-        (ShapeExpr((storage.size_bytes,)), Literal("prim", 0), Literal("str", "global"), Literal("dtype", "uint8")),
+        (
+            ShapeExpr((storage.size_bytes,)),
+            Literal("prim", 0),
+            Literal("str", "global"),
+            Literal("dtype", "uint8"),
+        ),
     )
     return Binding(Var(storage.name), call, ObjectType())
 
@@ -143,7 +149,9 @@ class _Lowering:
     def binding(self, binding: Binding) -> list[Binding]:
         value = binding.value
         if isinstance(value, If):
-            raise InputError(f"plan_memory does not lower If yet (the binding of {binding.var.name!r})")
+            raise InputError(
+                f"plan_memory does not lower If yet (the binding of {binding.var.name!r})"
+            )
         if not isinstance(value, Call) or binding.var.name == BARE:
             return [binding]
         indices = overwritten_args(value)
@@ -156,7 +164,11 @@ class _Lowering:
 
     def in_place(self, binding: Binding, call: Call, indices: tuple[int, ...]) -> list[Binding]:
         kernel = _kernel_call(call, (), keep_inplace=indices != (0,))
-        target = call.args[indices[0]] if len(indices) == 1 else Tuple(tuple(call.args[i] for i in indices))
+        target = (
+            call.args[indices[0]]
+            if len(indices) == 1
+            else Tuple(tuple(call.args[i] for i in indices))
+        )
         return [Binding(Var(BARE), kernel), dataclasses.replace(binding, value=target)]
 
     def destination_passing(self, binding: Binding, call: Call) -> list[Binding]:
@@ -188,7 +200,13 @@ class _Lowering:
             )
         offset = self.plan.offsets[placement.buffer] + placement.delta
         storage = storage_of(self.storages, offset)
-        args = (Var(storage.name), Literal("prim", offset - storage.base), shape, dtype, Literal("prim", 0))
+        args = (
+            Var(storage.name),
+            Literal("prim", offset - storage.base),
+            shape,
+            dtype,
+            Literal("prim", 0),
+        )
         return Call("memory.alloc_tensor", args)
 
 

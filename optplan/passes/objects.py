@@ -28,7 +28,6 @@ from optplan.analysis.liveness import build_memory
 from optplan.analysis.memory import Memory
 from optplan.ir import (
     Binding,
-    Block,
     Call,
     Function,
     If,
@@ -82,11 +81,15 @@ def function_objects(fn: Function) -> Objects:
         value, type_ = binding.value, binding.type
         if isinstance(value, If):
             value = dataclasses.replace(
-                value, then_branch=shadow_seq(value.then_branch), else_branch=shadow_seq(value.else_branch)
+                value,
+                then_branch=shadow_seq(value.then_branch),
+                else_branch=shadow_seq(value.else_branch),
             )
         elif isinstance(value, Call):
             value, type_ = _shadow_call(value, type_, name == binding.var.name)
-        return dataclasses.replace(binding, var=dataclasses.replace(binding.var, name=name), value=value, type=type_)
+        return dataclasses.replace(
+            binding, var=dataclasses.replace(binding.var, name=name), value=value, type=type_
+        )
 
     def shadow_seq(seq: SeqExpr) -> SeqExpr:
         blocks = tuple(
@@ -127,10 +130,5 @@ def is_storage(type_: Type | None) -> bool:
 def literal_int(expr: object) -> int:
     """The integer of a `Literal` operand (an alloc_tensor offset)."""
     if not isinstance(expr, Literal) or not isinstance(expr.value, int):
-        raise ValueError(f"expected an integer operand, got {expr!r}")
+        raise TypeError(f"expected an integer operand, got {expr!r}")
     return int(expr.value)
-
-
-def walk_pairs(original: SeqExpr, shadow: SeqExpr) -> list[tuple[Block, Block]]:
-    """The blocks of a SeqExpr and of its shadow, side by side."""
-    return list(zip(original.blocks, shadow.blocks))
