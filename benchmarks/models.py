@@ -9,11 +9,14 @@ Steps:
    Problem of its intermediates (function outputs are not planned, as in TVM).
 3. Plan it with naive, tokens (TVM's StaticPlanBlockMemory rule), greedy and cpsat (with
    a time limit), and check every plan with `validate`.
+3b. With `--replay`: run the model in NumPy twice unplanned (the first run builds the
+   kernels' caches) and once in the cpsat plan's arena; report the planned run's time over
+   the second unplanned run's, and whether every value is bit-for-bit the same.
 4. Do the same for every `*.2_fused_dataflow.py` dump of TVM 0.27 in
    ../shared/data/tvm/, when the TVMScript reader is importable.
 5. Print a table and write benchmarks/results/models.csv.
 
-    python benchmarks/models.py --models resnet18,bert --time-limit 30
+    python benchmarks/models.py --models resnet18,bert --time-limit 30 [--replay]
 
 Architectures: ResNet-18 and ResNet-50 (torchvision, BatchNorm kept as its own node),
 MobileNetV2 (ReLU6 as Clip), UNet (Ronneberger et al.: 572x572 input, valid convolutions,
@@ -40,7 +43,8 @@ from onnx import TensorProto, helper, numpy_helper
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from optplan.errors import InputError  # noqa: E402
-from optplan.load import load  # noqa: E402
+from optplan.load import Loaded, load  # noqa: E402
+from optplan.onnx_frontend import onnx_weights  # noqa: E402
 from optplan.plan import Plan, validate  # noqa: E402
 from optplan.planners import get_planner  # noqa: E402
 from optplan.problem import Problem, lower_bound  # noqa: E402
@@ -388,6 +392,8 @@ class Row:
     status: str
     seconds: float
     load_seconds: float
+    replay_ratio: float | None = None
+    bit_for_bit: bool | None = None
 
 
 def save_model(model: onnx.ModelProto, directory: Path, name: str) -> str:
@@ -411,14 +417,35 @@ def tokens_planner() -> Callable[[Problem], Plan] | None:
     return TokensPlanner()
 
 
-def measure(name: str, path: str, time_limit: float, alignment: int) -> Row:
+def replayed(loaded: Loaded, plan: Plan) -> tuple[float, bool]:
+    """The planned run's time over the unplanned run's, and whether they agree bit for bit."""
+    from optplan import executor
+
+    assert loaded.program is not None and loaded.memory is not None
+    weights = onnx_weights(loaded.path) if loaded.path.endswith(".onnx") else {}
+    inputs = {**executor.make_inputs(loaded.program), **weights}
+    reference = executor.reference_run(loaded.program, inputs)
     start = time.perf_counter()
-    problem = load(path, alignment=alignment).problem
+    executor.reference_run(loaded.program, inputs)
+    middle = time.perf_counter()
+    planned = executor.planned_run(loaded.program, loaded.memory, plan, inputs)
+    end = time.perf_counter()
+    difference = executor.compare(reference, planned)
+    if difference is not None:
+        print(f"{loaded.path}: the replay differs: {difference}")
+    return (end - middle) / (middle - start), difference is None
+
+
+def measure(name: str, path: str, time_limit: float, alignment: int, replay: bool) -> Row:
+    start = time.perf_counter()
+    loaded = load(path, alignment=alignment)
+    problem = loaded.problem
     load_seconds = time.perf_counter() - start
     tokens = tokens_planner()
     naive = checked(problem, get_planner("naive")(problem))
     greedy = checked(problem, get_planner("greedy")(problem))
     cpsat = checked(problem, get_planner("cpsat", time_limit=time_limit)(problem))
+    ratio, same = replayed(loaded, cpsat) if replay else (None, None)
     return Row(
         model=name,
         tensors=len(problem.buffers),
@@ -431,6 +458,8 @@ def measure(name: str, path: str, time_limit: float, alignment: int) -> Row:
         status=cpsat.status.value,
         seconds=round(cpsat.seconds, 2),
         load_seconds=round(load_seconds, 2),
+        replay_ratio=None if ratio is None else round(ratio, 2),
+        bit_for_bit=same,
     )
 
 
@@ -474,6 +503,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--models", help="comma-separated: " + ",".join(ARCHITECTURES) + ",tvm")
     parser.add_argument("--time-limit", type=float, default=30.0, help="cpsat seconds per model")
     parser.add_argument("--alignment", type=int, default=64)
+    parser.add_argument("--replay", action="store_true", help="time and check the replay")
     parser.add_argument("-o", "--output", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     chosen = set(args.models.split(",")) if args.models else None
@@ -482,12 +512,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, build in ARCHITECTURES.items():
             if wanted(name, chosen):
                 path = save_model(build(), Path(scratch), name)
-                rows.append(measure(name, path, args.time_limit, args.alignment))
+                rows.append(measure(name, path, args.time_limit, args.alignment, args.replay))
                 print(rows[-1], flush=True)
     for name, file in tvm_programs().items():
         if wanted(name, chosen):
             try:
-                rows.append(measure(name, str(file), args.time_limit, args.alignment))
+                rows.append(measure(name, str(file), args.time_limit, args.alignment, args.replay))
             except InputError as error:
                 print(f"skipping {name}: {error}")
                 continue
