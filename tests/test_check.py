@@ -16,7 +16,7 @@ from optplan.analysis.liveness import build_memory
 from optplan.analysis.types import infer_types
 from optplan.check import check_file, check_program, extract_plan
 from optplan.ir import Binding, Call, Program, Var
-from optplan.passes import plan_memory
+from optplan.passes import lower_program, plan_memory
 from optplan.plan import validate
 from optplan.planners import get_planner
 from optplan.planners.tokens import TokensPlanner
@@ -139,3 +139,15 @@ def test_overrunning_a_storage_is_invalid() -> None:
     report = check_program(parse(text))
     assert any("overruns storage" in v for v in report.violations)
     assert not report.valid
+
+
+@needs_data
+@pytest.mark.parametrize(("planner", "arena"), [("tokens", 4919296), ("greedy", 4014080)])
+def test_lowered_resnet18_checks_back_to_its_plan(planner: str, arena: int) -> None:
+    program = load(DATA / "resnet18.2_fused_dataflow.py")
+    lowered, plan = lower_program(program, get_planner(planner), alignment=1)
+    assert plan.arena == arena
+    report = check_program(parse(print_program(lowered)))
+    assert report.valid, report.summary()
+    assert report.arena_bytes == arena
+    assert len(report.storages) == (5 if planner == "tokens" else 1)

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
 from optplan.analysis.liveness import build_memory, build_problem
-from optplan.analysis.types import infer_types
+from optplan.analysis.types import infer_types, verify
 from optplan.errors import InputError
 from optplan.executor import Run, compare, make_inputs, planned_run, reference_run
 from optplan.ir import Binding, Call, Program, Var, iter_bindings
@@ -175,10 +175,20 @@ def test_every_buffer_is_killed_once_on_every_path(program: Program) -> None:
         assume(False)  # a branch whose value is a call: not a program liveness accepts
     killed = kill_after_last_use(program)
     assert kill_faults(program, killed) == []
+    verify(killed)
+    if _round_trips(program):
+        assert parse(print_program(killed)) == killed
     inputs = make_inputs(program)
     reference = reference_run(program, inputs)
     assume(reference.failure is None)  # random call_tir_inplace may write a parameter
     assert compare(reference, reference_run(killed, inputs)) is None
+
+
+def _round_trips(program: Program) -> bool:
+    try:
+        return parse(print_program(program)) == program
+    except (ValueError, InputError):
+        return False
 
 
 # ---------------------------------------------------------------------------- use_inplace_calls

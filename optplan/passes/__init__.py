@@ -12,6 +12,12 @@ run on its own and print as TVMScript:
 from optplan.passes.inplace import use_inplace_calls
 from optplan.passes.kill import kill_after_last_use
 from optplan.passes.layout_free import attach_layout_free_buffers
-from optplan.passes.lower import plan_memory
+from optplan.passes.lower import lower_program, plan_memory
 
-__all__ = ["attach_layout_free_buffers", "kill_after_last_use", "plan_memory", "use_inplace_calls"]
+__all__ = [
+    "attach_layout_free_buffers",
+    "kill_after_last_use",
+    "lower_program",
+    "plan_memory",
+    "use_inplace_calls",
+]

@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from optplan.analysis.liveness import build_memory
 from optplan.analysis.memory import Memory, Placement
 from optplan.analysis.types import infer_types
 from optplan.errors import InputError
@@ -55,6 +56,7 @@ from optplan.ir import (
 from optplan.ops import lookup, overwritten_args
 from optplan.passes.kill import BARE, kill_after_last_use
 from optplan.plan import Plan
+from optplan.planners import Planner
 from optplan.problem import Problem
 
 STORAGE = "storage"
@@ -86,6 +88,17 @@ def plan_memory(program: Program, memory: Memory, plan: Plan) -> Program:
     body = SeqExpr((Block(tuple(bindings)),), fn.body.body)
     lowered = dataclasses.replace(fn, body=body, attrs=_forced_pure(fn.attrs))
     return kill_after_last_use(program.replace_function(lowered))
+
+
+def lower_program(
+    program: Program, planner: Planner, *, alignment: int = 1
+) -> tuple[Program, Plan]:
+    """Plan `program`'s entry function with `planner` and lower it onto the plan: what
+    `optplan lower PROGRAM --planner NAME` prints (with `print_program`)."""
+    typed = infer_types(program)
+    memory = build_memory(typed, alignment=alignment)
+    plan = planner(memory.problem)
+    return plan_memory(typed, memory, plan), plan
 
 
 def storages_of(problem: Problem, plan: Plan, taken: set[str]) -> list[Storage]:
