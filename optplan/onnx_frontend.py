@@ -22,8 +22,10 @@ Steps of `read_onnx(path, dims)`:
 
 Importing this module registers an OpDef for every standard ONNX op under `onnx.<OpType>`:
 its type rule reads `out_ty`, its kernel runs the node alone in `onnx.reference`'s
-ReferenceEvaluator (built once per distinct node and cached); Reshape, Squeeze, Unsqueeze,
-Flatten and Identity are views of their first input.
+ReferenceEvaluator (a typed one-node model, built once per distinct node and input types
+and cached); the few ops that `onnx.reference` does not implement get no kernel, so the
+executor runs its mixing kernel for them. Reshape, Squeeze, Unsqueeze, Flatten and
+Identity are views of their first input: their kernel reshapes, so the result shares it.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 from onnx.reference import ReferenceEvaluator
+from onnx.reference.op_run import RuntimeImplementationError
+from onnx.reference.ops import load_op
 
 from optplan.errors import InputError
 from optplan.ir import (
@@ -416,9 +420,11 @@ def _kernel(call: Call, args: Sequence[object]) -> object:
         # keeps the result a view of them, as the memory plan assumes.
         assert isinstance(out, TensorType) and isinstance(args[0], np.ndarray)
         return args[0].reshape(out.shape)
-    evaluator = _evaluator(call.op, call.attrs, len(call.args))
+    arrays_in = [np.asarray(a) for a in args]
+    in_types = tuple(TensorType(a.shape, a.dtype.name) for a in arrays_in)
+    evaluator = _evaluator(call.op, call.attrs, in_types)
     positions = call.attr("onnx_inputs") or tuple(range(len(args)))
-    feeds = {f"i{p}": a for p, a in zip(positions, args)}  # type: ignore[union-attr]
+    feeds = {f"i{p}": a for p, a in zip(positions, arrays_in)}  # type: ignore[union-attr]
     results = evaluator.run(None, feeds)
     fields = out.fields if isinstance(out, TupleType) else (out,)
     # Copies in the declared dtype: a reference op may hand back its input or a wider type.
@@ -427,10 +433,26 @@ def _kernel(call: Call, args: Sequence[object]) -> object:
 
 
 @functools.lru_cache(maxsize=4096)
-def _evaluator(op: str, attrs: tuple[tuple[str, AttrValue], ...], arity: int) -> ReferenceEvaluator:
-    """The node of a call alone, ready to run; identical nodes share one evaluator."""
+def _evaluator(
+    op: str, attrs: tuple[tuple[str, AttrValue], ...], in_types: tuple[TensorType, ...]
+) -> ReferenceEvaluator:
+    """The node of a call alone in a typed one-node model, ready to run; identical nodes
+    on identical types share one. Typed inputs let the ops that ONNX defines as functions
+    of their input types (Gelu, GroupNormalization) expand."""
     opset = int(_attr(attrs, "onnx_opset"))  # type: ignore[arg-type]
-    return ReferenceEvaluator(_node_proto(op, attrs, arity), opsets={"": opset})
+    node = _node_proto(op, attrs, len(in_types))
+    out = _attr(attrs, "out_ty")
+    out_types = out.fields if isinstance(out, TupleType) else (out,)  # type: ignore[union-attr]
+    inputs = [_value_info(name, t) for name, t in zip(filter(None, node.input), in_types)]
+    outputs = [_value_info(name, t) for name, t in zip(filter(None, node.output), out_types)]
+    graph = onnx.helper.make_graph([node], "one_node", inputs, outputs)  # type: ignore[arg-type]
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)])
+    return ReferenceEvaluator(model)
+
+
+def _value_info(name: str, type_: TensorType) -> onnx.ValueInfoProto:
+    elem_type = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(type_.dtype))
+    return onnx.helper.make_tensor_value_info(name, elem_type, list(type_.shape))
 
 
 def _attr(attrs: tuple[tuple[str, AttrValue], ...], name: str) -> object:
@@ -470,7 +492,21 @@ def _onnx_value(value: AttrValue) -> object:
     return value
 
 
+def _has_reference(schema: onnx.defs.OpSchema) -> bool:
+    """Whether `onnx.reference` can run the op (a few, like GlobalLpPool, it cannot)."""
+    try:
+        load_op("", schema.name, schema.since_version)
+    except RuntimeImplementationError:
+        return False
+    except Exception:
+        # Ops defined as functions of their input types load only with a node in context.
+        return True
+    return True
+
+
 def _register_all() -> None:
+    """One OpDef per standard op; ops without a reference implementation get no kernel,
+    so the executor runs its deterministic mixing kernel for them."""
     for schema in onnx.defs.get_all_schemas():
         if schema.domain in _STANDARD_DOMAINS:
             name = schema.name
@@ -478,7 +514,7 @@ def _register_all() -> None:
                 OpDef(
                     PREFIX + name,
                     _infer,
-                    _kernel,
+                    _kernel if _has_reference(schema) else None,
                     inplace=name in ELEMENTWISE_OPS,
                     view=name in VIEW_OPS,
                     elementwise=name in ELEMENTWISE_OPS,

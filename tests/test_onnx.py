@@ -163,11 +163,24 @@ def split_concat() -> onnx.ModelProto:
     return _model(nodes, [_tensor("x", [2, 12, 5])], outputs, w)
 
 
+def function_ops() -> onnx.ModelProto:
+    """Gelu, which ONNX defines as a function of its input type, and HardSwish and Mish,
+    which it defines by bodies of other ops."""
+    nodes = [
+        helper.make_node("Gelu", ["x"], ["g"], approximate="tanh"),
+        helper.make_node("HardSwish", ["g"], ["h"]),
+        helper.make_node("Mish", ["h"], ["y"]),
+    ]
+    shape = [2, 6, 4, 4]
+    return _model(nodes, [_tensor("x", shape)], [_tensor("y", shape)], Weights(), opset=20)
+
+
 MODELS: dict[str, tuple[Callable[[], onnx.ModelProto], dict[str, int]]] = {
     "conv_bn_relu": (conv_bn_relu_block, {}),
     "gemm_mlp": (gemm_mlp, {"batch": 4}),
     "attention": (attention_block, {}),
     "split_concat": (split_concat, {}),
+    "function_ops": (function_ops, {}),
 }
 
 
@@ -295,6 +308,20 @@ def test_optional_inputs_tensor_attributes_and_constants(tmp_path: Path) -> None
     x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
     expected = np.minimum(x, 0.5) + 0.25
     np.testing.assert_array_equal(_reference_outputs(model, {"x": x})[0], expected)
+
+
+def test_op_table_entries() -> None:
+    """Every standard op is registered; views are the five reshaping ops; an op that
+    onnx.reference cannot run has no kernel, so the replay uses the mixing kernel."""
+    from optplan.ops import lookup
+
+    views = {n for n in ("Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Transpose")
+             if lookup(f"onnx.{n}").view}  # type: ignore[union-attr]  # fmt: skip
+    assert views == {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"}
+    assert lookup("onnx.Conv").kernel is not None  # type: ignore[union-attr]
+    assert lookup("onnx.GlobalLpPool").kernel is None  # type: ignore[union-attr]
+    relu, matmul = lookup("onnx.Relu"), lookup("onnx.MatMul")
+    assert relu is not None and matmul is not None and relu.inplace and not matmul.inplace
 
 
 # ---------------------------------------------------------------------------- plans
