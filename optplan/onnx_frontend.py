@@ -111,7 +111,6 @@ def read_onnx(path: str, dims: dict[str, int], *, with_weights: bool = True) -> 
     """The Program of the model at `path`, with its weights unless `with_weights` is False."""
     model = _read_checked(path, load_data=with_weights)
     opset = _opset(model)
-    _check_ops(model, opset, path)
     _fix_input_dims(model.graph, dims, path)
     model = _infer_shapes(model, path)
     types = _static_types(model, path)
@@ -129,6 +128,8 @@ def _read_checked(path: str, *, load_data: bool) -> onnx.ModelProto:
         model = onnx.load(path, load_external_data=load_data)
     except Exception as error:  # protobuf raises several unrelated types on bad bytes
         raise InputError(f"not an ONNX model: {_first_line(error)}", file=path) from None
+    # Unknown ops first: the checker's own message for them is hard to read.
+    _check_ops(model, path)
     try:
         # Checking the file rather than the loaded proto finds external weights beside it.
         onnx.checker.check_model(path)
@@ -143,7 +144,7 @@ def _read_checked(path: str, *, load_data: bool) -> onnx.ModelProto:
 def _first_line(error: Exception) -> str:
     text = str(error).strip()
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else type(error).__name__
+    return lines[0] if lines else type(error).__name__
 
 
 def _opset(model: onnx.ModelProto) -> int:
@@ -153,10 +154,11 @@ def _opset(model: onnx.ModelProto) -> int:
     return onnx.defs.onnx_opset_version()
 
 
-def _check_ops(model: onnx.ModelProto, opset: int, path: str) -> None:
-    """Every node must be a standard op that `onnx.reference` can run deterministically."""
-    for node in model.graph.node:
-        where = f"node {node.name or node.output[0]!r} ({node.op_type})"
+def _check_ops(model: onnx.ModelProto, path: str) -> None:
+    """Every node must be a standard op that can be replayed deterministically."""
+    for index, node in enumerate(model.graph.node):
+        label = node.name or next((o for o in node.output if o), f"#{index}")
+        where = f"node {label!r} ({node.op_type})"
         if node.domain not in _STANDARD_DOMAINS:
             raise InputError(f"{where}: op domain {node.domain!r} is not standard ONNX", file=path)
         if not onnx.defs.has(node.op_type):

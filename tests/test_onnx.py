@@ -449,8 +449,7 @@ def test_unknown_op_fails_at_load(tmp_path: Path) -> None:
     onnx.save(model, str(path))  # unchecked on purpose
     with pytest.raises(InputError) as caught:
         load(str(path))
-    message = str(caught.value)
-    assert message.startswith(f"{path}: ") and "NoSuchOp" in message and "\n" not in message
+    assert str(caught.value) == f"{path}: node 'y' (NoSuchOp): the onnx package does not know this op"
 
 
 def test_command_line_reports_bad_models_with_status_2(
