@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from optplan import kernels
 from optplan.analysis.memory import Memory, Placement
 from optplan.analysis.types import format_type, infer_types
 from optplan.errors import InputError
@@ -57,7 +56,7 @@ from optplan.ir import (
     Var,
     iter_bindings,
 )
-from optplan.ops import destination_args, evaluate, inplace_outputs, lookup, overwritten_args
+from optplan.ops import evaluate, inplace_outputs, lookup, overwritten_args
 from optplan.plan import Plan
 
 POISON = 0xA5
@@ -270,8 +269,8 @@ class _Machine:
     env: dict[str, Value] = field(default_factory=dict)
     values: dict[str, np.ndarray] = field(default_factory=dict)
     locs: dict[str, Loc | None] = field(default_factory=dict)
-    # In-place and destination-passing calls write into values bound earlier, so even
-    # the reference run must record copies when the program has them.
+    # In-place calls write into values bound earlier, so even the reference run must
+    # record copies when the program has them.
     copy_values: bool = False
 
     @property
@@ -387,10 +386,13 @@ class _Machine:
             raise InputError(f"the type of the {call.op} call is not known")
         args = [self.expr(a) for a in call.args]
         loc = binding.loc if binding is not None else call.loc
-        if destination_args(call):
-            return self.destination_call(call, args, loc)
+        if call.op == "call_kernel":
+            raise InputError(
+                f"kernel call {call.attr('kernel')!r} writes its arguments: this is a lowered "
+                "program; run it with optplan.lowered.run_lowered"
+            )
         if call.op in _KILLS:
-            return self.kill(args)
+            return self.kill(call, args)
         op = lookup(call.op)
         overwritten = overwritten_args(call)
         if isinstance(placement, Placement) and op is not None and op.into is not None and not overwritten:
@@ -437,26 +439,11 @@ class _Machine:
             outputs.append(target)
         return tuple(outputs) if isinstance(result, tuple) else outputs[0]
 
-    def destination_call(self, call: Call, args: list[Value], loc: Loc | None) -> Value:
-        """`kernel(inputs..., out)`: the mixing kernel of the inputs, written into `out`."""
-        (index,) = destination_args(call)
-        out = args[index]
-        assert isinstance(out, np.ndarray)
-        if not out.flags.writeable:
-            raise ReplayFailure(
-                f"kernel {call.attr('kernel')!r} writes into {_describe(call.args[index])}, "
-                "which is read-only (a parameter or constant, or a view of one)",
-                loc,
-            )
-        name = str(call.attr("kernel") or call.op)
-        result = kernels.mix(name, args[:index], TensorType(out.shape, out.dtype.name))
-        np.copyto(out, result)
-        return ()
-
-    def kill(self, args: list[Value]) -> Value:
-        """A kill of a lowered program: in a planned run its bytes are poisoned, so a read
-        after the kill shows."""
-        if self.planned:
+    def kill(self, call: Call, args: list[Value]) -> Value:
+        """In a planned run a killed tensor's bytes are poisoned, so a read after the kill
+        shows. A storage kill only drops a reference (tensors carved from it live on), so
+        it poisons nothing."""
+        if self.planned and call.op == "memory.kill_tensor":
             for target in _flatten(tuple(args)):
                 if target.flags.writeable and target.flags.c_contiguous:
                     target.reshape(-1).view(np.uint8).fill(POISON)
@@ -518,7 +505,7 @@ _KILLS = {"memory.kill_tensor", "memory.kill_storage", "vm.kill_object"}
 
 
 def _writes_an_argument(expr: Expr) -> bool:
-    return isinstance(expr, Call) and bool(overwritten_args(expr) or destination_args(expr))
+    return isinstance(expr, Call) and bool(overwritten_args(expr))
 
 
 

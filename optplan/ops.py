@@ -144,14 +144,6 @@ def overwritten_args(call: Call) -> tuple[int, ...]:
     return tuple(i for i in inplace_outputs(call) if i >= 0)
 
 
-def destination_args(call: Call) -> tuple[int, ...]:
-    """Positions of the arguments a destination-passing kernel call writes: the last one
-    of a bare `kernel(inputs..., output)` call (`call_kernel`), as TVM lowers call_tir."""
-    if call.op == "call_kernel" and call.args:
-        return (len(call.args) - 1,)
-    return ()
-
-
 def evaluate(call: Call, args: Sequence[object], out_type: Type) -> np.ndarray | tuple[np.ndarray, ...]:
     """The value of `call` on `args`: its kernel's result, or the mixing kernel's for
     opaque ops, checked against `out_type` (a mismatch is a bug in the table)."""
@@ -1247,8 +1239,8 @@ def _no_value(call: Call, arg_types: Sequence[Type | None]) -> Type:
 
 
 register(OpDef("call_tir", _infer_call_tir))
-# `kernel(a, b, out)` after CallTIRRewrite: writes `out`, returns nothing (see
-# destination_args); the executor runs the mixing kernel into `out`.
+# `kernel(a, b, out)` after CallTIRRewrite: writes its destinations, returns nothing.
+# Lowered programs run with optplan.lowered, which knows storages and destinations.
 register(OpDef("call_kernel", _no_value))
 register(OpDef("call_tir_inplace", _infer_call_tir))
 register(
@@ -1275,7 +1267,6 @@ __all__ = [
     "OpDef",
     "Window",
     "broadcast",
-    "destination_args",
     "evaluate",
     "fail",
     "inplace_outputs",
