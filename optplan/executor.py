@@ -348,6 +348,14 @@ class _Machine:
                 self.binding(binding)
 
     def binding(self, binding: Binding) -> None:
+        try:
+            self.run_binding(binding)
+        except ReplayFailure as failure:
+            if failure.loc is None and binding.loc is not None:
+                raise ReplayFailure(str(failure), binding.loc) from None
+            raise
+
+    def run_binding(self, binding: Binding) -> None:
         name, value_expr = binding.var.name, binding.value
         released = self.released("release_after", name)
         if isinstance(value_expr, If):

@@ -461,3 +461,14 @@ def test_an_in_place_call_with_a_fresh_second_output() -> None:
         placements={"a": Placement("a"), "t": (Placement("a"), Placement("t[1]")), "first": Placement("a")},
     )
     assert compare(run, planned_run(program, memory, plan_of({"a": 0, "t[1]": 64}, 128), inputs)) is None
+
+
+def test_a_plan_that_misses_a_buffer_or_overruns_the_arena_fails_the_replay() -> None:
+    inputs = make_inputs(chain())
+    reference = reference_run(chain(), inputs)
+    missing = planned_run(chain(), chain_memory(), plan_of({"a": 0, "b": 64}, 192), inputs)
+    assert missing.failure == "the plan gives no offset for buffer 'c'"
+    short = planned_run(chain(), chain_memory(), plan_of({"a": 0, "b": 64, "c": 128}, 150), inputs)
+    assert short.failure is not None and "outside the arena of 150 bytes" in short.failure
+    difference = compare(reference, short)
+    assert difference is not None and str(difference).startswith("m.py:3:5: the planned run failed")
