@@ -14,7 +14,8 @@ Steps:
    (`best` fit, as TFLite's arena and XLA's best-fit heap do).
 4. `greedy` runs every order with every fit, plus the naive stack (so that it is never
    worse than `naive`, which alignment padding could otherwise make it), and keeps the
-   lowest arena; `plan.detail` says which run won and what each reached.
+   lowest arena; `plan.detail` says which run won and what each reached. Orders that
+   sort this problem's rectangles identically are run once.
 
 Finding the rectangles live at the same time is the cost. Time is compressed to the ranks
 of its end points and cut into buckets about one typical lifetime wide; a placed
@@ -105,16 +106,23 @@ def best_offsets(
     best = stack(rects)
     winner = "naive"
     arenas: dict[str, int] = {"naive": top(rects, best)}
+    movable = [r for r in rects if r.pin is None and r.size > 0]
+    done: dict[tuple[int, ...], str] = {}
     for order in orders:
-        sequence = sorted(
-            (r for r in rects if r.pin is None and r.size > 0), key=_ORDER_KEYS[order]
-        )
+        sequence = tuple(r.index for r in sorted(movable, key=_ORDER_KEYS[order]))
         for fit in fits:
-            offsets = place(rects, sequence, fit, grid)
             run = f"{order}/{fit}"
+            same = done.get(sequence)
+            if same is not None:
+                # Orders that agree on this problem (sizes all distinct, say) give the
+                # same placement; run it once.
+                arenas[run] = arenas[f"{same}/{fit}"]
+                continue
+            offsets = place(rects, sequence, fit, grid)
             arenas[run] = top(rects, offsets)
             if arenas[run] < arenas[winner]:
                 best, winner = offsets, run
+        done.setdefault(sequence, order)
     return best, {"order": winner, "arenas": arenas}
 
 
@@ -123,6 +131,7 @@ class _Grid:
     """Lifetimes as ranks of end points, and the bucket width (a power of two)."""
 
     spans: tuple[tuple[tuple[int, int], ...], ...]
+    shape: tuple[tuple[int, int, int], ...]  # (size, residue, modulus) per rectangle
     shift: int
     buckets: int
 
@@ -134,11 +143,13 @@ class _Grid:
         lengths = sorted(e - s for span in spans for s, e in span)
         typical = lengths[len(lengths) // 2] if lengths else 1
         shift = max(typical, 1).bit_length() - 1
-        return _Grid(spans, shift, (len(points) >> shift) + 1)
+        shape = tuple((r.size, r.residue or 0, r.modulus) for r in rects)
+        return _Grid(spans, shape, shift, (len(points) >> shift) + 1)
 
 
-def place(rects: list[Rect], sequence: list[Rect], fit: str, grid: _Grid) -> list[int]:
-    """Offsets with pinned rectangles at their pins and `sequence` placed in order."""
+def place(rects: list[Rect], sequence: tuple[int, ...], fit: str, grid: _Grid) -> list[int]:
+    """Offsets with pinned rectangles at their pins and the rectangles of `sequence`
+    (indices) placed in that order."""
     offsets = [r.pin if r.pin is not None else r.lift(0) for r in rects]
     buckets: list[list[_Entry]] = [[] for _ in range(grid.buckets)]
     shift = grid.shift
@@ -146,9 +157,10 @@ def place(rects: list[Rect], sequence: list[Rect], fit: str, grid: _Grid) -> lis
         if rect.pin is not None and rect.size > 0:
             _enter(buckets, grid.spans[rect.index], rect.pin, rect.pin + rect.size, shift)
     hole = _best_hole if fit == "best" else _first_hole
-    spans = grid.spans
-    for rect in sequence:
-        span = spans[rect.index]
+    spans, shape = grid.spans, grid.shape
+    for index in sequence:
+        size, residue, modulus = shape[index]
+        span = spans[index]
         if len(span) == 1:
             # The common case, kept free of calls: one interval, usually one bucket.
             s, e = span[0]
@@ -163,15 +175,15 @@ def place(rects: list[Rect], sequence: list[Rect], fit: str, grid: _Grid) -> lis
                     if bs < e and s < be
                 ]
             busy.sort()
-            offset = hole(busy, rect.size, rect.residue, rect.modulus)  # type: ignore[arg-type]
-            entry = (offset, offset + rect.size, s, e)
+            offset = hole(busy, size, residue, modulus)
+            entry = (offset, offset + size, s, e)
             for b in range(first, last + 1):
                 buckets[b].append(entry)
         else:
             busy = _busy(buckets, span, shift)
-            offset = hole(busy, rect.size, rect.residue, rect.modulus)  # type: ignore[arg-type]
-            _enter(buckets, span, offset, offset + rect.size, shift)
-        offsets[rect.index] = offset
+            offset = hole(busy, size, residue, modulus)
+            _enter(buckets, span, offset, offset + size, shift)
+        offsets[index] = offset
     return offsets
 
 
