@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import astuple, dataclass, fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -42,12 +43,12 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from optplan.errors import InputError  # noqa: E402
-from optplan.load import Loaded, load  # noqa: E402
-from optplan.onnx_frontend import onnx_weights  # noqa: E402
-from optplan.plan import Plan, validate  # noqa: E402
-from optplan.planners import get_planner  # noqa: E402
-from optplan.problem import Problem, lower_bound  # noqa: E402
+from optplan.errors import InputError
+from optplan.load import Loaded, load
+from optplan.onnx_frontend import onnx_weights
+from optplan.plan import Plan, validate
+from optplan.planners import get_planner
+from optplan.problem import Problem, lower_bound
 
 OPSET = 17
 SEED = 0
@@ -90,10 +91,10 @@ class Net:
     def ints(self, values: Sequence[int]) -> str:
         return self.const(np.array(values, dtype=np.int64), "i")
 
-    def op(self, op_type: str, inputs: Sequence[str], **attrs: object) -> str:
+    def op(self, op_type: str, inputs: Sequence[str], **attrs: Any) -> str:
         return self.ops(op_type, inputs, 1, **attrs)[0]
 
-    def ops(self, op_type: str, inputs: Sequence[str], count: int, **attrs: object) -> list[str]:
+    def ops(self, op_type: str, inputs: Sequence[str], count: int, **attrs: Any) -> list[str]:
         outputs = [self.name(op_type.lower()) for _ in range(count)]
         self.nodes.append(helper.make_node(op_type, list(inputs), outputs, **attrs))
         return outputs

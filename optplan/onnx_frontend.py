@@ -75,8 +75,14 @@ ELEMENTWISE_OPS = frozenset(
 )  # fmt: skip
 # Ops that draw random numbers; without a seed the replay could not be compared.
 RANDOM_OPS = frozenset(
-    {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Bernoulli",
-     "Multinomial"}
+    {
+        "RandomNormal",
+        "RandomNormalLike",
+        "RandomUniform",
+        "RandomUniformLike",
+        "Bernoulli",
+        "Multinomial",
+    }
 )
 _STANDARD_DOMAINS = ("", "ai.onnx")
 # The few dtypes NumPy has natively; bfloat16 and float8 would need ml_dtypes.
@@ -126,14 +132,14 @@ def read_onnx(path: str, dims: dict[str, int], *, with_weights: bool = True) -> 
 def _read_checked(path: str, *, load_data: bool) -> onnx.ModelProto:
     try:
         model = onnx.load(path, load_external_data=load_data)
-    except Exception as error:  # protobuf raises several unrelated types on bad bytes
+    except Exception as error:  # noqa: BLE001 - protobuf raises unrelated types on bad bytes
         raise InputError(f"not an ONNX model: {_first_line(error)}", file=path) from None
     # Unknown ops first: the checker's own message for them is hard to read.
     _check_ops(model, path)
     try:
         # Checking the file rather than the loaded proto finds external weights beside it.
         onnx.checker.check_model(path)
-    except Exception as error:
+    except (onnx.checker.ValidationError, OSError) as error:
         raise InputError(f"invalid ONNX model: {_first_line(error)}", file=path) from None
     if not model.graph.node and not model.graph.output:
         # Random bytes can decode as an empty but well-formed protobuf.
@@ -205,7 +211,7 @@ def _fix_input_dims(graph: onnx.GraphProto, dims: dict[str, int], path: str) -> 
 def _infer_shapes(model: onnx.ModelProto, path: str) -> onnx.ModelProto:
     try:
         return onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
-    except Exception as error:
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as error:
         raise InputError(f"shape inference failed: {_first_line(error)}", file=path) from None
 
 
@@ -261,7 +267,7 @@ def _tensor_type(name: str, elem_type: int, shape: tuple[int, ...], path: str) -
 def _dtype_name(elem_type: int) -> str:
     try:
         return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type)).name
-    except Exception:
+    except (KeyError, TypeError, ValueError):
         return onnx.TensorProto.DataType.Name(elem_type).lower()
 
 
@@ -414,42 +420,69 @@ def _infer(call: Call, arg_types: Sequence[Type | None]) -> Type:
     return out
 
 
-def _kernel(call: Call, args: Sequence[object]) -> object:
+@dataclass(frozen=True, slots=True)
+class _NodeSpec:
+    """What an `onnx.*` call says about its node: enough to rebuild it alone."""
+
+    op_type: str
+    opset: int
+    attributes: tuple[tuple[str, AttrValue], ...]
+    inputs: tuple[int, ...]  # positions of the present inputs among the node's inputs
+    outputs: tuple[int, ...]
+    out_types: tuple[TensorType, ...]
+
+
+def _spec(call: Call) -> _NodeSpec:
     out = call.attr("out_ty")
-    assert isinstance(out, (TensorType, TupleType))
-    if call.op[len(PREFIX) :] in VIEW_OPS:
+    out_types = out.fields if isinstance(out, TupleType) else (out,)
+    if not all(isinstance(t, TensorType) for t in out_types):
+        raise fail(call, f"{call.op} needs out_ty, the type ONNX shape inference gave")
+    return _NodeSpec(
+        op_type=call.op[len(PREFIX) :],
+        opset=_int(call.attr("onnx_opset", onnx.defs.onnx_opset_version())),
+        attributes=tuple((k, v) for k, v in call.attrs if k not in _OWN_ATTRS),
+        inputs=_ints(call.attr("onnx_inputs", tuple(range(len(call.args))))),
+        outputs=_ints(call.attr("onnx_outputs", tuple(range(len(out_types))))),
+        out_types=out_types,  # type: ignore[arg-type]
+    )
+
+
+def _int(value: AttrValue) -> int:
+    assert isinstance(value, int)
+    return value
+
+
+def _ints(value: AttrValue) -> tuple[int, ...]:
+    assert isinstance(value, tuple)
+    return tuple(_int(v) for v in value)
+
+
+def _kernel(call: Call, args: Sequence[object]) -> object:
+    spec = _spec(call)
+    arrays_in = [np.asarray(a) for a in args]
+    if spec.op_type in VIEW_OPS:
         # Each view op only reinterprets its first input's bytes in a new shape; reshaping
         # keeps the result a view of them, as the memory plan assumes.
-        assert isinstance(out, TensorType) and isinstance(args[0], np.ndarray)
-        return args[0].reshape(out.shape)
-    arrays_in = [np.asarray(a) for a in args]
+        return arrays_in[0].reshape(spec.out_types[0].shape)
     in_types = tuple(TensorType(a.shape, a.dtype.name) for a in arrays_in)
-    evaluator = _evaluator(call.op, call.attrs, in_types)
-    positions = call.attr("onnx_inputs") or tuple(range(len(args)))
-    feeds = {f"i{p}": a for p, a in zip(positions, arrays_in)}  # type: ignore[union-attr]
-    results = evaluator.run(None, feeds)
-    fields = out.fields if isinstance(out, TupleType) else (out,)
+    feeds = {f"i{p}": a for p, a in zip(spec.inputs, arrays_in)}
+    results = _evaluator(spec, in_types).run(None, feeds)
     # Copies in the declared dtype: a reference op may hand back its input or a wider type.
-    arrays = tuple(np.array(r, dtype=f.dtype) for r, f in zip(results, fields))  # type: ignore
-    return arrays if isinstance(out, TupleType) else arrays[0]
+    arrays = tuple(np.array(r, dtype=t.dtype) for r, t in zip(results, spec.out_types))
+    return arrays if isinstance(call.attr("out_ty"), TupleType) else arrays[0]
 
 
 @functools.lru_cache(maxsize=4096)
-def _evaluator(
-    op: str, attrs: tuple[tuple[str, AttrValue], ...], in_types: tuple[TensorType, ...]
-) -> ReferenceEvaluator:
-    """The node of a call alone in a typed one-node model, ready to run; identical nodes
-    on identical types share one. Typed inputs let the ops that ONNX defines as functions
-    of their input types (Gelu, GroupNormalization) expand."""
-    opset = int(_attr(attrs, "onnx_opset"))  # type: ignore[arg-type]
-    node = _node_proto(op, attrs, len(in_types))
-    out = _attr(attrs, "out_ty")
-    out_types = out.fields if isinstance(out, TupleType) else (out,)  # type: ignore[union-attr]
+def _evaluator(spec: _NodeSpec, in_types: tuple[TensorType, ...]) -> ReferenceEvaluator:
+    """The node alone in a typed one-node model, ready to run; identical nodes on identical
+    types share one. Typed inputs let the ops that ONNX defines as functions of their input
+    types (Gelu) expand."""
+    node = _node_proto(spec)
     inputs = [_value_info(name, t) for name, t in zip(filter(None, node.input), in_types)]
-    outputs = [_value_info(name, t) for name, t in zip(filter(None, node.output), out_types)]
-    graph = onnx.helper.make_graph([node], "one_node", inputs, outputs)  # type: ignore[arg-type]
-    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)])
-    return ReferenceEvaluator(model)
+    outputs = [_value_info(name, t) for name, t in zip(filter(None, node.output), spec.out_types)]
+    graph = onnx.helper.make_graph([node], "one_node", inputs, outputs)
+    opsets = [onnx.helper.make_opsetid("", spec.opset)]
+    return ReferenceEvaluator(onnx.helper.make_model(graph, opset_imports=opsets))
 
 
 def _value_info(name: str, type_: TensorType) -> onnx.ValueInfoProto:
@@ -457,38 +490,32 @@ def _value_info(name: str, type_: TensorType) -> onnx.ValueInfoProto:
     return onnx.helper.make_tensor_value_info(name, elem_type, list(type_.shape))
 
 
-def _attr(attrs: tuple[tuple[str, AttrValue], ...], name: str) -> object:
-    return dict(attrs).get(name)
-
-
-def _node_proto(op: str, attrs: tuple[tuple[str, AttrValue], ...], arity: int) -> onnx.NodeProto:
-    op_type = op[len(PREFIX) :]
-    opset = int(_attr(attrs, "onnx_opset"))  # type: ignore[arg-type]
-    out = _attr(attrs, "out_ty")
-    count = len(out.fields) if isinstance(out, TupleType) else 1
-    in_positions = _attr(attrs, "onnx_inputs") or tuple(range(arity))
-    out_positions = _attr(attrs, "onnx_outputs") or tuple(range(count))
-    inputs = [""] * (max(in_positions, default=-1) + 1)  # type: ignore[call-overload]
-    for p in in_positions:  # type: ignore[union-attr]
-        inputs[p] = f"i{p}"
-    outputs = [""] * (max(out_positions) + 1)  # type: ignore[call-overload]
-    for p in out_positions:  # type: ignore[union-attr]
-        outputs[p] = f"o{p}"
-    schema = onnx.defs.get_schema(op_type, opset, "")
-    node = onnx.helper.make_node(op_type, inputs, outputs)
-    for name, value in attrs:
-        if name not in _OWN_ATTRS:
-            kind = int(schema.attributes[name].type)
-            attribute = onnx.helper.make_attribute(name, _onnx_value(value), attr_type=kind)
-            node.attribute.append(attribute)
+def _node_proto(spec: _NodeSpec) -> onnx.NodeProto:
+    inputs = _named("i", spec.inputs)
+    outputs = _named("o", spec.outputs)
+    node = onnx.helper.make_node(spec.op_type, inputs, outputs)
+    schema = onnx.defs.get_schema(spec.op_type, spec.opset, "")
+    for name, value in spec.attributes:
+        # The schema gives the kind, which an empty list alone would not tell.
+        kind = int(schema.attributes[name].type.value)  # type: ignore[attr-defined]
+        node.attribute.append(onnx.helper.make_attribute(name, _onnx_value(value), attr_type=kind))
     return node
+
+
+def _named(prefix: str, positions: tuple[int, ...]) -> list[str]:
+    """Names at the given positions, empty names (absent optional values) between them."""
+    names = [""] * (max(positions, default=-1) + 1)
+    for position in positions:
+        names[position] = f"{prefix}{position}"
+    return names
 
 
 def _onnx_value(value: AttrValue) -> object:
     """The inverse of `_attr_value`."""
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], TensorType):
+    if isinstance(value, tuple) and len(value) == 2:
         ty, flat = value
-        return numpy_helper.from_array(np.array(flat, dtype=ty.dtype).reshape(ty.shape))
+        if isinstance(ty, TensorType):
+            return numpy_helper.from_array(np.array(flat, dtype=ty.dtype).reshape(ty.shape))
     if isinstance(value, tuple):
         return [_onnx_value(v) for v in value]
     return value
@@ -500,7 +527,7 @@ def _has_reference(schema: onnx.defs.OpSchema) -> bool:
         load_op("", schema.name, schema.since_version)
     except RuntimeImplementationError:
         return False
-    except Exception:
+    except Exception:  # noqa: BLE001 - any other failure is a lookup that needs context
         # Ops defined as functions of their input types load only with a node in context.
         return True
     return True
@@ -526,4 +553,4 @@ def _register_all() -> None:
 
 _register_all()
 
-__all__ = ["OnnxModel", "VIEW_OPS", "load_onnx", "onnx_weights", "read_onnx"]
+__all__ = ["VIEW_OPS", "OnnxModel", "load_onnx", "onnx_weights", "read_onnx"]

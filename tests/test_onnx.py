@@ -8,23 +8,25 @@ onnxruntime is installed, the reference run is compared with it too.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-onnx = pytest.importorskip("onnx")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+pytest.importorskip("onnx")
+import onnx
+from onnx import TensorProto, helper, numpy_helper
 
-from optplan.analysis.liveness import build_memory  # noqa: E402
-from optplan.errors import InputError  # noqa: E402
-from optplan.ir import Call, TupleGetItem, TupleType  # noqa: E402
-from optplan.load import load  # noqa: E402
-from optplan.onnx_frontend import OnnxModel, load_onnx, onnx_weights, read_onnx  # noqa: E402
-from optplan.plan import validate  # noqa: E402
-from optplan.planners import get_planner  # noqa: E402
+from optplan.analysis.liveness import build_memory
+from optplan.errors import InputError
+from optplan.ir import Call, TensorType, TupleGetItem, TupleType
+from optplan.load import load
+from optplan.onnx_frontend import OnnxModel, load_onnx, onnx_weights, read_onnx
+from optplan.plan import validate
+from optplan.planners import get_planner
 
 try:
     from optplan import executor
@@ -66,7 +68,7 @@ def _model(nodes, inputs, outputs, weights: Weights, opset: int = 17) -> onnx.Mo
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
 
 
-def _tensor(name: str, shape: list[int | str]) -> onnx.ValueInfoProto:
+def _tensor(name: str, shape: Sequence[int | str]) -> onnx.ValueInfoProto:
     return helper.make_tensor_value_info(name, FLOAT, shape)
 
 
@@ -99,7 +101,7 @@ def gemm_mlp() -> onnx.ModelProto:
     """A batch of vectors through Gemm-Relu-Gemm-Relu-Gemm; the batch is symbolic."""
     w, widths = Weights(), [32, 64, 48, 10]
     nodes, src = [], "input.1"
-    for i, (fan_in, fan_out) in enumerate(zip(widths, widths[1:])):
+    for i, (fan_in, fan_out) in enumerate(itertools.pairwise(widths)):
         w.add(f"fc{i}.weight", (fan_out, fan_in))
         w.add(f"fc{i}.bias", (fan_out,))
         out = f"/fc{i}/Gemm_output_0"
@@ -217,6 +219,7 @@ def test_inputs_then_weights_as_parameters(model_dir: Path, name: str) -> None:
     assert sorted(weight_names) == sorted(model.weights)
     assert sorted(onnx_weights(path)) == sorted(model.weights)
     for param in fn.params[fn.num_input :]:
+        assert isinstance(param.type, TensorType)
         assert model.weights[param.var.name].shape == param.type.shape
 
 
@@ -253,8 +256,8 @@ def test_names_become_unique_identifiers(model_dir: Path) -> None:
 def test_symbolic_dimension_fixed_from_dims(model_dir: Path) -> None:
     path, _ = _read(model_dir, "gemm_mlp")
     small, large = load_onnx(path, {"batch": 2}), load_onnx(path, {"batch": 16})
-    assert small.main.params[0].type.shape == (2, 32)
-    assert large.main.ret_type.shape == (16, 10)  # type: ignore[union-attr]
+    assert small.main.params[0].type == TensorType((2, 32), "float32")
+    assert large.main.ret_type == TensorType((16, 10), "float32")
 
 
 def test_views_share_their_source_buffer(model_dir: Path) -> None:
@@ -342,6 +345,7 @@ def test_plans_are_valid(model_dir: Path, name: str, planner: str, options: dict
 
 
 # ---------------------------------------------------------------------------- replay
+
 
 def _inputs(model: OnnxModel) -> dict[str, np.ndarray]:
     return {**executor.make_inputs(model.program, seed=3), **model.weights}
@@ -449,7 +453,9 @@ def test_unknown_op_fails_at_load(tmp_path: Path) -> None:
     onnx.save(model, str(path))  # unchecked on purpose
     with pytest.raises(InputError) as caught:
         load(str(path))
-    assert str(caught.value) == f"{path}: node 'y' (NoSuchOp): the onnx package does not know this op"
+    assert (
+        str(caught.value) == f"{path}: node 'y' (NoSuchOp): the onnx package does not know this op"
+    )
 
 
 def test_command_line_reports_bad_models_with_status_2(
