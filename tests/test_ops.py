@@ -475,3 +475,17 @@ def test_out_dtype_is_the_accumulation_type() -> None:
     x = np.ones((1, 1, 4, 4), np.float16)
     out_type, value = call("nn.conv2d", x, np.ones((1, 1, 3, 3), np.float16), out_dtype="float32")
     assert out_type == TensorType((1, 1, 2, 2), "float32") and np.all(np.asarray(value) == 9.0)
+
+
+def test_zero_dimensional_results_stay_zero_dimensional() -> None:
+    # np.ascontiguousarray turns a 0-d array into shape (1,); the kernels must not.
+    scalar = np.array(1.5, np.float32)
+    for op, attrs in (("permute_dims", {"axes": ()}), ("nn.relu", {}), ("exp", {})):
+        out_type, value = call(op, scalar, **attrs)
+        assert out_type == TensorType((), "float32") and np.asarray(value).shape == ()
+
+
+def test_unary_ops_keep_an_integer_dtype() -> None:
+    out_type, value = call("exp", np.array([0, 1, 2], np.int32))
+    assert out_type == TensorType((3,), "int32") and value.dtype == np.int32  # type: ignore[union-attr]
+    assert np.asarray(value).tolist() == [1, 2, 7]
