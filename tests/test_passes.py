@@ -11,6 +11,7 @@ change (and read the diff).
 from __future__ import annotations
 
 import os
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,11 @@ def test_kill_alias_class_dies_whole() -> None:
     assert "kill_tensor(unused)" in killed  # never read: dead on arrival
 
 
+def test_kill_is_idempotent() -> None:
+    killed = kill_after_last_use(load(GOLDEN / "kill_if.in.py"))
+    assert kill_after_last_use(killed) == killed
+
+
 def test_kill_replays_like_the_original() -> None:
     program = infer_types(load(GOLDEN / "kill_if.in.py"))
     killed = kill_after_last_use(program)
@@ -98,49 +104,50 @@ def _kill_signature(program: Program) -> list[tuple[str, str]]:
     """Kills modulo TVM's CanonicalizeBindings and LowerAllocTensor: var-to-var aliases
     are replaced by their source, and a storage made for one tensor is that tensor's
     allocation. Each kill is paired with the last non-kill statement before it."""
-    alias: dict[str, str] = {}
-    single: set[str] = set()
     bindings = list(iter_bindings(program.main.body))
+    alias: dict[str, str] = {}
     for b in bindings:
         if isinstance(b.value, Var):
             alias[b.var.name] = alias.get(b.value.name, b.value.name)
-    for i, b in enumerate(bindings[:-1]):
-        nxt = bindings[i + 1].value
-        if (
-            isinstance(b.value, Call)
-            and b.value.op == "memory.alloc_storage"
-            and isinstance(nxt, Call)
-        ):
-            uses = [
-                x
-                for x in bindings
-                if isinstance(x.value, Call)
-                and x.value.op == "memory.alloc_tensor"
-                and x.value.args[0] == b.var
-            ]
-            if len(uses) == 1 and nxt.op == "memory.alloc_tensor":
-                single.add(b.var.name)
+    single = _single_tensor_storages(bindings)
     signature, anchor = [], ""
     for b in bindings:
-        if isinstance(b.value, Var):
+        value = b.value
+        if isinstance(value, Var) or (
+            _is_op(value, "memory.alloc_storage") and b.var.name in single
+        ):
             continue
-        if isinstance(b.value, Call) and b.value.op.startswith("memory.kill"):
-            target = b.value.args[0]
+        if isinstance(value, Call) and value.op.startswith("memory.kill"):
+            target = value.args[0]
             assert isinstance(target, Var)
             if target.name not in single:
-                signature.append((anchor, f"{b.value.op}({alias.get(target.name, target.name)})"))
-        elif not (
-            isinstance(b.value, Call)
-            and b.value.op == "memory.alloc_storage"
-            and b.var.name in single
-        ):
-            args = [
-                alias.get(a.name, a.name)
-                for a in getattr(b.value, "args", ())
-                if isinstance(a, Var)
-            ]
-            anchor = f"{b.var.name}:{getattr(b.value, 'op', '')}:{args}"
+                signature.append((anchor, f"{value.op}({alias.get(target.name, target.name)})"))
+            continue
+        args = [alias.get(a.name, a.name) for a in getattr(value, "args", ()) if isinstance(a, Var)]
+        anchor = f"{b.var.name}:{getattr(value, 'op', '')}:{args}"
     return signature
+
+
+def _is_op(value: object, op: str) -> bool:
+    return isinstance(value, Call) and value.op == op
+
+
+def _single_tensor_storages(bindings: list[Binding]) -> set[str]:
+    """Storages that LowerAllocTensor made for one tensor, right before carving it."""
+    single = set()
+    for b, after in pairwise(bindings):
+        if not (
+            _is_op(b.value, "memory.alloc_storage") and _is_op(after.value, "memory.alloc_tensor")
+        ):
+            continue
+        carvers = [
+            x
+            for x in bindings
+            if _is_op(x.value, "memory.alloc_tensor") and x.value.args[0] == b.var
+        ]  # type: ignore[union-attr]
+        if len(carvers) == 1:
+            single.add(b.var.name)
+    return single
 
 
 @needs_data

@@ -27,7 +27,10 @@ it), without their gaps around If. Per function:
                                r = v           <- 4: v moves into r
 
 The bound name of the kill is the variable that created the buffer (a tuple field is
-named `t[i]`), which is in scope wherever the buffer is live.
+named `t[i]`), which is in scope wherever the buffer is live. A kill goes into the block
+of the binding it follows, a dataflow block too (TVM runs its pass after leaving
+dataflow form; optplan does not need to). Kills already in the program are dropped first,
+so running the pass twice gives the same program.
 """
 
 from __future__ import annotations
@@ -45,7 +48,9 @@ _FIELD = re.compile(r"\[(\d+)\]")
 
 
 def kill_after_last_use(program: Program) -> Program:
-    """`program` with a kill after the last use of every tensor and storage."""
+    """`program` with a kill after the last use of every tensor and storage; kills it
+    already has are replaced (they would read as uses)."""
+    program = strip_kills(program)
     typed = infer_types(program)
     functions = tuple(
         _kill_function(fn, function_objects(typed_fn))

@@ -22,7 +22,7 @@ a pass walks both in step and reads the releases of the shadow binding.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from optplan.analysis.liveness import build_memory
 from optplan.analysis.memory import Memory
@@ -66,42 +66,49 @@ def function_objects(fn: Function) -> Objects:
     """Objects of `fn`, whose bindings must be typed (run `infer_types` first); bare
     statements may stay untyped."""
     names = {b.var.name for b in iter_bindings(fn.body)} | {p.var.name for p in fn.params}
-    counter = iter(range(1 << 30))
-    types: dict[str, Type | None] = {}
+    shadower = _Shadower(names)
+    shadow = dataclasses.replace(fn, body=shadower.seq(fn.body))
+    memory = build_memory(Program((shadow,)), alignment=1)
+    bare = frozenset(name for name in shadower.types if name not in names)
+    return Objects(shadow, memory, shadower.types, bare)
 
-    def fresh() -> str:
-        while True:
-            name = f"_stmt{next(counter)}"
-            if name not in names:
-                return name
 
-    def shadow_binding(binding: Binding) -> Binding:
-        name = fresh() if binding.var.name == BARE else binding.var.name
-        types[name] = binding.type
-        value, type_ = binding.value, binding.type
-        if isinstance(value, If):
-            value = dataclasses.replace(
-                value,
-                then_branch=shadow_seq(value.then_branch),
-                else_branch=shadow_seq(value.else_branch),
-            )
-        elif isinstance(value, Call):
-            value, type_ = _shadow_call(value, type_, name == binding.var.name)
-        return dataclasses.replace(
-            binding, var=dataclasses.replace(binding.var, name=name), value=value, type=type_
-        )
+@dataclass(slots=True)
+class _Shadower:
+    """Builds the shadow of one function (steps 1-3), remembering the original types."""
 
-    def shadow_seq(seq: SeqExpr) -> SeqExpr:
+    taken: set[str]
+    types: dict[str, Type | None] = field(default_factory=dict)
+    counter: int = 0
+
+    def fresh(self) -> str:
+        while f"_stmt{self.counter}" in self.taken:
+            self.counter += 1
+        self.taken.add(f"_stmt{self.counter}")
+        return f"_stmt{self.counter}"
+
+    def seq(self, seq: SeqExpr) -> SeqExpr:
         blocks = tuple(
-            dataclasses.replace(block, bindings=tuple(shadow_binding(b) for b in block.bindings))
+            dataclasses.replace(block, bindings=tuple(self.binding(b) for b in block.bindings))
             for block in seq.blocks
         )
         return dataclasses.replace(seq, blocks=blocks)
 
-    shadow = dataclasses.replace(fn, body=shadow_seq(fn.body))
-    memory = build_memory(Program((shadow,)), alignment=1)
-    bare = frozenset(name for name in types if name not in names)
-    return Objects(shadow, memory, types, bare)
+    def binding(self, binding: Binding) -> Binding:
+        bare = binding.var.name == BARE
+        name = self.fresh() if bare else binding.var.name
+        self.types[name] = binding.type
+        value, type_ = binding.value, binding.type
+        if isinstance(value, If):
+            value = dataclasses.replace(
+                value,
+                then_branch=self.seq(value.then_branch),
+                else_branch=self.seq(value.else_branch),
+            )
+        elif isinstance(value, Call):
+            value, type_ = _shadow_call(value, type_, not bare)
+        var = dataclasses.replace(binding.var, name=name)
+        return dataclasses.replace(binding, var=var, value=value, type=type_)
 
 
 def _shadow_call(call: Call, type_: Type | None, named: bool) -> tuple[Call, Type | None]:
