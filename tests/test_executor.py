@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optplan.analysis.liveness import build_memory
@@ -35,7 +35,6 @@ from optplan.ir import (
     TupleGetItem,
     TupleType,
     Var,
-    iter_bindings,
 )
 from optplan.plan import Plan, Status, validate
 from optplan.planners import PLANNERS
@@ -378,19 +377,9 @@ except ImportError:  # pragma: no cover - run from another directory
     from strategies_ir import programs  # type: ignore[no-redef]
 
 
-def branch_ends_in_a_call(program: Program) -> bool:
-    return any(
-        isinstance(b.value, If) and isinstance(branch.body, Call)
-        for b in iter_bindings(program.main.body)
-        for branch in ((b.value.then_branch, b.value.else_branch) if isinstance(b.value, If) else ())
-    )
-
-
 @settings(max_examples=40)
 @given(programs(), st.integers(0, 3))
 def test_random_programs_replay_bit_for_bit(program: Program, seed: int) -> None:
-    # Liveness does not yet take a branch whose value is a call rather than a variable.
-    assume(not branch_ends_in_a_call(program))
     typed = infer_types(program)
     memory = build_memory(typed, alignment=1)
     plan = PLANNERS["greedy"](memory.problem)

@@ -47,15 +47,15 @@ from optplan.ir import (
     Program,
     SeqExpr,
     ShapeExpr,
+    TensorType,
     Tuple,
     TupleGetItem,
     TupleType,
-    TensorType,
     Type,
     Var,
     operands,
 )
-from optplan.ops import lookup
+from optplan.ops import inplace_outputs, lookup
 from optplan.problem import Buffer, Interval, Problem
 
 # A value's buffers: a Placement for a planned tensor, None for a tensor that is not
@@ -79,6 +79,8 @@ class _Walk:
     sizes: dict[str, int] = field(default_factory=dict)
     dtypes: dict[str, str] = field(default_factory=dict)
     values: dict[str, Value] = field(default_factory=dict)
+    # Every binding's value, kept after its branch's scope closes, for the executor.
+    placed: dict[str, Value] = field(default_factory=dict)
     point_of: dict[str, int] = field(default_factory=dict)
     if_points: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
@@ -112,8 +114,8 @@ def build_memory(program: Program, *, plan_outputs: bool = False, alignment: int
         problem=Problem(buffers),
         placements={
             var: value
-            for var, value in walk.values.items()
-            if value is not None and not (_buffers_of(value) & excluded)
+            for var, value in walk.placed.items()
+            if value is not None and var != "_" and not (_buffers_of(value) & excluded)
         },
         **_releases(walk, occupied, excluded),
     )
@@ -141,11 +143,12 @@ def _walk_seq(walk: _Walk, seq: SeqExpr) -> None:
             value = _value_of_binding(walk, name, binding.value, binding.type or ObjectType())
             walk.points[point].defs = _buffers_of(value) - uses
             walk.values[name] = value
+            walk.placed[name] = value
             walk.point_of[name] = point
 
 
 def _walk_if(walk: _Walk, name: str, node: If, type_: Type) -> None:
-    test = walk.new_point(_buffers_of(_value_of(walk, node.cond)))
+    test = walk.new_point(_read_buffers(walk, node.cond))
     walk.point_of[name] = test
     result = _new_buffers(walk, name, type_)
     exits = []
@@ -154,9 +157,12 @@ def _walk_if(walk: _Walk, name: str, node: If, type_: Type) -> None:
         first = len(walk.points)
         walk.points[test].succ.append(first)
         _walk_seq(walk, branch)
-        exits.append(walk.new_point(_buffers_of(_value_of(walk, branch.body)), _buffers_of(result)))
+        # The yield reads the branch's value (computing it if it is a call) and writes it
+        # into the If's own buffer.
+        exits.append(walk.new_point(_read_buffers(walk, branch.body), _buffers_of(result)))
         walk.values = scope
     walk.values[name] = result
+    walk.placed[name] = result
     # The then branch's yield jumps over the else branch to the next point.
     walk.points[exits[0]].succ.append(exits[1] + 1)
     walk.if_points[name] = (test, exits[0], exits[1])
@@ -177,16 +183,27 @@ def _link_straight(walk: _Walk) -> None:
 
 def _value_of_binding(walk: _Walk, name: str, expr: Expr, type_: Type) -> Value:
     if isinstance(expr, Call):
-        indices = expr.attr("inplace_indices")
-        if indices is not None:
-            # The output takes the memory of the argument(s) it overwrites.
-            picked = tuple(_value_of(walk, expr.args[int(i)]) for i in indices)  # type: ignore[union-attr]
-            return picked[0] if len(picked) == 1 else picked
+        indices = inplace_outputs(expr)
+        if indices:
+            return _inplace_value(walk, name, expr, indices, type_)
         op = lookup(expr.op)
         if op is not None and op.view:
             return _value_of(walk, expr.args[0])
         return _new_buffers(walk, name, type_)
     return _value_of(walk, expr)
+
+
+def _inplace_value(walk: _Walk, name: str, call: Call, indices: tuple[int, ...], type_: Type) -> Value:
+    """An in-place call's outputs take the memory of the arguments they overwrite; an
+    index of -1 is a fresh output."""
+    fields = type_.fields if isinstance(type_, TupleType) else (type_,)
+    values = tuple(
+        _value_of(walk, call.args[index])
+        if index >= 0
+        else _new_buffers(walk, name if len(fields) == 1 else f"{name}[{position}]", fields[position])
+        for position, index in enumerate(indices)
+    )
+    return values[0] if len(values) == 1 else values
 
 
 def _value_of(walk: _Walk, expr: Expr) -> Value:
