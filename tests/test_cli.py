@@ -26,7 +26,7 @@ def test_compare_on_the_example_reaches_the_lower_bound(capsys: pytest.CaptureFi
     records = run_json(capsys, "compare", str(EXAMPLE), "--time-limit", "10")
     assert isinstance(records, list)
     by_name = {r["planner"]: r for r in records}
-    assert set(by_name) == {"naive", "greedy", "cpsat"}
+    assert set(by_name) == {"naive", "tokens", "greedy", "cpsat"}
     cpsat = by_name["cpsat"]
     assert cpsat["status"] == "optimal"
     assert cpsat["arena_bytes"] == cpsat["lower_bound_bytes"]
