@@ -21,7 +21,7 @@ from optplan.analysis.liveness import build_memory, build_problem
 from optplan.analysis.types import infer_types, verify
 from optplan.errors import InputError
 from optplan.executor import Run, compare, make_inputs, planned_run, reference_run
-from optplan.ir import Binding, Call, Program, Var, iter_bindings
+from optplan.ir import Binding, Call, If, Program, Var, iter_bindings
 from optplan.lowered import run_lowered
 from optplan.passes import (
     attach_layout_free_buffers,
@@ -393,3 +393,21 @@ def test_lower_property(program: Program) -> None:
         assert shared.failure is None
         assert compare(Run(outputs=reference.outputs), Run(outputs=shared.outputs)) is None
         assert kill_faults(strip_kills(lowered), lowered) == []
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much], deadline=None)
+@given(programs())
+def test_lower_random_programs_replay(program: Program) -> None:
+    """Tuples, kernels with tuple outputs, call_tir_inplace, views: lowered onto greedy
+    and tokens plans, the program gives the reference's outputs bit for bit."""
+    program = infer_types(program)
+    assume(not any(isinstance(b.value, If) for b in iter_bindings(program.main.body)))
+    inputs = make_inputs(program)
+    reference = reference_run(program, inputs)
+    assume(reference.failure is None)
+    memory = build_memory(program)
+    for name in ("greedy", "tokens"):
+        lowered = plan_memory(program, memory, get_planner(name)(memory.problem))
+        shared = run_lowered(lowered, inputs)
+        assert shared.failure is None
+        assert compare(Run(outputs=reference.outputs), Run(outputs=shared.outputs)) is None

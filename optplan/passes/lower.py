@@ -87,7 +87,9 @@ def plan_memory(program: Program, memory: Memory, plan: Plan) -> Program:
             bindings.extend(lowering.binding(binding))
     body = SeqExpr((Block(tuple(bindings)),), fn.body.body)
     lowered = dataclasses.replace(fn, body=body, attrs=_forced_pure(fn.attrs))
-    return kill_after_last_use(program.replace_function(lowered))
+    # Only the lowered function gets kills; the others are left as they are.
+    killed = kill_after_last_use(Program((lowered,))).functions[0]
+    return program.replace_function(killed)
 
 
 def lower_program(
