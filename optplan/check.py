@@ -32,11 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from optplan.analysis.types import infer_types
+from optplan.errors import InputError
 from optplan.executor import compare, make_inputs
-from optplan.ir import Call, Function, Program, TensorType, Var, iter_bindings
+from optplan.ir import Binding, Call, Function, Literal, Program, TensorType, Var, iter_bindings
 from optplan.lowered import run_lowered
 from optplan.passes.kill import kill_after_last_use, strip_kills
-from optplan.passes.objects import function_objects, literal_int, storage_bytes
+from optplan.passes.objects import function_objects, storage_bytes
 from optplan.plan import Plan, Status, validate
 from optplan.problem import Buffer, Problem, lower_bound
 
@@ -127,21 +128,34 @@ def extract_plan(program: Program) -> tuple[Problem, Plan]:
 
 
 def carved_tensors(fn: Function) -> dict[str, Carved]:
-    """Every `alloc_tensor` of `fn`, by the variable it is bound to."""
+    """Every `alloc_tensor` of `fn`, by the variable it is bound to; InputError where one
+    carves something that no `alloc_storage` of `fn` made, or at an offset that is not a
+    plain integer."""
+    storages = _storage_sizes(fn)
     carved = {}
     for binding in iter_bindings(fn.body):
         value = binding.value
-        if (
-            isinstance(value, Call)
-            and value.op == "memory.alloc_tensor"
-            and isinstance(binding.type, TensorType)
-        ):
-            storage = value.args[0]
-            assert isinstance(storage, Var)
-            carved[binding.var.name] = Carved(
-                binding.var.name, storage.name, literal_int(value.args[1]), binding.type.size_bytes
+        if not (isinstance(value, Call) and value.op == "memory.alloc_tensor"):
+            continue
+        storage, offset = value.args[0], value.args[1]
+        if not (isinstance(storage, Var) and storage.name in storages):
+            raise _located(
+                f"{binding.var.name!r} is carved from no storage of {fn.name!r}", binding
             )
+        if not (isinstance(offset, Literal) and isinstance(offset.value, int)):
+            raise _located(f"the offset of {binding.var.name!r} is not an integer", binding)
+        assert isinstance(binding.type, TensorType)
+        carved[binding.var.name] = Carved(
+            binding.var.name, storage.name, int(offset.value), binding.type.size_bytes
+        )
     return carved
+
+
+def _located(message: str, binding: Binding) -> InputError:
+    loc = binding.loc
+    if loc is None:
+        return InputError(message)
+    return InputError(message, file=loc.file, line=loc.line, col=loc.col)
 
 
 def _storage_sizes(fn: Function) -> dict[str, int]:

@@ -151,3 +151,17 @@ def test_lowered_resnet18_checks_back_to_its_plan(planner: str, arena: int) -> N
     assert report.valid, report.summary()
     assert report.arena_bytes == arena
     assert len(report.storages) == (5 if planner == "tokens" else 1)
+
+
+def test_carving_an_unknown_storage_is_an_input_error() -> None:
+    from optplan.errors import InputError
+
+    text = """
+@R.function
+def main(x: R.Tensor((2,), dtype="float32")) -> R.Tensor((2,), dtype="float32"):
+    a: R.Tensor((2,), dtype="float32") = R.memory.alloc_tensor(x, 0, R.shape([2]), R.dtype("float32"), 0)
+    return a
+"""
+    with pytest.raises(InputError, match="carved from no storage") as caught:
+        check_program(parse(text, "bad.py"))
+    assert str(caught.value).startswith("bad.py:4:")
