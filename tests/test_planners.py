@@ -216,6 +216,12 @@ def test_greedy_above_capacity_is_unknown_but_cpsat_fits() -> None:
     assert (plan.arena, plan.status) == (5, Status.OPTIMAL)
 
 
+def test_capacity_at_the_lower_bound_below_the_optimum_is_proven_infeasible() -> None:
+    capped = Problem(HARD[0].buffers, capacity=lower_bound(HARD[0]))
+    plan = plan_with("cpsat", {"time_limit": LIMIT}, capped)
+    assert (plan.status, plan.offsets) == (Status.INFEASIBLE, {})
+
+
 def test_clashing_pins_are_infeasible() -> None:
     problem = Problem((_buffer("a", 8, 0, 2, offset=0), _buffer("b", 8, 1, 3, offset=4)))
     for name in OWN:
