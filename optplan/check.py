@@ -7,7 +7,8 @@ says where every tensor lives: `R.memory.alloc_storage` makes storages and
 1. Lifetimes: the liveness of the lowered program's runtime objects
    (`optplan.passes.objects`): a carved tensor is live from its `alloc_tensor` to its
    last use (a destination-passing kernel call writes it, later calls read it; views and
-   var-to-var bindings share it). Returned values are left out, as TVM leaves them out.
+   var-to-var bindings share it; a tensor an If branch yields lives on as the If's
+   value). Returned values are left out, as TVM leaves them out.
 2. The arena: the storages that hold at least one planned tensor, laid end to end in the
    order they are allocated (alignment 1, so the arena is TVM's total of storage bytes);
    a storage made only for a returned value (LowerAllocTensor's) is not counted.
@@ -31,15 +32,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from optplan.analysis.memory import Placement
 from optplan.analysis.types import infer_types
 from optplan.errors import InputError
 from optplan.executor import compare, make_inputs
-from optplan.ir import Binding, Call, Function, Literal, Program, TensorType, Var, iter_bindings
+from optplan.ir import Binding, Call, Function, If, Literal, Program, TensorType, Var, iter_bindings
 from optplan.lowered import run_lowered
 from optplan.passes.kill import kill_after_last_use, strip_kills
-from optplan.passes.objects import function_objects, storage_bytes
+from optplan.passes.objects import Objects, function_objects, storage_bytes
 from optplan.plan import Plan, Status, validate
-from optplan.problem import Buffer, Problem, lower_bound
+from optplan.problem import Alias, Buffer, Interval, Problem, lower_bound, merge_intervals
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,18 +115,57 @@ def extract_plan(program: Program) -> tuple[Problem, Plan]:
     fn = infer_types(program).main
     objects = function_objects(fn)
     carved = carved_tensors(fn)
+    live = _lifetimes(objects)
     buffers = tuple(
-        Buffer(name, c.size_bytes, objects.memory.problem.buffer(name).live, dtype=_dtype(fn, name))
+        Buffer(name, c.size_bytes, live[name], dtype=_dtype(fn, name))
         for name, c in carved.items()
-        if name in {b.id for b in objects.memory.problem.buffers}
+        if name in live
     )
-    problem = Problem(buffers)
-    bases = _bases(_counted_storages(fn, problem))
+    unaliased = Problem(buffers)
+    bases = _bases(_counted_storages(fn, unaliased))
     offsets = {b.id: bases[carved[b.id].storage] + carved[b.id].offset for b in buffers}
+    problem = Problem(buffers, _yield_aliases(objects, offsets))
     bound = lower_bound(problem)
     arena = sum(size for size in _counted_storages(fn, problem).values())
     plan = Plan(offsets, arena, Status.FEASIBLE, "extracted", bound, bound=bound)
     return problem, plan
+
+
+def _yielded(objects: Objects) -> dict[str, list[str]]:
+    """For each If, the carved tensors its branches yield (its value on each path)."""
+    yielded: dict[str, list[str]] = {}
+    for binding in iter_bindings(objects.shadow.body):
+        node = binding.value
+        if not isinstance(node, If):
+            continue
+        for branch in (node.then_branch, node.else_branch):
+            placed = objects.memory.placements.get(getattr(branch.body, "name", ""))
+            if isinstance(placed, Placement):
+                yielded.setdefault(binding.var.name, []).append(placed.buffer)
+    return yielded
+
+
+def _yield_aliases(objects: Objects, offsets: dict[str, int]) -> tuple[Alias, ...]:
+    """The tensors one If yields on its two paths are one value after it: tied as aliases
+    at their offsets, so that they may share bytes (they never meet on one path)."""
+    aliases = []
+    for names in _yielded(objects).values():
+        placed = sorted({n for n in names if n in offsets}, key=lambda n: (offsets[n], n))
+        for other in placed[1:]:
+            aliases.append(Alias(placed[0], other, offsets[other] - offsets[placed[0]]))
+    return tuple(aliases)
+
+
+def _lifetimes(objects: Objects) -> dict[str, tuple[Interval, ...]]:
+    """Each object's live intervals; a tensor that a branch yields lives on as the If's
+    value, so it also takes the If's own intervals (the liveness copies at the yield,
+    the lowered program hands the tensor over)."""
+    live = {b.id: list(b.live) for b in objects.memory.problem.buffers}
+    for name, buffers in _yielded(objects).items():
+        for buffer in buffers:
+            if buffer in live and name in live:
+                live[buffer] += live[name]
+    return {name: merge_intervals(intervals) for name, intervals in live.items()}
 
 
 def carved_tensors(fn: Function) -> dict[str, Carved]:

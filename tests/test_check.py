@@ -165,3 +165,16 @@ def main(x: R.Tensor((2,), dtype="float32")) -> R.Tensor((2,), dtype="float32"):
     with pytest.raises(InputError, match="carved from no storage") as caught:
         check_program(parse(text, "bad.py"))
     assert str(caught.value).startswith("bad.py:4:")
+
+
+def test_if_result_lives_on_after_its_branch() -> None:
+    """The tensor a branch yields is the If's value afterwards: moving it onto a tensor
+    that is live after the If is caught."""
+    program = infer_types(load(GOLDEN / "kill_if.in.py"))
+    memory = build_memory(program, alignment=1)
+    lowered = plan_memory(program, memory, get_planner("greedy")(memory.problem))
+    problem, plan = extract_plan(lowered)
+    assert validate(problem, plan) == []
+    r_then = problem.buffer("r_then")
+    after = max(iv.end for iv in memory.problem.buffer("r").live)
+    assert r_then.end >= after

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, assume, given, settings
 
 from optplan.analysis.liveness import build_memory, build_problem
 from optplan.analysis.types import infer_types, verify
+from optplan.check import check_program
 from optplan.errors import InputError
 from optplan.executor import Run, compare, make_inputs, planned_run, reference_run
 from optplan.ir import Binding, Call, If, Program, Var, iter_bindings
@@ -354,11 +355,18 @@ def test_lower_golden(planner: str) -> None:
     )
 
 
-def test_lower_refuses_if() -> None:
+@pytest.mark.parametrize("positive", [True, False])
+def test_lower_if_copies_into_the_if_tensor(positive: bool) -> None:
     program = infer_types(load(GOLDEN / "kill_if.in.py"))
-    memory = build_memory(program)
-    with pytest.raises(InputError, match="If"):
-        plan_memory(program, memory, get_planner("greedy")(memory.problem))
+    memory = build_memory(program, alignment=1)
+    lowered = plan_memory(program, memory, get_planner("greedy")(memory.problem))
+    inputs = make_inputs(program)
+    inputs["x"] = abs(inputs["x"]) if positive else -abs(inputs["x"])
+    reference = reference_run(program, inputs)
+    shared = run_lowered(lowered, inputs)
+    assert compare(Run(outputs=reference.outputs), Run(outputs=shared.outputs)) is None
+    node = next(b.value for b in iter_bindings(lowered.main.body) if isinstance(b.value, If))
+    assert node.then_branch.body == Var("r_then") and node.else_branch.body == Var("r_else")
 
 
 @needs_data
@@ -398,16 +406,19 @@ def test_lower_property(program: Program) -> None:
 @settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much], deadline=None)
 @given(programs())
 def test_lower_random_programs_replay(program: Program) -> None:
-    """Tuples, kernels with tuple outputs, call_tir_inplace, views: lowered onto greedy
-    and tokens plans, the program gives the reference's outputs bit for bit."""
+    """Tuples, kernels with tuple outputs, call_tir_inplace, views, If: lowered onto
+    greedy and tokens plans, the program gives the reference's outputs bit for bit."""
     program = infer_types(program)
-    assume(not any(isinstance(b.value, If) for b in iter_bindings(program.main.body)))
+    try:
+        memory = build_memory(program)
+    except InputError:
+        assume(False)  # a branch whose value is a call: not a program liveness accepts
     inputs = make_inputs(program)
     reference = reference_run(program, inputs)
     assume(reference.failure is None)
-    memory = build_memory(program)
     for name in ("greedy", "tokens"):
         lowered = plan_memory(program, memory, get_planner(name)(memory.problem))
         shared = run_lowered(lowered, inputs)
         assert shared.failure is None
         assert compare(Run(outputs=reference.outputs), Run(outputs=shared.outputs)) is None
+        assert check_program(lowered).violations == ()

@@ -14,7 +14,9 @@ it), without their gaps around If. Per function:
 3. If: a buffer live before the If but dead on entering a branch (the condition after its
    test, a value used only in the other branch) is killed at the top of that branch; one
    dying inside a branch is killed there by step 2.
-4. A branch's value is handed over to the If's own variable. When it dies there (the
+4. A branch whose value is a call first gets the call bound to a fresh variable (its
+   operands can then be killed after it). A branch's value is handed over to the If's
+   own variable. When it dies there (the
    usual case: a branch-local result, or an outer value at its last use) it is moved,
    not killed, so there is no kill before the hand-over and no second kill of the same
    bytes; the If's variable is then killed after its own last use. A value still live
@@ -39,7 +41,19 @@ import dataclasses
 import re
 
 from optplan.analysis.types import infer_types
-from optplan.ir import Binding, Block, Call, Expr, Function, If, Program, SeqExpr, TupleGetItem, Var
+from optplan.ir import (
+    Binding,
+    Block,
+    Call,
+    Expr,
+    Function,
+    If,
+    Program,
+    SeqExpr,
+    TupleGetItem,
+    Var,
+    iter_bindings,
+)
 from optplan.passes.objects import BARE, Objects, function_objects, is_storage
 
 KILL_TENSOR = "memory.kill_tensor"
@@ -50,13 +64,65 @@ _FIELD = re.compile(r"\[(\d+)\]")
 def kill_after_last_use(program: Program) -> Program:
     """`program` with a kill after the last use of every tensor and storage; kills it
     already has are replaced (they would read as uses)."""
-    program = strip_kills(program)
+    program = name_branch_values(strip_kills(program))
     typed = infer_types(program)
     functions = tuple(
         _kill_function(fn, function_objects(typed_fn))
         for fn, typed_fn in zip(program.functions, typed.functions)
     )
     return dataclasses.replace(program, functions=functions)
+
+
+def name_branch_values(program: Program) -> Program:
+    """A branch whose value is a call gets the call bound to a fresh variable first, so
+    that its operands can be killed after it (nothing can follow a branch's value)."""
+    return dataclasses.replace(
+        program, functions=tuple(_name_function(fn) for fn in program.functions)
+    )
+
+
+def _name_function(fn: Function) -> Function:
+    taken = {b.var.name for b in iter_bindings(fn.body)} | {p.var.name for p in fn.params}
+    return dataclasses.replace(fn, body=_name_seq(fn.body, taken))
+
+
+def _name_seq(seq: SeqExpr, taken: set[str]) -> SeqExpr:
+    blocks = []
+    for block in seq.blocks:
+        bindings = tuple(_name_binding(b, taken) for b in block.bindings)
+        blocks.append(dataclasses.replace(block, bindings=bindings))
+    return dataclasses.replace(seq, blocks=tuple(blocks))
+
+
+def _name_binding(binding: Binding, taken: set[str]) -> Binding:
+    node = binding.value
+    if not isinstance(node, If):
+        return binding
+    branches = []
+    for branch in (node.then_branch, node.else_branch):
+        branch = _name_seq(branch, taken)
+        if isinstance(branch.body, Call):
+            var = Var(_fresh(f"{binding.var.name}_value", taken))
+            named = Binding(var, branch.body, binding.type)
+            branch = dataclasses.replace(branch, blocks=_append(branch.blocks, named), body=var)
+        branches.append(branch)
+    rewritten = dataclasses.replace(node, then_branch=branches[0], else_branch=branches[1])
+    return dataclasses.replace(binding, value=rewritten)
+
+
+def _append(blocks: tuple[Block, ...], binding: Binding) -> tuple[Block, ...]:
+    if blocks and not blocks[-1].dataflow:
+        last = blocks[-1]
+        return (*blocks[:-1], dataclasses.replace(last, bindings=(*last.bindings, binding)))
+    return (*blocks, Block((binding,)))
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    candidate, suffix = name, 1
+    while candidate in taken:
+        candidate, suffix = f"{name}{suffix}", suffix + 1
+    taken.add(candidate)
+    return candidate
 
 
 def _kill_function(fn: Function, objects: Objects) -> Function:

@@ -15,7 +15,12 @@ Memory's problem, from any planner. Output: the entry function in TVM's planned 
    `R.builtin.alloc_tensor`, as in TVM.
 3. An in-place call writes over its argument: `kernel(args...)` then `v = args[i]`.
    Views, tuples, tuple items and var-to-var bindings are kept as they are.
-4. Blocks become one plain block (destination-passing calls are not pure), and
+4. An If keeps its branches (each lowered the same way) and gives its own buffer the
+   liveness's meaning: at the end of each branch the If's tensor is carved at its
+   planned offset, the branch's value is copied into it (`astype` to the same dtype, a
+   bit-exact copy the op table already runs) or, when the value is a call, computed
+   into it, and the branch yields that tensor.
+5. Blocks become one plain block (destination-passing calls are not pure), and
    `kill_after_last_use` adds the kills: a tensor after its last use, a storage after its
    last `alloc_tensor`.
 
@@ -23,8 +28,7 @@ A high-level op is lowered to a kernel named after the op that keeps the op's at
 and names the op (`Call("call_kernel", ..., attrs=(("kernel", "add"), ("op", "add"),
 ...))`), so that the lowered executor runs the op and not an opaque kernel that happens to
 share its name; the TVMScript printer does not print such calls yet (only `call_tir`
-kernels lower to printable text). If is not lowered yet: the If's
-own buffer would need a copy kernel, which the op table does not have.
+kernels, and programs without If, lower to printable text).
 """
 
 from __future__ import annotations
@@ -72,7 +76,7 @@ class Storage:
 
 
 def plan_memory(program: Program, memory: Memory, plan: Plan) -> Program:
-    """The entry function of `program` lowered onto `plan` (steps 1-4)."""
+    """The entry function of `program` lowered onto `plan` (steps 1-5)."""
     if not plan.status.has_plan:
         raise ValueError(
             f"plan of {plan.planner!r} has status {plan.status.value}: nothing to lower"
@@ -81,10 +85,7 @@ def plan_memory(program: Program, memory: Memory, plan: Plan) -> Program:
     taken = {b.var.name for b in iter_bindings(fn.body)} | {p.var.name for p in fn.params}
     storages = storages_of(memory.problem, plan, taken)
     lowering = _Lowering(memory, plan, storages, taken)
-    bindings = [_alloc_storage(s) for s in storages]
-    for block in fn.body.blocks:
-        for binding in block.bindings:
-            bindings.extend(lowering.binding(binding))
+    bindings = [_alloc_storage(s) for s in storages] + lowering.seq(fn.body)
     body = SeqExpr((Block(tuple(bindings)),), fn.body.body)
     lowered = dataclasses.replace(fn, body=body, attrs=_forced_pure(fn.attrs))
     # Only the lowered function gets kills; the others are left as they are.
@@ -161,12 +162,13 @@ class _Lowering:
     storages: list[Storage]
     taken: set[str]
 
+    def seq(self, seq: SeqExpr) -> list[Binding]:
+        return [out for block in seq.blocks for b in block.bindings for out in self.binding(b)]
+
     def binding(self, binding: Binding) -> list[Binding]:
         value = binding.value
         if isinstance(value, If):
-            raise InputError(
-                f"plan_memory does not lower If yet (the binding of {binding.var.name!r})"
-            )
+            return [self.lower_if(binding, value)]
         if not isinstance(value, Call) or binding.var.name == BARE:
             return [binding]
         indices = overwritten_args(value)
@@ -176,6 +178,28 @@ class _Lowering:
         if (op is not None and op.view) or not _makes_tensors(binding.type):
             return [binding]
         return self.destination_passing(binding, value)
+
+    def lower_if(self, binding: Binding, node: If) -> Binding:
+        """Each branch ends by copying its value into the If's own tensor, carved there
+        (the If's buffer is born at the branch's end), and yields that tensor."""
+        name, type_ = binding.var.name, binding.type
+        if not isinstance(type_, TensorType):
+            raise InputError(f"plan_memory lowers only Ifs whose value is one tensor, not {name!r}")
+        branches = []
+        for side, branch in (("then", node.then_branch), ("else", node.else_branch)):
+            target = Var(_fresh(f"{name}_{side}", self.taken))
+            alloc = Binding(target, self.alloc(self.memory.placements.get(name), type_), type_)
+            body = branch.body
+            # A branch whose value is a call computes it straight into the If's tensor.
+            write = (
+                _kernel_call(body, (target,))
+                if isinstance(body, Call)
+                else copy_call(body, target, type_)
+            )
+            bindings = (*self.seq(branch), alloc, Binding(Var(BARE), write))
+            branches.append(SeqExpr((Block(bindings),), target))
+        lowered = dataclasses.replace(node, then_branch=branches[0], else_branch=branches[1])
+        return dataclasses.replace(binding, value=lowered)
 
     def in_place(self, binding: Binding, call: Call, indices: tuple[int, ...]) -> list[Binding]:
         kernel = _kernel_call(call, (), keep_inplace=indices != (0,))
@@ -223,6 +247,13 @@ class _Lowering:
             Literal("prim", 0),
         )
         return Call("memory.alloc_tensor", args)
+
+
+def copy_call(source: Expr, target: Var, type_: TensorType) -> Call:
+    """`target` := `source`, bit for bit: an `astype` to the same dtype, which the op table
+    already runs, as a destination-passing kernel."""
+    attrs = (("dtype", type_.dtype), ("kernel", "astype"), ("op", "astype"))
+    return Call("call_kernel", (source, target), attrs)
 
 
 def _makes_tensors(type_: object) -> bool:
