@@ -60,7 +60,7 @@ def inplace_indices(program: Program) -> dict[str, object]:
 # ---------------------------------------------------------------------------- kill_after_last_use
 
 
-@pytest.mark.parametrize("name", ["kill_alias", "kill_if"])
+@pytest.mark.parametrize("name", ["kill_alias", "kill_if", "kill_if_call"])
 def test_kill_golden(name: str) -> None:
     program = load(GOLDEN / f"{name}.in.py")
     killed = kill_after_last_use(program)
