@@ -70,6 +70,19 @@ class CheckReport:
     def valid(self) -> bool:
         return not self.violations and self.replay is None
 
+    def as_dict(self) -> dict[str, object]:
+        """The report as plain JSON-ready values (for `optplan check --json`)."""
+        return {
+            "path": self.path,
+            "valid": self.valid,
+            "arena_bytes": self.arena_bytes,
+            "lower_bound_bytes": self.lower_bound_bytes,
+            "storages": [{"name": name, "bytes": size} for name, size in self.storages],
+            "tensors": self.tensors,
+            "violations": list(self.violations),
+            "replay": self.replay,
+        }
+
     def summary(self) -> str:
         """One line per fact, ending with "valid" or "invalid" and the reasons."""
         lines = [

@@ -178,3 +178,14 @@ def test_if_result_lives_on_after_its_branch() -> None:
     r_then = problem.buffer("r_then")
     after = max(iv.end for iv in memory.problem.buffer("r").live)
     assert r_then.end >= after
+
+
+def test_report_as_json() -> None:
+    import json
+
+    program = infer_types(load(GOLDEN / "lower.in.py"))
+    memory = build_memory(program, alignment=1)
+    lowered = plan_memory(program, memory, get_planner("greedy")(memory.problem))
+    record = json.loads(json.dumps(check_program(lowered, path="lower.py").as_dict()))
+    assert record["valid"] is True and record["path"] == "lower.py"
+    assert record["arena_bytes"] == sum(s["bytes"] for s in record["storages"])
