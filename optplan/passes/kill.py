@@ -16,12 +16,12 @@ it), without their gaps around If. Per function:
    dying inside a branch is killed there by step 2.
 4. A branch whose value is a call first gets the call bound to a fresh variable (its
    operands can then be killed after it). A branch's value is handed over to the If's
-   own variable. When it dies there (the
-   usual case: a branch-local result, or an outer value at its last use) it is moved,
-   not killed, so there is no kill before the hand-over and no second kill of the same
-   bytes; the If's variable is then killed after its own last use. A value still live
-   after the If is copied, as the executor does, and killed after its own last use. An
-   If whose value is never read is killed right after it.
+   own variable. When it dies there (the usual case: a branch-local result, or an outer
+   value at its last use) it is moved, not killed, so there is no kill before the
+   hand-over and no second kill of the same bytes; the If's variable is then killed
+   after its own last use. A value still live after the If is copied, as the executor
+   does, and killed after its own last use. An If whose value is never read is killed
+   right after it.
 
         x = f(a)             if c:                      r = if ...
         y = g(x)               kill_tensor(b)  <- 3       h(r)
