@@ -128,6 +128,35 @@ def pin_fault(rects: list[Rect]) -> str | None:
     return None
 
 
+def split(rects: list[Rect]) -> list[list[Rect]]:
+    """Rectangles (of non-zero size) in groups that no point of time connects.
+
+    The arena is the maximum over such parts, so each can be planned on its own; a class
+    live over several intervals ties together the parts it touches.
+    """
+    sized = [r for r in rects if r.size > 0]
+    parent = {r.index: r.index for r in sized}
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    intervals = sorted((iv.start, iv.end, r.index) for r in sized for iv in r.live)
+    reach, anchor = None, -1
+    for start, end, index in intervals:
+        if reach is not None and start < reach:
+            parent[find(index)] = find(anchor)
+            reach = max(reach, end)
+        else:
+            reach, anchor = end, index
+    groups: dict[int, list[Rect]] = {}
+    for rect in sized:
+        groups.setdefault(find(rect.index), []).append(rect)
+    return list(groups.values())
+
+
 def live_peak(rects: list[Rect]) -> int:
     """The most bytes live at one point: `problem.lower_bound`, computed from rectangles
     already built (ends sort before starts at the same point: half-open intervals)."""

@@ -31,19 +31,22 @@ Steps:
    arena, highest first; a part whose greedy arena is <= G is already good enough, since
    the arena is the maximum over parts.
 5. For each remaining part, with its share of the remaining time:
-   a. ask whether arena = max(G, the part's live bytes) is reachable: the same model with
-      the arena fixed and no objective, a quarter of the budget. Yes: the part is done,
-      and provably so. Proven no: the floor rises by one.
-   b. otherwise minimise the arena in [floor, min(greedy arena, capacity)], hinted with the
-      greedy offsets; the solver's best objective bound raises G.
+   a. minimise the arena in [max(G, the part's live bytes), min(greedy arena, capacity)]
+      with one worker and a budget of CP-SAT's deterministic time (`first_pass`): small
+      and easy parts end here, proven, with the same answer however busy the machine is;
+   b. ask whether the floor is reachable: the same model with the arena fixed and no
+      objective, a quarter of what is left. Yes: the part is done, and provably so.
+      Proven no: the floor rises by one;
+   c. otherwise minimise again with every worker, hinted with the best placement so far;
+      the solver's best objective bound raises G.
 6. The arena is the maximum over parts of the better of the solver's and greedy's
    placement, so it is never worse than greedy. OPTIMAL when it meets G; FEASIBLE when
    the time ran out first, with `bound` = G; INFEASIBLE when a capacity is proven too
    small; UNKNOWN when nothing was found under the capacity in time.
 
-Determinism: a fixed random seed. A part solved to optimality (or proven at the bound)
-gives the same offsets run after run (checked over hundreds of random problems); a run
-that ends on the time limit may vary with thread timing. (`interleave_search`, CP-SAT's
+Determinism: a fixed random seed, and step 5a, which counts work rather than seconds on
+a single worker, so any part it settles gets the same offsets on every run. A part that
+needs the parallel steps may vary with thread timing, as any run ending on a clock does. (`interleave_search`, CP-SAT's
 deterministic parallel mode, aborts inside OR-Tools 9.15 on some of these models.)
 """
 
@@ -63,6 +66,7 @@ from optplan.planners.common import (
     now,
     pin_fault,
     rectangles,
+    split,
     top,
 )
 from optplan.planners.greedy import best_offsets
@@ -73,9 +77,10 @@ from optplan.problem import Problem
 class CpSat:
     """Options of the CP-SAT planner.
 
-    `time_limit` is in seconds for the whole problem; `decide_first` asks whether the
-    lower bound is reachable before minimising; `split` solves independent parts apart;
-    `symmetry` orders identical classes.
+    `time_limit` is in seconds for the whole problem; `first_pass` is the work budget
+    (CP-SAT deterministic time, roughly seconds) of the single-worker pass that comes
+    first; `decide_first` asks whether the lower bound is reachable before minimising;
+    `split` solves independent parts apart; `symmetry` orders identical classes.
     """
 
     name: str = "cpsat"
@@ -85,6 +90,7 @@ class CpSat:
     decide_first: bool = True
     split: bool = True
     symmetry: bool = True
+    first_pass: float = 1.0
 
     def __call__(self, problem: Problem) -> Plan:
         return plan_cpsat(problem, self)
@@ -169,31 +175,6 @@ def plan_cpsat(problem: Problem, options: CpSat = CpSat()) -> Plan:
 # ---------------------------------------------------------------------------- parts
 
 
-def split(rects: list[Rect]) -> list[list[Rect]]:
-    """Rectangles (of non-zero size) in groups that no point of time connects."""
-    sized = [r for r in rects if r.size > 0]
-    parent = {r.index: r.index for r in sized}
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    intervals = sorted((iv.start, iv.end, r.index) for r in sized for iv in r.live)
-    reach, anchor = None, -1
-    for start, end, index in intervals:
-        if reach is not None and start < reach:
-            parent[find(index)] = find(anchor)
-            reach = max(reach, end)
-        else:
-            reach, anchor = end, index
-    groups: dict[int, list[Rect]] = {}
-    for rect in sized:
-        groups.setdefault(find(rect.index), []).append(rect)
-    return list(groups.values())
-
-
 def part_floor(part: list[Rect]) -> int:
     """No arena for `part` is below its live bytes at any point or its highest pin."""
     pins = max((r.pin + r.size for r in part if r.pin is not None), default=0)
@@ -224,12 +205,26 @@ def solve_part(
     if floor > upper:
         return PartResult(Status.INFEASIBLE, None, floor)
     started = now()
+    model = Model.build(part, floor, upper, hint, options.symmetry)
+    if model is None:
+        return PartResult(Status.INFEASIBLE, None, floor)
+    # One worker counting work, not seconds, gives the same answer on a busy machine as on
+    # an idle one; small parts end here, proven.
+    status, offsets, bound = model.solve(budget, options, minimise=True, work=options.first_pass)
+    if status in (Status.OPTIMAL, Status.INFEASIBLE):
+        return PartResult(status, offsets, max(bound, floor))
+    first = PartResult(status, offsets, max(bound, floor))
+    if offsets is not None:
+        upper = min(upper, _part_top(part, offsets))
+        hint = offsets  # indexed like `hint`, and right wherever this part's rects are
+    floor = first.bound
     if options.decide_first and floor < upper:
         model = Model.build(part, floor, floor, hint, options.symmetry)
+        remaining = max(budget - (now() - started), 0.0)
         if model is None:
             floor += 1
         else:
-            status, offsets, _ = model.solve(budget / 4, options, minimise=False)
+            status, offsets, _ = model.solve(remaining / 4, options, minimise=False)
             if offsets is not None:
                 return PartResult(Status.OPTIMAL, offsets, floor)
             if status == Status.INFEASIBLE:
@@ -237,8 +232,11 @@ def solve_part(
     remaining = max(budget - (now() - started), 0.0)
     model = Model.build(part, floor, upper, hint, options.symmetry)
     if model is None:
-        return PartResult(Status.INFEASIBLE, None, floor)
+        # Nothing in [floor, upper]: the first pass's placement (at upper) is optimal.
+        return PartResult(Status.OPTIMAL, first.offsets, upper) if first.offsets else first
     status, offsets, bound = model.solve(remaining, options, minimise=True)
+    if offsets is None:
+        return PartResult(first.status, first.offsets, max(bound, floor))
     return PartResult(status, offsets, max(bound, floor))
 
 
@@ -294,14 +292,19 @@ class Model:
         return Model(model, tuple(part), tuple(slots), arena)
 
     def solve(
-        self, seconds: float, options: CpSat, *, minimise: bool
+        self, seconds: float, options: CpSat, *, minimise: bool, work: float = 0.0
     ) -> tuple[Status, list[int] | None, int]:
-        """Status, offsets by rect index (a full-length list) if found, and proven bound."""
+        """Status, offsets by rect index (a full-length list) if found, and proven bound.
+
+        With `work` > 0 the search is one worker limited by CP-SAT's deterministic time.
+        """
         if minimise:
             self.model.minimize(self.arena)
         solver = cp_model.CpSolver()
         solver.parameters.max_time_in_seconds = max(seconds, 0.01)
-        solver.parameters.num_workers = options.num_workers
+        solver.parameters.num_workers = 1 if work > 0 else options.num_workers
+        if work > 0:
+            solver.parameters.max_deterministic_time = work
         solver.parameters.random_seed = options.random_seed
         code = solver.solve(self.model)
         found = code in (cp_model.OPTIMAL, cp_model.FEASIBLE)

@@ -12,10 +12,15 @@ Steps:
 3. Each rectangle goes to the lowest allowed offset that clears every placed rectangle
    live at the same time (`first` fit), or to the smallest hole it fits in, else on top
    (`best` fit, as TFLite's arena and XLA's best-fit heap do).
-4. `greedy` runs every order with every fit, plus the naive stack (so that it is never
+4. The problem is cut into independent parts (`common.split`: no class live across the
+   cut), since the arena is the maximum over them. On each part `greedy` runs every
+   order with every fit, plus the naive stack (so that it is never
    worse than `naive`, which alignment padding could otherwise make it), and keeps the
    lowest arena; `plan.detail` says which run won and what each reached. Orders that
-   sort this problem's rectangles identically are run once.
+   sort a part's rectangles identically are run once, and a part stops as soon as its
+   arena is under the whole problem's live bytes (it can no longer raise the arena).
+   Parts may thus be won by different runs: `detail["order"]` names the run that won the
+   part with the highest arena.
 
 Finding the rectangles live at the same time is the cost. Time is compressed to the ranks
 of its end points and cut into buckets about one typical lifetime wide; a placed
@@ -40,7 +45,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from optplan.plan import Plan, Status
-from optplan.planners.common import Rect, make_plan, now, pin_fault, rectangles, top
+from optplan.planners.common import (
+    Rect,
+    live_peak,
+    make_plan,
+    now,
+    pin_fault,
+    rectangles,
+    split,
+    top,
+)
 from optplan.planners.naive import stack
 from optplan.problem import Problem
 
@@ -109,35 +123,63 @@ def best_offsets(
     # can form a cycle.
     gc.disable()
     try:
-        return _best_of(rects, orders, fits)
+        return _best_of_parts(rects, orders, fits)
     finally:
         if collecting:
             gc.enable()
 
 
-def _best_of(
+def _best_of_parts(
     rects: list[Rect], orders: tuple[str, ...], fits: tuple[str, ...]
 ) -> tuple[list[int], dict[str, object]]:
-    grid = _Grid.build(rects)
-    best = stack(rects)
+    """The best run on each independent part; the part with the highest arena names the
+    winner. A part stops trying runs once it is under the whole problem's live bytes,
+    since it can no longer raise the arena."""
+    offsets = [r.pin if r.pin is not None else r.lift(0) for r in rects]
+    floor = live_peak(rects)
+    parts = split(rects)
+    detail: dict[str, object] = {"order": "naive", "arenas": {}}
+    highest = -1
+    for part in parts:
+        placed, runs = _best_of(part, orders, fits, floor)
+        for rect, offset in zip(part, placed):
+            offsets[rect.index] = offset
+        if top(part, placed) > highest:
+            highest = top(part, placed)
+            detail = runs
+    detail["parts"] = len(parts)
+    return offsets, detail
+
+
+def _best_of(
+    part: list[Rect], orders: tuple[str, ...], fits: tuple[str, ...], floor: int
+) -> tuple[list[int], dict[str, object]]:
+    """Offsets for `part` (in its order) from the best run, stopping at `floor`."""
+    grid = _Grid.build(part)
+    best = stack(part)
     winner = "naive"
-    arenas: dict[str, int] = {"naive": top(rects, best)}
-    movable = [r for r in rects if r.pin is None and r.size > 0]
+    arenas: dict[str, int] = {"naive": top(part, best)}
+    movable = [i for i, r in enumerate(part) if r.pin is None]
     done: dict[tuple[int, ...], str] = {}
     for order in orders:
-        sequence = tuple(r.index for r in sorted(movable, key=_ORDER_KEYS[order]))
+        if arenas[winner] <= floor:
+            break  # under the live-bytes bound of the whole problem: nothing to gain
+        key = _ORDER_KEYS[order]
+        sequence = tuple(sorted(movable, key=lambda i: key(part[i])))
         for fit in fits:
             run = f"{order}/{fit}"
             same = done.get(sequence)
             if same is not None:
-                # Orders that agree on this problem (sizes all distinct, say) give the
-                # same placement; run it once.
+                # Orders that agree on this part (sizes all distinct, say) give the same
+                # placement; run it once.
                 arenas[run] = arenas[f"{same}/{fit}"]
                 continue
-            offsets = place(rects, sequence, fit, grid)
-            arenas[run] = top(rects, offsets)
+            offsets = place(part, sequence, fit, grid)
+            arenas[run] = top(part, offsets)
             if arenas[run] < arenas[winner]:
                 best, winner = offsets, run
+            if arenas[winner] <= floor:
+                break
         done.setdefault(sequence, order)
     return best, {"order": winner, "arenas": arenas}
 
@@ -163,15 +205,15 @@ class _Grid:
         return _Grid(spans, shape, shift, (len(points) >> shift) + 1)
 
 
-def place(rects: list[Rect], sequence: tuple[int, ...], fit: str, grid: _Grid) -> list[int]:
-    """Offsets with pinned rectangles at their pins and the rectangles of `sequence`
-    (indices) placed in that order."""
-    offsets = [r.pin if r.pin is not None else r.lift(0) for r in rects]
+def place(part: list[Rect], sequence: tuple[int, ...], fit: str, grid: _Grid) -> list[int]:
+    """Offsets (in the order of `part`) with pinned rectangles at their pins and the
+    others placed in the order of `sequence`, a list of positions in `part`."""
+    offsets = [r.pin if r.pin is not None else r.lift(0) for r in part]
     buckets: list[list[_Entry]] = [[] for _ in range(grid.buckets)]
     shift = grid.shift
-    for rect in rects:
+    for position, rect in enumerate(part):
         if rect.pin is not None and rect.size > 0:
-            _enter(buckets, grid.spans[rect.index], rect.pin, rect.pin + rect.size, shift)
+            _enter(buckets, grid.spans[position], rect.pin, rect.pin + rect.size, shift)
     hole = _best_hole if fit == "best" else _first_hole
     spans, shape = grid.spans, grid.shape
     for index in sequence:
