@@ -1,0 +1,736 @@
+"""Exact packing by a skyline search: do the buffers fit under a given capacity?
+
+`search` decides one question, "do the alias classes fit in `capacity` bytes?", and
+answers with offsets, proves that they cannot, or runs out of time. `minimise` asks it at
+several capacities, the lower bound first.
+
+Every alias class is one rectangle: its lifetime (the union of its members' intervals,
+cut at every interval end into *sections*) by its height in bytes.
+
+1. Split time where no rectangle crosses: each part is packed on its own.
+2. Canonical packings. Push any packing down as far as it goes: every rectangle then sits
+   at 0 or directly on a rectangle it shares a section with (aligned up). The search only
+   builds such packings, bottom-up, keeping a *floor* per section: how high it is filled.
+3. Branch on one section s at the lowest floor f (the one with the least room to spare,
+   or the fewest choices): either some rectangle sits right at f over s - one branch per
+   rectangle that covers s and whose every section is at f (identical rectangles once) -
+   or nothing does, and s's floor is lifted to the lowest height the first rectangle
+   over s could then take.
+
+       bytes
+         ^          +--+
+         |    +-----+  |          s: lowest floor f
+         |    |  b  |  |          branches: a at f, c at f, or lift s to min(top of
+       f |-+  +--+--+  +--+            the smallest rectangle that could rest beside
+         | |  |s |     |  |            it, reach of rectangles crossing higher floors)
+         +-+--+--+-----+--+--> sections
+              candidates: a = [s], c = [s, s+1]   (both only over floors at f)
+
+4. Inference, which prunes: a rectangle goes at or above the highest floor it covers, so
+   in every section the rectangles left must stack above the lowest such reach:
+   `reach + remaining bytes <= capacity`. A dead end records which sections caused it
+   (a conflict set); when the move that led there changed none of them, every sibling
+   move fails the same way and the search jumps back (conflict-directed backjumping).
+   Failed states (floors, rectangles left) are remembered by hash.
+5. Such searches are heavy-tailed, so a few configurations (candidate order: longest
+   first or tallest first; section rule) take turns, a slice of nodes each; any one
+   answering answers for all. Turns are counted in nodes, so the result is the same on
+   any machine; `seed` only breaks ties between equal rectangles.
+
+The inner loop is plain loops over int64 arrays compiled by numba (about 130 times
+faster than the same code as Python, which is what runs when numba is missing). Pinned
+buffers are not supported: `search` raises ValueError and the caller should use another
+planner.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+import time
+from math import gcd
+from dataclasses import dataclass
+
+import numpy as np
+
+from optplan.problem import AliasClass, Problem, alias_classes, lower_bound
+
+try:
+    from numba import njit
+except ImportError:  # pragma: no cover - the same code runs as plain Python, ~100x slower
+
+    def njit(*args: object, **kwargs: object):  # type: ignore[no-redef]
+        if args and callable(args[0]):
+            return args[0]
+        return lambda function: function
+
+
+# Indices into the kernel's scalar array `scalars`.
+_DEPTH, _NODES, _LEFT, _H1, _H2, _H3, _STAMP, _MEMO, _FEWEST, _RULE = range(10)
+_ROOMIEST, _FEWEST_CHOICES = 0, 1  # rules for the section to branch on
+_RUNNING, _FOUND, _EXHAUSTED, _OVERFLOW = range(4)
+_INF = 1 << 60  # the floor of a section where nothing is left to place
+# (candidate order, section rule) pairs that take turns; see _solve_part.
+_CONFIGS = ((0, _ROOMIEST), (1, _ROOMIEST), (0, _FEWEST_CHOICES), (1, _FEWEST_CHOICES))
+_BIT = np.array([1 << k for k in range(63)] + [-(1 << 63)], dtype=np.int64)  # bit k of a word
+_PRIMES = (2147483647, 2147483629, 2147483587)  # three hashes of 31 bits each
+_MEMO_SLOTS = 1 << 19  # failed states remembered (cleared when 60 % full)
+_SLICE_NODES = 2_000  # nodes per kernel call between clock reads
+
+
+class SearchStatus(enum.Enum):
+    FOUND = "found"
+    INFEASIBLE = "infeasible"  # proven: nothing fits under the capacity
+    TIMEOUT = "timeout"
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """The answer at one capacity; `offsets` (per buffer id) only when FOUND."""
+
+    status: SearchStatus
+    capacity: int
+    offsets: dict[str, int] | None
+    peak: int
+    nodes: int
+    seconds: float
+
+
+# ---------------------------------------------------------------------------- geometry
+
+
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """The rectangles of one stretch of time that no rectangle crosses, as flat arrays.
+
+    Rectangle r covers sections `rect_sections[rect_start[r]:rect_start[r + 1]]`; section
+    s holds rectangles `section_rects[section_start[s]:section_start[s + 1]]`.
+    """
+
+    classes: tuple[AliasClass, ...]
+    sizes: np.ndarray
+    alignments: np.ndarray
+    ranks: tuple[np.ndarray, ...]  # per candidate order: lower is tried first
+    twin: np.ndarray  # identical rectangles share a number
+    rect_start: np.ndarray
+    rect_sections: np.ndarray
+    section_start: np.ndarray
+    section_rects: np.ndarray
+    section_bytes: np.ndarray
+
+
+def _split(classes: list[AliasClass]) -> list[list[AliasClass]]:
+    """Group rectangles into stretches of time that no rectangle crosses."""
+    spans = sorted((cls.live[0].start, cls.live[-1].end, k) for k, cls in enumerate(classes))
+    parts: list[list[AliasClass]] = []
+    reach = 0
+    for start, end, k in spans:
+        if not parts or start >= reach:
+            parts.append([])
+        reach = max(reach, end)
+        parts[-1].append(classes[k])
+    return parts
+
+
+def _build_part(classes: list[AliasClass], seed: int) -> _Part:
+    points = sorted({p for cls in classes for iv in cls.live for p in (iv.start, iv.end)})
+    index = {point: k for k, point in enumerate(points)}
+    covered = [
+        sorted({s for iv in cls.live for s in range(index[iv.start], index[iv.end])})
+        for cls in classes
+    ]
+    holders: list[list[int]] = [[] for _ in range(len(points) - 1)]
+    for r, sections in enumerate(covered):
+        for s in sections:
+            holders[s].append(r)
+    sizes = [cls.size for cls in classes]
+    tiebreak = list(range(len(classes)))
+    if seed:
+        random.Random(seed).shuffle(tiebreak)
+    keys = {
+        # Longest-lived first (in sections), then tallest: a rectangle that spans many
+        # sections is the hardest to fit later.
+        "long": lambda r: (-len(covered[r]), -sizes[r], tiebreak[r]),
+        # Tallest first, then longest: the classic order of strip packing.
+        "tall": lambda r: (-sizes[r], -len(covered[r]), tiebreak[r]),
+    }
+    ranks = []
+    for key in keys.values():
+        rank = [0] * len(classes)
+        for position, r in enumerate(sorted(range(len(classes)), key=key)):
+            rank[r] = position
+        ranks.append(_array(rank))
+    shapes: dict[tuple[tuple[int, ...], int, int], int] = {}
+    twin = [
+        shapes.setdefault((tuple(sections), cls.size, cls.alignment), len(shapes))
+        for cls, sections in zip(classes, covered)
+    ]
+    return _Part(
+        classes=tuple(classes),
+        sizes=_array(sizes),
+        alignments=_array([cls.alignment for cls in classes]),
+        ranks=tuple(ranks),
+        twin=_array(twin),
+        rect_start=_array(np.cumsum([0] + [len(c) for c in covered])),
+        rect_sections=_array([s for sections in covered for s in sections]),
+        section_start=_array(np.cumsum([0] + [len(h) for h in holders])),
+        section_rects=_array([r for rects in holders for r in rects]),
+        section_bytes=_array([sum(sizes[r] for r in rects) for rects in holders]),
+    )
+
+
+def _array(values: object) -> np.ndarray:
+    return np.asarray(values, dtype=np.int64)
+
+
+# ---------------------------------------------------------------------------- the kernel
+#
+# The kernel is plain loops over int64 arrays so that numba compiles it; without numba it
+# runs unchanged as Python. All state lives in arrays owned by the caller, so a call can
+# stop after a budget of nodes and the next call resumes where it stopped. Sets of
+# sections (the conflict sets) are bitsets of `words` int64 words.
+
+
+@njit(cache=True)
+def _term(section, floor, multipliers, prime):
+    return (floor % prime) * multipliers[section] % prime
+
+
+@njit(cache=True)
+def _set_floor(section, floor, floors, mult, scalars):
+    """Move one floor, keeping the three hashes of the state up to date."""
+    old = floors[section]
+    for h in range(3):
+        prime = (2147483647, 2147483629, 2147483587)[h]
+        value = scalars[_H1 + h] - _term(section, old, mult[h], prime)
+        scalars[_H1 + h] = (value + _term(section, floor, mult[h], prime)) % prime
+    floors[section] = floor
+
+
+@njit(cache=True)
+def _memo(table, scalars, insert):
+    """Look the state's hashes up in the open-addressed table of failed states; with
+    `insert`, add them. Returns True when they were already there."""
+    slots = table.shape[0]
+    k1, k2, k3 = scalars[_H1] + 1, scalars[_H2], scalars[_H3]  # +1: zero marks empty
+    slot = (k1 * 40503 + k2) % slots
+    while table[slot, 0] != 0:
+        if table[slot, 0] == k1 and table[slot, 1] == k2 and table[slot, 2] == k3:
+            return True
+        slot = (slot + 1) % slots
+    if insert:
+        if scalars[_MEMO] * 10 >= slots * 6:
+            table[:, :] = 0  # full enough to slow probing: forget everything
+            scalars[_MEMO] = 0
+            slot = (k1 * 40503 + k2) % slots
+        table[slot, 0] = k1
+        table[slot, 1] = k2
+        table[slot, 2] = k3
+        scalars[_MEMO] += 1
+    return False
+
+
+@njit(cache=True)
+def _blame_section(conflict, section, geometry, placed):
+    """Add to `conflict` a section and every section of the rectangles left in it: all
+    that decides what can go there."""
+    rect_start, rect_sections, section_start, section_rects = (
+        geometry[4], geometry[5], geometry[6], geometry[7]
+    )
+    conflict[section >> 6] |= _BIT[section & 63]
+    for j in range(section_start[section], section_start[section + 1]):
+        r = section_rects[j]
+        if placed[r]:
+            continue
+        for q in range(rect_start[r], rect_start[r + 1]):
+            t = rect_sections[q]
+            conflict[t >> 6] |= _BIT[t & 63]
+
+
+@njit(cache=True)
+def _expand(depth, geometry, state, stacks, conflicts, capacity):
+    """Write the moves of the current state at `depth`; returns how many.
+
+    A move is (rectangle, offset) to place a rectangle, or (-1, floor) to lift the chosen
+    section's floor. `conflicts[depth]` gets the sections the moves depend on.
+    """
+    sizes, alignments, rank, twin, rect_start, rect_sections, section_start, section_rects = (
+        geometry
+    )
+    floors, load, placed, offsets, scalars, section_mark, rect_mark, twin_mark, candidates = state
+    move_rect, move_offset, move_end, chosen, pit_floor = (
+        stacks[0], stacks[1], stacks[2], stacks[3], stacks[4]
+    )
+    sections = floors.shape[0]
+    floor = _INF
+    for s in range(sections):
+        floor = min(floor, floors[s])
+    lowest = 0
+    fewest = _INF
+    for s in range(sections):
+        if floors[s] != floor:
+            continue
+        room = capacity - floor - load[s]
+        if scalars[_RULE] == _ROOMIEST:
+            # The least room to spare: a section with none must be covered right at the
+            # floor, so it branches least.
+            choices = room
+        else:
+            # The fewest choices: rectangles that can sit right there, plus one if the
+            # section has room to waste.
+            choices = 1 if room > 0 else 0
+            for j in range(section_start[s], section_start[s + 1]):
+                r = section_rects[j]
+                if placed[r]:
+                    continue
+                level = True
+                for q in range(rect_start[r], rect_start[r + 1]):
+                    if floors[rect_sections[q]] != floor:
+                        level = False
+                        break
+                if level:
+                    choices += 1
+        if choices < fewest:
+            fewest = choices
+            lowest = s
+    chosen[depth] = lowest
+    pit_floor[depth] = floor
+    conflict = conflicts[depth]
+    conflict[:] = 0
+    _blame_section(conflict, lowest, geometry, placed)
+    stamp = scalars[_STAMP] + 1
+    scalars[_STAMP] = stamp
+    # Candidates: rectangles in the section whose every section is at this floor. Any
+    # other rectangle there reaches higher; the lowest of them bounds a lift.
+    found = 0
+    lift = _INF
+    for j in range(section_start[lowest], section_start[lowest + 1]):
+        r = section_rects[j]
+        if placed[r]:
+            continue
+        reach = floor
+        for q in range(rect_start[r], rect_start[r + 1]):
+            reach = max(reach, floors[rect_sections[q]])
+        if reach == floor:
+            position = found  # insertion by rank: the order never depends on visiting
+            while position > 0 and rank[candidates[position - 1]] > rank[r]:
+                candidates[position] = candidates[position - 1]
+                position -= 1
+            candidates[position] = r
+            found += 1
+        else:
+            lift = min(lift, reach)
+    if found:
+        # If nothing sits right at the floor here, the lowest rectangle here rests on one
+        # placed later beside it: at least the floor plus the smallest rectangle left in
+        # a section of a candidate.
+        for c in range(found):
+            r = candidates[c]
+            for q in range(rect_start[r], rect_start[r + 1]):
+                t = rect_sections[q]
+                for i in range(section_start[t], section_start[t + 1]):
+                    y = section_rects[i]
+                    if not placed[y]:
+                        lift = min(lift, floor + sizes[y])
+    base = move_end[depth - 1] if depth > 0 else 0
+    moves = 0
+    for c in range(found):
+        r = candidates[c]
+        if twin_mark[twin[r]] == stamp:
+            continue  # an identical rectangle is tried at this very spot already
+        twin_mark[twin[r]] = stamp
+        offset = (floor + alignments[r] - 1) // alignments[r] * alignments[r]
+        if offset > floor:
+            # Padding below the rectangle is wasted in every section it covers.
+            heaviest = 0
+            for q in range(rect_start[r], rect_start[r + 1]):
+                heaviest = max(heaviest, load[rect_sections[q]])
+            if offset + heaviest > capacity:
+                continue
+        move_rect[base + moves] = r
+        move_offset[base + moves] = offset
+        moves += 1
+    if lift < _INF and lift + load[lowest] <= capacity:
+        move_rect[base + moves] = -1
+        move_offset[base + moves] = lift
+        moves += 1
+    move_end[depth] = base + moves
+    return moves
+
+
+@njit(cache=True)
+def _apply(depth, move, geometry, state, stacks, mult, zobrist, undo):
+    """Place a rectangle or lift the chosen section (`undo` reverses it)."""
+    sizes, rect_start, rect_sections = geometry[0], geometry[4], geometry[5]
+    floors, load, placed, offsets, scalars = state[0], state[1], state[2], state[3], state[4]
+    move_rect, move_offset, chosen, pit_floor = stacks[0], stacks[1], stacks[3], stacks[4]
+    r = move_rect[move]
+    if r < 0:
+        floor = pit_floor[depth] if undo else move_offset[move]
+        _set_floor(chosen[depth], floor, floors, mult, scalars)
+        return
+    size = sizes[r]
+    sign = -1 if undo else 1
+    for q in range(rect_start[r], rect_start[r + 1]):
+        t = rect_sections[q]
+        load[t] -= sign * size
+        if undo:
+            floor = pit_floor[depth]  # a candidate's sections were all at the floor
+        elif load[t] > 0:
+            floor = move_offset[move] + size
+        else:
+            floor = _INF  # nothing left here: never the lowest section again
+        _set_floor(t, floor, floors, mult, scalars)
+    placed[r] = 0 if undo else 1
+    offsets[r] = move_offset[move]
+    scalars[_LEFT] -= sign
+    for h in range(3):
+        prime = (2147483647, 2147483629, 2147483587)[h]
+        scalars[_H1 + h] = (scalars[_H1 + h] + sign * zobrist[h, r]) % prime
+
+
+@njit(cache=True)
+def _overfull(geometry, state, reach, capacity, conflict):
+    """A section whose rectangles left cannot stack in it, or -1 when all can.
+
+    Each rectangle goes at or above the highest floor it covers, so a section is in
+    effect as high as the lowest such reach among its rectangles, and what is left of it
+    must fit above that. On failure `conflict` gets the sections that decided it.
+    """
+    rect_start, rect_sections, section_start, section_rects = (
+        geometry[4], geometry[5], geometry[6], geometry[7]
+    )
+    floors, load, placed = state[0], state[1], state[2]
+    for r in range(reach.shape[0]):
+        if placed[r]:
+            continue
+        high = 0
+        for q in range(rect_start[r], rect_start[r + 1]):
+            high = max(high, floors[rect_sections[q]])
+        reach[r] = high
+    for s in range(floors.shape[0]):
+        if load[s] == 0:
+            continue
+        low = _INF
+        for j in range(section_start[s], section_start[s + 1]):
+            r = section_rects[j]
+            if not placed[r] and reach[r] < low:
+                low = reach[r]
+        if low + load[s] > capacity:
+            conflict[:] = 0
+            _blame_section(conflict, s, geometry, placed)
+            return s
+    return -1
+
+
+@njit(cache=True)
+def _touches(depth, move, geometry, stacks, conflict):
+    """Whether the move made at `depth` changed a section in `conflict`."""
+    rect_start, rect_sections = geometry[4], geometry[5]
+    r = stacks[0][move]
+    if r < 0:
+        s = stacks[3][depth]
+        return conflict[s >> 6] & _BIT[s & 63] != 0
+    for q in range(rect_start[r], rect_start[r + 1]):
+        t = rect_sections[q]
+        if conflict[t >> 6] & _BIT[t & 63] != 0:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _child_failed(depth, failed, geometry, stacks, control, conflicts):
+    """The move at `depth` led to a failure whose reasons are `conflicts[failed]`.
+
+    If that move changed none of those sections, every other move here fails the same
+    way: the node fails at once with the same reasons (a backjump). Otherwise the
+    reasons join the node's own."""
+    move_next, applied = control[0], control[1]
+    if not _touches(depth, applied[depth], geometry, stacks, conflicts[failed]):
+        conflicts[depth, :] = conflicts[failed, :]
+        move_next[depth] = stacks[2][depth]
+    else:
+        conflicts[depth, :] |= conflicts[failed, :]
+
+
+@njit(cache=True)
+def _run(geometry, state, stacks, control, conflicts, mult, zobrist, table, capacity, budget,
+         reach):
+    """Depth-first search for up to `budget` more nodes; returns a _RUNNING/_FOUND/
+    _EXHAUSTED/_OVERFLOW code. Resumable: all state is in the arrays."""
+    move_end = stacks[2]
+    move_next, applied = control[0], control[1]
+    scalars = state[4]
+    rectangles = geometry[0].shape[0]
+    limit = scalars[_NODES] + budget
+    while True:
+        depth = scalars[_DEPTH]
+        if move_next[depth] == move_end[depth]:
+            if applied[depth] >= 0:
+                _apply(depth, applied[depth], geometry, state, stacks, mult, zobrist, True)
+                applied[depth] = -1
+            _memo(table, scalars, True)
+            if depth == 0:
+                return _EXHAUSTED
+            scalars[_DEPTH] = depth - 1
+            _child_failed(depth - 1, depth, geometry, stacks, control, conflicts)
+            continue
+        if applied[depth] >= 0:
+            _apply(depth, applied[depth], geometry, state, stacks, mult, zobrist, True)
+            applied[depth] = -1
+        if scalars[_NODES] >= limit:
+            return _RUNNING
+        move = move_next[depth]
+        move_next[depth] += 1
+        _apply(depth, move, geometry, state, stacks, mult, zobrist, False)
+        applied[depth] = move
+        scalars[_NODES] += 1
+        if scalars[_LEFT] < scalars[_FEWEST]:
+            scalars[_FEWEST] = scalars[_LEFT]
+        if scalars[_LEFT] == 0:
+            return _FOUND
+        child = depth + 1
+        if child + 1 >= move_next.shape[0] or move_end[depth] + rectangles + 1 > stacks[0].shape[0]:
+            return _OVERFLOW
+        if _memo(table, scalars, False):
+            conflicts[child, :] = -1  # reasons not kept: blame everything
+            _child_failed(depth, child, geometry, stacks, control, conflicts)
+            continue
+        if _overfull(geometry, state, reach, capacity, conflicts[child]) >= 0:
+            _memo(table, scalars, True)
+            _child_failed(depth, child, geometry, stacks, control, conflicts)
+            continue
+        if _expand(child, geometry, state, stacks, conflicts, capacity) == 0:
+            _memo(table, scalars, True)
+            _child_failed(depth, child, geometry, stacks, control, conflicts)
+            continue
+        move_next[child] = move_end[depth]
+        applied[child] = -1
+        scalars[_DEPTH] = child
+
+
+# ---------------------------------------------------------------------------- driver
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    status: SearchStatus
+    offsets: tuple[int, ...]
+    nodes: int
+
+
+class _Runner:
+    """One configuration of the kernel on one part: its arrays, resumable slice by slice."""
+
+    def __init__(self, part: _Part, capacity: int, order: int, rule: int) -> None:
+        rectangles, sections = len(part.sizes), len(part.section_bytes)
+        rng = np.random.default_rng(0x5EED)  # fixed: hashes must not change the search
+        primes = np.array(_PRIMES, dtype=np.int64)
+        self.mult = rng.integers(1, primes[:, None], size=(3, sections), dtype=np.int64)
+        self.zobrist = rng.integers(0, primes[:, None], size=(3, rectangles), dtype=np.int64)
+        floors = np.where(part.section_bytes > 0, 0, _INF).astype(np.int64)
+        scalars = np.zeros(10, dtype=np.int64)
+        scalars[_LEFT] = rectangles
+        scalars[_FEWEST] = rectangles
+        scalars[_RULE] = rule
+        for h, prime in enumerate(_PRIMES):
+            terms = (int(f) % prime * int(m) % prime for f, m in zip(floors, self.mult[h]))
+            scalars[_H1 + h] = sum(terms) % prime
+        self.scalars = scalars
+        self.state = (
+            floors,
+            part.section_bytes.copy(),
+            np.zeros(rectangles, dtype=np.int64),  # placed
+            np.zeros(rectangles, dtype=np.int64),  # offsets
+            scalars,
+            np.zeros(sections, dtype=np.int64),  # section marks
+            np.zeros(rectangles, dtype=np.int64),  # rectangle marks
+            np.zeros(rectangles, dtype=np.int64),  # twin marks
+            np.zeros(rectangles, dtype=np.int64),  # candidates
+        )
+        depth_limit = 8 * (rectangles + sections) + 16
+        move_room = depth_limit * 16 + rectangles * 64
+        self.stacks = (
+            np.zeros(move_room, dtype=np.int64),  # move rectangle
+            np.zeros(move_room, dtype=np.int64),  # move offset
+            np.zeros(depth_limit, dtype=np.int64),  # end of each depth's moves
+            np.zeros(depth_limit, dtype=np.int64),  # each depth's chosen section
+            np.zeros(depth_limit, dtype=np.int64),  # the floor there
+        )
+        self.conflicts = np.zeros((depth_limit, (sections + 63) // 64), dtype=np.int64)
+        self.control = (
+            np.zeros(depth_limit, dtype=np.int64),  # next move at each depth
+            np.full(depth_limit, -1, dtype=np.int64),  # move applied at each depth
+        )
+        self.geometry = (
+            part.sizes,
+            part.alignments,
+            part.ranks[order],
+            part.twin,
+            part.rect_start,
+            part.rect_sections,
+            part.section_start,
+            part.section_rects,
+        )
+        self.table = np.zeros((_MEMO_SLOTS, 3), dtype=np.int64)
+        self.reach = np.zeros(rectangles, dtype=np.int64)
+        self.capacity = capacity
+        moves = _expand(0, self.geometry, self.state, self.stacks, self.conflicts, capacity)
+        self.code = _RUNNING if moves else _EXHAUSTED
+
+    def step(self, nodes: int) -> int:
+        if self.code == _RUNNING:
+            self.code = _run(
+                self.geometry, self.state, self.stacks, self.control, self.conflicts,
+                self.mult, self.zobrist, self.table, self.capacity, nodes, self.reach,
+            )
+        return self.code
+
+    @property
+    def nodes(self) -> int:
+        return int(self.scalars[_NODES])
+
+
+def _solve_part(part: _Part, capacity: int, deadline: float) -> _Outcome:
+    """Run every configuration in turn, a slice of nodes each, until one answers.
+
+    Searches of this kind are heavy-tailed: a configuration that is lost for minutes on
+    one instance answers another in milliseconds. Taking turns costs at most a factor of
+    the number of configurations, and the turns are counted in nodes, not seconds, so
+    the answer does not depend on the machine's speed.
+    """
+    if int(part.section_bytes.max(initial=0)) > capacity:
+        return _Outcome(SearchStatus.INFEASIBLE, (), 0)
+    runners = [_Runner(part, capacity, order, rule) for order, rule in _CONFIGS]
+    while True:
+        for runner in runners:
+            code = runner.step(_SLICE_NODES)
+            nodes = sum(r.nodes for r in runners)
+            if code == _FOUND:
+                return _Outcome(SearchStatus.FOUND, tuple(int(o) for o in runner.state[3]), nodes)
+            if code == _EXHAUSTED:
+                return _Outcome(SearchStatus.INFEASIBLE, (), nodes)
+        if time.perf_counter() > deadline or all(r.code == _OVERFLOW for r in runners):
+            return _Outcome(SearchStatus.TIMEOUT, (), nodes)
+
+
+def search(problem: Problem, capacity: int, *, time_limit: float, seed: int = 0) -> SearchResult:
+    """Offsets for every buffer within `capacity` bytes, or a proof that none exist, or
+    TIMEOUT after `time_limit` seconds. Raises ValueError on pinned buffers."""
+    started = time.perf_counter()
+    deadline = started + time_limit
+    classes = alias_classes(problem)
+    if any(cls.offset is not None for cls in classes):
+        raise ValueError("the skyline search does not place pinned buffers; use cpsat")
+    class_offsets = {cls.root: 0 for cls in classes if cls.size == 0}
+    status, nodes = SearchStatus.FOUND, 0
+    for group in _split([cls for cls in classes if cls.size > 0]):
+        part = _build_part(group, seed)
+        outcome = _solve_part(part, capacity, deadline)
+        nodes += outcome.nodes
+        if outcome.status is SearchStatus.INFEASIBLE:
+            status = outcome.status
+            break  # one part that cannot fit settles the whole
+        if outcome.status is SearchStatus.TIMEOUT:
+            status = outcome.status
+            continue  # a later part may still prove the whole infeasible
+        for cls, offset in zip(part.classes, outcome.offsets):
+            class_offsets[cls.root] = offset
+    seconds = time.perf_counter() - started
+    if status is not SearchStatus.FOUND:
+        return SearchResult(status, capacity, None, 0, nodes, seconds)
+    offsets = {name: class_offsets[cls.root] + delta for cls in classes for name, delta in cls.members}
+    peak = max((offsets[b.id] + b.size for b in problem.buffers), default=0)
+    return SearchResult(status, capacity, offsets, peak, nodes, seconds)
+
+
+# ---------------------------------------------------------------------------- minimising
+
+
+@dataclass(frozen=True, slots=True)
+class MinimiseResult:
+    """The lowest peak found, the best lower bound proven, and every probe made."""
+
+    offsets: dict[str, int] | None
+    peak: int  # 0 when nothing was found
+    bound: int  # no packing has a smaller peak
+    probes: tuple[SearchResult, ...]
+    seconds: float
+
+    @property
+    def optimal(self) -> bool:
+        return self.offsets is not None and self.peak <= self.bound
+
+
+def granularity(problem: Problem) -> int:
+    """A step every packing's peak is a multiple of (when it sits on the search's
+    canonical form): the gcd of all sizes and of every alignment above 1."""
+    step = 0
+    for cls in alias_classes(problem):
+        step = gcd(step, cls.size)
+        if cls.alignment > 1:
+            step = gcd(step, cls.alignment)
+    return max(step, 1)
+
+
+def minimise(
+    problem: Problem,
+    *,
+    time_limit: float,
+    seed: int = 0,
+    upper: int | None = None,
+    first_share: float = 0.4,
+) -> MinimiseResult:
+    """The smallest peak the search reaches within `time_limit` seconds.
+
+    1. Ask at the lower bound first (with `first_share` of the time): on these problems
+       the optimum is usually there, and a yes proves it.
+    2. Else find any packing (at `upper`, e.g. a greedy plan's arena, or with no cap).
+    3. Then bisect between the best bound and the best peak; a probe that proves "no"
+       raises the bound, one that times out only moves the bisection up.
+    """
+    started = time.perf_counter()
+    deadline = started + time_limit
+    step = granularity(problem)
+    bound = _round_up(lower_bound(problem), step)
+    probes: list[SearchResult] = []
+    best: SearchResult | None = None
+
+    def probe(capacity: int, seconds: float) -> SearchResult:
+        result = search(problem, capacity, time_limit=max(seconds, 0.0), seed=seed)
+        probes.append(result)
+        return result
+
+    first = probe(bound, time_limit * first_share)
+    if first.status is SearchStatus.FOUND:
+        best = first
+    else:
+        if first.status is SearchStatus.INFEASIBLE:
+            bound += step
+        ceiling = upper if upper is not None else problem.naive_bytes
+        dive = probe(max(ceiling, bound), deadline - time.perf_counter())
+        best = dive if dive.status is SearchStatus.FOUND else None
+    low = bound  # below this nothing was found (proven only up to `bound`)
+    while best is not None and best.peak > bound:
+        left = deadline - time.perf_counter()
+        high = best.peak - step
+        if left <= 0.05 or low > high:
+            break
+        capacity = _round_up((low + high) // 2, step)
+        steps = max(1, (high - low) // step).bit_length()
+        result = probe(capacity, max(left / steps, min(left, 0.5)))
+        if result.status is SearchStatus.FOUND:
+            best = result
+        elif result.status is SearchStatus.INFEASIBLE:
+            bound = max(bound, capacity + step)
+            low = max(low, bound)
+        else:
+            low = capacity + step
+    seconds = time.perf_counter() - started
+    if best is None:
+        return MinimiseResult(None, 0, bound, tuple(probes), seconds)
+    return MinimiseResult(best.offsets, best.peak, bound, tuple(probes), seconds)
+
+
+def _round_up(value: int, step: int) -> int:
+    return -(-value // step) * step
