@@ -3,6 +3,8 @@
     optplan plan PROGRAM [--planner cpsat] [--time-limit S] [--alignment B] [--json] [-o OUT]
     optplan compare PROGRAM [--planners naive,greedy,cpsat] [--json]
     optplan run PROGRAM [--planner cpsat] [--plan FILE] [--inputs FILE.npz]
+    optplan lower PROGRAM [--planner cpsat] [-o OUT]
+    optplan check PLANNED_PROGRAM
 
 Exit status: 0 on success; 1 when a check fails (a plan is invalid, a replay differs);
 2 for bad input, printed as one line `file:line:col: what is wrong`.
@@ -73,6 +75,22 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--inputs", help=".npz of input values by parameter name (others are random)")
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")
     run.set_defaults(handler=_cmd_run)
+
+    lower = commands.add_parser(
+        "lower", help="print the program lowered onto a plan (alloc_storage, alloc_tensor, kills)"
+    )
+    _add_input(lower)
+    lower.add_argument("--planner", default="cpsat", help="planner to use (default: cpsat)")
+    lower.add_argument("-o", "--output", help="write the lowered TVMScript here")
+    lower.set_defaults(handler=_cmd_lower)
+
+    check = commands.add_parser(
+        "check", help="extract, validate and replay the plan of an already planned program"
+    )
+    check.add_argument("program", help="a planned TVMScript .py (alloc_storage, alloc_tensor)")
+    check.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")
+    check.add_argument("--json", action="store_true", help="print JSON instead of text")
+    check.set_defaults(handler=_cmd_check)
     return parser
 
 
@@ -86,6 +104,11 @@ def _add_input(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--plan-outputs", action="store_true", help="also plan the function's outputs"
+    )
+    parser.add_argument(
+        "--inplace",
+        action="store_true",
+        help="first let elementwise ops write over inputs that die there (DataflowUseInplaceCalls)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
@@ -160,11 +183,49 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 1 if faults else 0
 
 
+def _cmd_lower(args: argparse.Namespace) -> int:
+    from optplan.passes import plan_memory
+    from optplan.script import print_program
+
+    loaded = _load(args)
+    if loaded.program is None or loaded.memory is None:
+        raise InputError("a CSV problem has no program to lower; give a .py or .onnx", file=args.program)
+    plan = _solve(loaded.problem, args.planner, args.time_limit, quiet=True)
+    faults = validate(loaded.problem, plan)
+    if faults or not plan.status.has_plan:
+        _report_faults(plan, faults)
+        return 1
+    try:
+        text = print_program(plan_memory(loaded.program, loaded.memory, plan))
+    except ValueError as error:
+        raise InputError(f"cannot print the lowered program: {error}", file=args.program) from None
+    if args.output:
+        _write_text(args.output, text)
+        print(f"lowered program written to {args.output}")
+    else:
+        print(text)
+    return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from optplan.check import check_program
+    from optplan.script import load as load_script
+
+    try:
+        report = check_program(load_script(args.program), path=args.program, seed=args.seed)
+    except InputError as error:
+        raise error.located(args.program) from None
+    print(json.dumps(report.as_dict(), indent=1) if args.json else report.summary())
+    return 0 if report.valid else 1
+
+
 # ---------------------------------------------------------------------------- helpers
 
 
 def _load(args: argparse.Namespace) -> Loaded:
-    return load(args.program, alignment=args.alignment, plan_outputs=args.plan_outputs)
+    return load(
+        args.program, alignment=args.alignment, plan_outputs=args.plan_outputs, inplace=args.inplace
+    )
 
 
 def _solve(problem: Problem, name: str, time_limit: float, *, quiet: bool) -> Plan:
@@ -196,6 +257,7 @@ def _record(loaded: Loaded, plan: Plan, args: argparse.Namespace) -> dict[str, o
         "buffers": len(loaded.problem.buffers),
         "alignment": args.alignment,
         "outputs_planned": bool(args.plan_outputs) and loaded.program is not None,
+        "inplace": bool(args.inplace),
         "seconds": round(plan.seconds, 4),
         "offsets": dict(plan.offsets),
     }
@@ -253,6 +315,11 @@ def _report_faults(plan: Plan, faults: list) -> None:  # type: ignore[type-arg]
 
 def _write_plan(path: str, problem: Problem, plan: Plan, record: dict[str, object]) -> None:
     text = write_csv(problem, plan.offsets) if path.endswith(".csv") else json.dumps(record, indent=1)
+    _write_text(path, text)
+
+
+def _write_text(path: str, text: str) -> None:
+    """Write through a temporary file, so an interrupted write leaves nothing half-done."""
     target = Path(path)
     partial = target.with_name(target.name + ".partial")
     partial.write_text(text + ("" if text.endswith("\n") else "\n"))

@@ -15,7 +15,7 @@ from pathlib import Path
 from optplan.analysis.liveness import build_memory
 from optplan.analysis.memory import Memory
 from optplan.errors import InputError
-from optplan.ir import Program
+from optplan.ir import Call, Loc, Program, iter_bindings
 from optplan.plan import Plan, Status
 from optplan.problem import Problem, read_csv
 
@@ -36,8 +36,10 @@ def load(
     alignment: int = 64,
     plan_outputs: bool = False,
     dims: dict[str, int] | None = None,
+    inplace: bool = False,
 ) -> Loaded:
-    """Read `path` by its extension (.py, .onnx, .csv) into a Problem."""
+    """Read `path` by its extension (.py, .onnx, .csv) into a Problem; with `inplace`,
+    elementwise ops first take over dying inputs (`use_inplace_calls`)."""
     if alignment < 1:
         raise InputError(f"alignment must be at least 1, got {alignment}")
     if not Path(path).is_file():
@@ -47,14 +49,21 @@ def load(
         if suffix == ".csv":
             return Loaded(path, _realign(read_csv(path), alignment))
         if suffix == ".py":
-            return _from_program(path, _read_script(path), alignment, plan_outputs)
-        if suffix == ".onnx":
+            program = _read_script(path)
+        elif suffix == ".onnx":
             from optplan.onnx_frontend import load_onnx
 
-            return _from_program(path, load_onnx(path, dims or {}), alignment, plan_outputs)
+            program = load_onnx(path, dims or {})
+        else:
+            raise InputError(f"unknown kind of file {suffix!r}; expected .py, .onnx or .csv")
+        _refuse_planned(program)
+        if inplace:
+            from optplan.passes import use_inplace_calls
+
+            program = use_inplace_calls(program)
+        return _from_program(path, program, alignment, plan_outputs)
     except InputError as error:
         raise error.located(path) from None
-    raise InputError(f"unknown kind of file {suffix!r}; expected .py, .onnx or .csv", file=path)
 
 
 def load_program(path: str) -> Program:
@@ -72,6 +81,21 @@ def _read_script(path: str) -> Program:
     program = load_script(path)
     verify(program)
     return infer_types(program)
+
+
+def _refuse_planned(program: Program) -> None:
+    """A program that already allocates its own storage has a plan to check, not to make."""
+    for binding in iter_bindings(program.main.body):
+        value = binding.value
+        if isinstance(value, Call) and value.op in ("memory.alloc_storage", "memory.alloc_tensor"):
+            loc = value.loc or Loc()
+            raise InputError(
+                f"the program is already planned (it calls R.{value.op}); "
+                "use 'optplan check' to validate and replay its plan",
+                file=loc.file,
+                line=loc.line,
+                col=loc.col,
+            )
 
 
 def _from_program(path: str, program: Program, alignment: int, plan_outputs: bool) -> Loaded:

@@ -536,10 +536,14 @@ def _op_call(op: str, node: ast.Call, src: _Source) -> Call:
 
 
 def _kernel_call(kernel: str, node: ast.Call, src: _Source) -> Call:
-    """`fused_x(a, b, out)`: a destination-passing call of a kernel by name."""
-    _no_keywords(node, src)
+    """`fused_x(a, b, out)`: a destination-passing call of a kernel by name; keywords are
+    the attributes of a lowered high-level op (`op="nn.conv2d", strides=[1, 1]`)."""
+    attrs = {key: _attr_value(value, src) for key, value in _keywords(node, src).items()}
+    if "kernel" in attrs:
+        raise _error("a kernel call cannot take a keyword named 'kernel'", node, src)
+    attrs["kernel"] = kernel
     args = _positional(node, src)
-    return Call("call_kernel", args, (("kernel", kernel),), loc=_loc(node, src))
+    return Call("call_kernel", args, tuple(sorted(attrs.items())), loc=_loc(node, src))
 
 
 def _call_tir(op: str, node: ast.Call, src: _Source) -> Call:

@@ -197,9 +197,8 @@ def _call(call: Call, kernels: frozenset[str]) -> str:
             raise ValueError(f"{call.op} needs a 'kernel' attribute naming the kernel")
         callee = f"cls.{kernel}" if kernel in kernels else _name(kernel)
         if call.op == "call_kernel":
-            if attrs:
-                raise ValueError(f"a kernel call has no attributes besides 'kernel': {attrs}")
-            return f"{callee}({', '.join(args)})"
+            # A lowered high-level op keeps its attributes (and names its op) as keywords.
+            return f"{callee}({', '.join(args + _keywords(attrs))})"
         out_ty = attrs.pop("out_ty", None)
         if out_ty is None:
             raise ValueError(f"{call.op} needs an 'out_ty' attribute")

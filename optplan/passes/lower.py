@@ -27,8 +27,7 @@ Memory's problem, from any planner. Output: the entry function in TVM's planned 
 A high-level op is lowered to a kernel named after the op that keeps the op's attributes
 and names the op (`Call("call_kernel", ..., attrs=(("kernel", "add"), ("op", "add"),
 ...))`), so that the lowered executor runs the op and not an opaque kernel that happens to
-share its name; the TVMScript printer does not print such calls yet (only `call_tir`
-kernels, and programs without If, lower to printable text).
+share its name. It prints as `nn_conv2d(x, w, out, op="nn.conv2d", strides=[1, 1], ...)`.
 """
 
 from __future__ import annotations
@@ -269,7 +268,8 @@ def _kernel_call(call: Call, outs: tuple[Expr, ...], *, keep_inplace: bool = Fal
         attrs = {k: v for k, v in attrs.items() if k == "inplace_indices"}
     else:
         # The op is named apart from kernels: a kernel may be called `add` and be opaque.
-        kernel, attrs["op"] = call.op, call.op
+        # The kernel's own name is the op's with dots made printable (`nn_conv2d`).
+        kernel, attrs["op"] = call.op.replace(".", "_"), call.op
     if not keep_inplace:
         attrs.pop("inplace_indices", None)
     return Call("call_kernel", call.args + outs, tuple(sorted({**attrs, "kernel": kernel}.items())))
