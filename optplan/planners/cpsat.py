@@ -102,15 +102,7 @@ def plan_cpsat(problem: Problem, options: CpSat = CpSat()) -> Plan:
     rects = rectangles(problem)
     fault = pin_fault(rects)
     if fault is not None:
-        return make_plan(
-            problem,
-            options.name,
-            rects,
-            None,
-            started=started,
-            status=Status.INFEASIBLE,
-            detail={"reason": fault},
-        )
+        return _no_plan(problem, options, rects, started, 0, Status.INFEASIBLE, fault)
     greedy, greedy_detail = best_offsets(rects)
     capacity = problem.capacity
     offsets = list(greedy)
@@ -136,31 +128,15 @@ def plan_cpsat(problem: Problem, options: CpSat = CpSat()) -> Plan:
         result = solve_part(part, greedy, max(bound, floors[id(part)]), upper, budget, options)
         solved += 1
         if result.status == Status.INFEASIBLE:
-            return make_plan(
-                problem,
-                options.name,
-                rects,
-                None,
-                started=started,
-                bound=bound,
-                status=Status.INFEASIBLE,
-                detail={"reason": f"no placement fits under capacity {capacity}"},
-            )
+            reason = f"no placement fits under capacity {capacity}"
+            return _no_plan(problem, options, rects, started, bound, Status.INFEASIBLE, reason)
         bound = max(bound, result.bound)
         if result.offsets is not None and (not fits or _part_top(part, result.offsets) < arena):
             for rect in part:
                 offsets[rect.index] = result.offsets[rect.index]
         elif not fits:
-            return make_plan(
-                problem,
-                options.name,
-                rects,
-                None,
-                started=started,
-                bound=bound,
-                status=Status.UNKNOWN,
-                detail={"reason": f"nothing found under capacity {capacity} in time"},
-            )
+            reason = f"nothing found under capacity {capacity} in time"
+            return _no_plan(problem, options, rects, started, bound, Status.UNKNOWN, reason)
     detail = {
         "greedy_arena": top(rects, greedy),
         "greedy_order": greedy_detail["order"],
@@ -169,6 +145,27 @@ def plan_cpsat(problem: Problem, options: CpSat = CpSat()) -> Plan:
     }
     return make_plan(
         problem, options.name, rects, offsets, started=started, bound=bound, detail=detail
+    )
+
+
+def _no_plan(
+    problem: Problem,
+    options: CpSat,
+    rects: list[Rect],
+    started: float,
+    bound: int,
+    status: Status,
+    reason: str,
+) -> Plan:
+    return make_plan(
+        problem,
+        options.name,
+        rects,
+        None,
+        started=started,
+        bound=bound,
+        status=status,
+        detail={"reason": reason},
     )
 
 
