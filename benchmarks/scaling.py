@@ -17,7 +17,8 @@ Steps:
    The generator is seeded, so the problems are the same on every run.
 2. Run every greedy order with every fit, the best-of `greedy`, and `cpsat` on the 10k
    problems (time limit 60 s), with and without splitting into independent parts.
-3. Print a table (instance, buffers, planner, arena bytes, lower bound, gap, seconds) and
+3. Print a table (instance, buffers, planner, arena bytes, lower bound, gap, status, wall
+   seconds, CPU seconds of this process; CP-SAT's worker threads count in the latter) and
    write it as CSV to `benchmarks/results/scaling.csv`.
 
 Run: `python benchmarks/scaling.py [--sizes 1000,10000,100000] [--time-limit 60]`.
@@ -29,10 +30,11 @@ import argparse
 import csv
 import random
 import sys
+import time
 from pathlib import Path
 
 from optplan.plan import Plan, validate
-from optplan.planners import get_planner
+from optplan.planners import Planner, get_planner
 from optplan.planners.greedy import FITS, ORDERS
 from optplan.problem import Buffer, Interval, Problem, read_csv
 
@@ -127,7 +129,17 @@ def minimalloc_chain(count: int) -> Problem | None:
     return Problem(tuple(buffers))
 
 
-def row(instance: str, problem: Problem, label: str, plan: Plan) -> dict[str, object]:
+def timed(planner: Planner, problem: Problem) -> tuple[Plan, float]:
+    """The plan and the CPU seconds it took (wall time alone misleads on a shared machine)."""
+    started = time.process_time()
+    plan = planner(problem)
+    return plan, time.process_time() - started
+
+
+def row(
+    instance: str, problem: Problem, label: str, planned: tuple[Plan, float]
+) -> dict[str, object]:
+    plan, cpu = planned
     faults = validate(problem, plan)
     if faults:
         raise SystemExit(f"{instance}: {label} gave an invalid plan: {faults[0]}")
@@ -141,6 +153,7 @@ def row(instance: str, problem: Problem, label: str, plan: Plan) -> dict[str, ob
         "gap_percent": round(100 * gap, 2),
         "status": plan.status.value,
         "seconds": round(plan.seconds, 3),
+        "cpu_seconds": round(cpu, 3),
     }
 
 
@@ -148,14 +161,14 @@ def run(instance: str, problem: Problem, time_limit: float, with_cpsat: bool) ->
     rows = []
     for order in ORDERS:
         for fit in FITS:
-            plan = get_planner("greedy", orders=(order,), fits=(fit,))(problem)
+            plan = timed(get_planner("greedy", orders=(order,), fits=(fit,)), problem)
             rows.append(row(instance, problem, f"greedy {order}/{fit}", plan))
-    best = get_planner("greedy")(problem)
-    rows.append(row(instance, problem, f"greedy (best: {best.detail['order']})", best))
+    best = timed(get_planner("greedy"), problem)
+    rows.append(row(instance, problem, f"greedy (best: {best[0].detail['order']})", best))
     if with_cpsat:
-        plan = get_planner("cpsat", time_limit=time_limit)(problem)
+        plan = timed(get_planner("cpsat", time_limit=time_limit), problem)
         rows.append(row(instance, problem, "cpsat", plan))
-        whole = get_planner("cpsat", time_limit=time_limit, split=False)(problem)
+        whole = timed(get_planner("cpsat", time_limit=time_limit, split=False), problem)
         rows.append(row(instance, problem, "cpsat (one model, no split)", whole))
     return rows
 
@@ -177,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         "gap_percent",
         "status",
         "seconds",
+        "cpu_seconds",
     )
     print("  ".join(f"{c:>12}" if c != "planner" else f"{c:<28}" for c in columns))
     for size in (int(s) for s in args.sizes.split(",")):
