@@ -298,10 +298,11 @@ def _table(loaded: Loaded, records: list[dict[str, object]], args: argparse.Name
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = [
+    title = (
         f"{loaded.path}: {len(loaded.problem.buffers)} buffers, alignment {args.alignment}, "
         f"{_outputs_note(loaded, args)}"
-    ]
+    )
+    lines = [title]
     for row in rows:
         lines.append("  ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))))
     return "\n".join(lines)

@@ -66,7 +66,7 @@ class PrimType:
     dtype: str
 
 
-Type = Union[TensorType, TupleType, ShapeType, ObjectType, PrimType]
+Type = TensorType | TupleType | ShapeType | ObjectType | PrimType
 
 # ---------------------------------------------------------------------------- places
 
@@ -140,7 +140,7 @@ class Literal:
     loc: Loc | None = _loc_field()
 
 
-AttrValue = Union[None, bool, int, float, str, tuple["AttrValue", ...], Type]
+AttrValue = Union[None, bool, int, float, str, tuple["AttrValue", ...], Type]  # noqa: UP007 (recursive alias)
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +192,7 @@ class If:
     loc: Loc | None = _loc_field()
 
 
-Expr = Union[Var, Const, MetaConst, ShapeExpr, Literal, Call, Tuple, TupleGetItem, If]
+Expr = Var | Const | MetaConst | ShapeExpr | Literal | Call | Tuple | TupleGetItem | If
 
 # ---------------------------------------------------------------------------- structure
 

@@ -298,27 +298,13 @@ def read_csv(path: str | Path, *, text: str | None = None) -> Problem:
             )
         seen[buffer_id] = line_no
 
-        def number(column: str, default: int | None = None) -> int | None:
-            cell = cells.get(column, "")
-            if cell == "":
-                return default
-            try:
-                return int(cell)
-            except ValueError:
-                col = header.index(column) + 1
-                raise InputError(
-                    f"{column} {cell!r} of buffer {buffer_id!r} is not an integer",
-                    file=name,
-                    line=line_no,
-                    col=col,
-                ) from None
-
-        lower, upper, size = number("lower"), number("upper"), number("size")
+        row_at = _Row(cells, header, buffer_id, name, line_no)
+        lower, upper, size = row_at.number("lower"), row_at.number("upper"), row_at.number("size")
         assert lower is not None and upper is not None and size is not None
         if inclusive_end:
             upper += 1
-        alignment = number("alignment", 1)
-        offset = number("offset")
+        alignment = row_at.number("alignment", 1)
+        offset = row_at.number("offset")
         assert alignment is not None
         fault = None
         if size < 0:
@@ -339,6 +325,32 @@ def read_csv(path: str | Path, *, text: str | None = None) -> Problem:
             )
         buffers.append(Buffer(buffer_id, size, (Interval(lower, upper),), alignment, offset))
     return Problem(tuple(buffers))
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """One row of a CSV file, for reading its integer cells with errors that point at them."""
+
+    cells: dict[str, str]
+    header: list[str]
+    buffer_id: str
+    file: str
+    line: int
+
+    def number(self, column: str, default: int | None = None) -> int | None:
+        """The integer in `column`, `default` where the cell is empty."""
+        cell = self.cells.get(column, "")
+        if cell == "":
+            return default
+        try:
+            return int(cell)
+        except ValueError:
+            raise InputError(
+                f"{column} {cell!r} of buffer {self.buffer_id!r} is not an integer",
+                file=self.file,
+                line=self.line,
+                col=self.header.index(column) + 1,
+            ) from None
 
 
 def write_csv(problem: Problem, offsets: dict[str, int] | None = None) -> str:

@@ -14,6 +14,10 @@ EXAMPLE = ROOT / "examples" / "residual_cnn.py"
 SHARED = ROOT.parent / "shared" / "data"
 TVM = SHARED / "tvm"
 
+HEADER = (
+    "@R.function\n"
+    'def main(x: R.Tensor((2,), dtype="float32")) -> R.Tensor((2,), dtype="float32"):\n'
+)
 CSV = "id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\nb3,0,9,4\nb4,9,21,4\n"
 
 
@@ -81,15 +85,13 @@ def test_run_names_a_tensor_when_a_plan_overlaps(tmp_path: Path, capsys: pytest.
         ("syntax.py", "@R.function\ndef main(x: R.Tensor((2,), dtype=\"float32\"):\n", "syntax.py:2", ""),
         (
             "unknown.py",
-            "@R.function\ndef main(x: R.Tensor((2,), dtype=\"float32\")) -> R.Tensor((2,), dtype=\"float32\"):\n"
-            "    y: R.Tensor((2,), dtype=\"float32\") = R.nn.no_such_op(x)\n    return y\n",
+            HEADER + "    y: R.Tensor((2,), dtype=\"float32\") = R.nn.no_such_op(x)\n    return y\n",
             "unknown.py:3:",
             "no_such_op",
         ),
         (
             "undefined.py",
-            "@R.function\ndef main(x: R.Tensor((2,), dtype=\"float32\")) -> R.Tensor((2,), dtype=\"float32\"):\n"
-            "    y: R.Tensor((2,), dtype=\"float32\") = R.add(x, lv3)\n    return y\n",
+            HEADER + "    y: R.Tensor((2,), dtype=\"float32\") = R.add(x, lv3)\n    return y\n",
             "undefined.py:3:",
             "'lv3'",
         ),
