@@ -106,6 +106,13 @@ def _add_input(parser: argparse.ArgumentParser) -> None:
         "--plan-outputs", action="store_true", help="also plan the function's outputs"
     )
     parser.add_argument(
+        "--dim",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="fix a symbolic dimension of an ONNX model's inputs (repeatable)",
+    )
+    parser.add_argument(
         "--inplace",
         action="store_true",
         help="first let elementwise ops write over inputs that die there (DataflowUseInplaceCalls)",
@@ -167,6 +174,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     for fault in faults:
         print(f"invalid plan: {fault}", file=sys.stderr)
     inputs = executor.make_inputs(loaded.program, seed=args.seed)
+    if args.program.lower().endswith(".onnx"):
+        from optplan.onnx_frontend import onnx_weights
+
+        inputs.update(onnx_weights(args.program))
     if args.inputs:
         inputs.update(_read_npz(args.inputs))
     reference = executor.reference_run(loaded.program, inputs)
@@ -224,8 +235,22 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 def _load(args: argparse.Namespace) -> Loaded:
     return load(
-        args.program, alignment=args.alignment, plan_outputs=args.plan_outputs, inplace=args.inplace
+        args.program,
+        alignment=args.alignment,
+        plan_outputs=args.plan_outputs,
+        inplace=args.inplace,
+        dims=_dims(args.dim),
     )
+
+
+def _dims(pairs: list[str]) -> dict[str, int]:
+    dims: dict[str, int] = {}
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        if not name or not value.isdigit() or int(value) < 1:
+            raise InputError(f"--dim expects NAME=VALUE with a positive integer, got {pair!r}")
+        dims[name] = int(value)
+    return dims
 
 
 def _solve(problem: Problem, name: str, time_limit: float, *, quiet: bool) -> Plan:

@@ -25,6 +25,8 @@ class InputError(Exception):
         return InputError(self.message, file=file, line=self.line, col=self.col)
 
     def __str__(self) -> str:
+        if not self.file and not self.line:
+            return self.message
         where = self.file or "<input>"
         if self.line:
             where += f":{self.line}"

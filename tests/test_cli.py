@@ -205,3 +205,35 @@ def test_lowered_program_round_trips_through_check(
     capsys.readouterr()
     assert main(["check", str(out)]) == 0
     assert capsys.readouterr().out.strip().endswith("valid")
+
+
+def test_onnx_model_runs_with_its_own_weights(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    onnx = pytest.importorskip("onnx", reason="the onnx package is not installed")
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = np.random.default_rng(0).standard_normal((8, 8)).astype(np.float32)
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"]),
+        helper.make_node("Relu", ["h"], ["r"]),
+        helper.make_node("Split", ["r"], ["a", "b"], axis=1, num_outputs=2),
+        helper.make_node("Concat", ["b", "a"], ["c"], axis=1),
+        helper.make_node("MatMul", ["c", "w"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])],
+        [numpy_helper.from_array(weight, "w")],
+    )
+    path = tmp_path / "split.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(path))
+    assert main(["run", str(path)]) == 2
+    assert "unknown dimension 'batch'; fix it with --dim batch=VALUE" in capsys.readouterr().err
+    assert main(["run", str(path), "--dim", "batch=4"]) == 0
+    assert "bit-for-bit" in capsys.readouterr().out
+    assert main(["plan", str(path), "--dim", "batch"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "optplan: --dim expects NAME=VALUE with a positive integer, got 'batch'"
+    )
