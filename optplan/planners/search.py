@@ -48,8 +48,8 @@ from __future__ import annotations
 import enum
 import random
 import time
-from math import gcd
 from dataclasses import dataclass
+from math import gcd
 
 import numpy as np
 
@@ -75,6 +75,7 @@ _CONFIGS = ((0, _ROOMIEST), (1, _ROOMIEST), (0, _FEWEST_CHOICES), (1, _FEWEST_CH
 _BIT = np.array([1 << k for k in range(63)] + [-(1 << 63)], dtype=np.int64)  # bit k of a word
 _PRIMES = (2147483647, 2147483629, 2147483587)  # three hashes of 31 bits each
 _MEMO_SLOTS = 1 << 19  # failed states remembered (cleared when 60 % full)
+_DEPTH_CAP = 200_000  # beyond this a run reports a timeout
 _SLICE_NODES = 2_000  # nodes per kernel call between clock reads
 
 
@@ -485,8 +486,7 @@ def _run(geometry, state, stacks, control, conflicts, mult, zobrist, table, capa
         _apply(depth, move, geometry, state, stacks, mult, zobrist, False)
         applied[depth] = move
         scalars[_NODES] += 1
-        if scalars[_LEFT] < scalars[_FEWEST]:
-            scalars[_FEWEST] = scalars[_LEFT]
+        scalars[_FEWEST] = min(scalars[_FEWEST], scalars[_LEFT])
         if scalars[_LEFT] == 0:
             return _FOUND
         child = depth + 1
@@ -548,8 +548,11 @@ class _Runner:
             np.zeros(rectangles, dtype=np.int64),  # twin marks
             np.zeros(rectangles, dtype=np.int64),  # candidates
         )
-        depth_limit = 8 * (rectangles + sections) + 16
-        move_room = depth_limit * 16 + rectangles * 64
+        # Every move places a rectangle or lifts a floor by at least the granularity.
+        step = int(np.gcd.reduce(part.sizes)) if rectangles else 1
+        lifts = sections * (capacity // max(step, 1) + 1)
+        depth_limit = min(rectangles + lifts, _DEPTH_CAP) + 16
+        move_room = depth_limit * 4 + rectangles * (rectangles + 2)
         self.stacks = (
             np.zeros(move_room, dtype=np.int64),  # move rectangle
             np.zeros(move_room, dtype=np.int64),  # move offset

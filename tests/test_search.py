@@ -1,0 +1,185 @@
+"""The skyline search against an exhaustive search on tiny problems, and on hand-built ones.
+
+The brute force here shares nothing with the search: it tries every aligned offset of
+every alias class (one rectangle each, as the design packs them) in turn.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from optplan.plan import Plan, Status, validate
+from optplan.planners.bounds import best_bound, window_problem
+from optplan.planners.search import SearchStatus, granularity, minimise, search
+from optplan.problem import Alias, Buffer, Interval, Problem, alias_classes, lower_bound
+from tests.strategies import problems
+
+
+def brute_force_fits(problem: Problem, capacity: int) -> bool:
+    """Whether some aligned offsets of the alias classes fit in `capacity` bytes."""
+    classes = [cls for cls in alias_classes(problem) if cls.size > 0]
+    classes.sort(key=lambda cls: -cls.size)
+    placed: list[tuple[int, int, tuple[Interval, ...]]] = []
+
+    def clashes(low: int, high: int, live: tuple[Interval, ...]) -> bool:
+        return any(
+            low < other_high and other_low < high and any(a.overlaps(b) for a in live for b in other)
+            for other_low, other_high, other in placed
+        )
+
+    def place(k: int) -> bool:
+        if k == len(classes):
+            return True
+        cls = classes[k]
+        for offset in range(0, capacity - cls.size + 1, cls.alignment):
+            if not clashes(offset, offset + cls.size, cls.live):
+                placed.append((offset, offset + cls.size, cls.live))
+                if place(k + 1):
+                    return True
+                placed.pop()
+        return False
+
+    return place(0)
+
+
+def brute_force_peak(problem: Problem) -> int:
+    peak = lower_bound(problem)
+    while not brute_force_fits(problem, peak):
+        peak += 1
+    return peak
+
+
+def assert_valid(problem: Problem, offsets: dict[str, int] | None, capacity: int) -> None:
+    assert offsets is not None
+    peak = max((offsets[b.id] + b.size for b in problem.buffers), default=0)
+    assert peak <= capacity
+    assert validate(problem, Plan(offsets, capacity, Status.FEASIBLE, "search", 0)) == []
+
+
+def buffer(name: str, start: int, end: int, size: int, alignment: int = 1) -> Buffer:
+    return Buffer(name, size, (Interval(start, end),), alignment)
+
+
+tiny = problems(max_buffers=5, pins=False, max_size=6)
+
+
+@given(tiny)
+@example(Problem((buffer("a", 0, 1, 1, 4), buffer("b", 0, 1, 1, 4))))
+def test_agrees_with_brute_force(problem: Problem) -> None:
+    optimum = brute_force_peak(problem)
+    found = search(problem, optimum, time_limit=10)
+    assert found.status is SearchStatus.FOUND
+    assert_valid(problem, found.offsets, optimum)
+    if optimum > 0:
+        assert search(problem, optimum - 1, time_limit=10).status is SearchStatus.INFEASIBLE
+
+
+@given(tiny)
+def test_minimise_reaches_the_optimum(problem: Problem) -> None:
+    result = minimise(problem, time_limit=10)
+    assert result.peak == brute_force_peak(problem)
+    assert result.optimal
+    assert_valid(problem, result.offsets, result.peak)
+
+
+def staircase() -> Problem:
+    """A perfect packing: four steps whose pieces only fit one way at 8 bytes.
+
+        bytes 8 +---------------+
+                |  d    |   e   |
+              5 |-------+---+---|
+                |   c   | f |   |
+              2 |---+---+---| g |
+                | a |   b   |   |
+              0 +---+-------+---+  time 0..4
+    """
+    return Problem(
+        (
+            buffer("a", 0, 1, 2),
+            buffer("b", 1, 3, 2),
+            buffer("c", 0, 2, 3),
+            buffer("f", 2, 3, 3),
+            buffer("g", 3, 4, 5),
+            buffer("d", 0, 2, 3),
+            buffer("e", 2, 4, 3),
+        )
+    )
+
+
+def test_finds_a_perfect_packing() -> None:
+    problem = staircase()
+    assert lower_bound(problem) == 8
+    result = minimise(problem, time_limit=10)
+    assert result.optimal and result.peak == 8
+    assert_valid(problem, result.offsets, 8)
+
+
+def test_proves_infeasible_below_the_optimum() -> None:
+    # Pairwise live together: they must stack, so 2 + 3 + 4 bytes.
+    problem = Problem((buffer("a", 0, 3, 2), buffer("b", 1, 4, 3), buffer("c", 2, 5, 4)))
+    assert search(problem, 8, time_limit=10).status is SearchStatus.INFEASIBLE
+    assert search(problem, 9, time_limit=10).status is SearchStatus.FOUND
+
+
+def test_proves_an_optimum_above_the_lower_bound() -> None:
+    # Alignment 4 puts the second byte at offset 4: live bytes say 2, the optimum is 5.
+    problem = Problem((buffer("a", 0, 2, 1, 4), buffer("b", 1, 3, 1, 4)))
+    assert lower_bound(problem) == 2
+    for capacity in (2, 3, 4):
+        assert search(problem, capacity, time_limit=10).status is SearchStatus.INFEASIBLE
+    result = minimise(problem, time_limit=10)
+    assert (result.peak, result.bound) == (5, 5)
+    assert_valid(problem, result.offsets, 5)
+
+
+def test_aliases_pack_as_one_rectangle() -> None:
+    problem = Problem(
+        (buffer("x", 0, 2, 4), buffer("view", 1, 3, 2), buffer("y", 2, 4, 4)),
+        (Alias("x", "view", 2),),
+    )
+    result = minimise(problem, time_limit=10)
+    assert result.peak == brute_force_peak(problem)
+    offsets = result.offsets
+    assert offsets is not None and offsets["view"] == offsets["x"] + 2
+    assert_valid(problem, offsets, result.peak)
+
+
+def test_zero_sized_and_empty_problems() -> None:
+    problem = Problem((buffer("z", 0, 3, 0), buffer("a", 1, 2, 3)))
+    assert search(problem, 3, time_limit=5).offsets == {"z": 0, "a": 0}
+    assert search(Problem(()), 0, time_limit=5).status is SearchStatus.FOUND
+
+
+def test_pins_are_refused() -> None:
+    problem = Problem((Buffer("p", 4, (Interval(0, 1),), offset=8),))
+    with pytest.raises(ValueError, match="pinned"):
+        search(problem, 16, time_limit=1)
+
+
+def test_is_deterministic() -> None:
+    problem = staircase()
+    for seed in (0, 3):
+        runs = {tuple(sorted(search(problem, 8, time_limit=10, seed=seed).offsets.items())) for _ in range(3)}  # type: ignore[union-attr]
+        assert len(runs) == 1
+
+
+@given(st.integers(1, 4), st.integers(1, 4))
+def test_granularity_divides_every_size(a: int, b: int) -> None:
+    problem = Problem((buffer("a", 0, 1, 4 * a), buffer("b", 0, 1, 4 * b)))
+    step = granularity(problem)
+    assert step % 4 == 0 and (4 * a) % step == 0 and (4 * b) % step == 0
+
+
+def test_bounds_are_never_above_the_optimum() -> None:
+    problem = Problem((buffer("a", 0, 2, 1, 4), buffer("b", 1, 3, 1, 4), buffer("c", 5, 6, 2)))
+    bound = best_bound(problem, time_limit=5)
+    assert lower_bound(problem) <= bound.value <= brute_force_peak(problem)
+    assert bound.value == 5 and bound.name in {"window", "search"}
+
+
+def test_a_window_keeps_only_what_is_live_in_it() -> None:
+    problem = Problem((buffer("a", 0, 4, 2), buffer("b", 5, 6, 3)))
+    window = window_problem(problem, 2, 5)
+    assert [(b.id, b.live) for b in window.buffers] == [("a", (Interval(2, 4),))]
