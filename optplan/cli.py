@@ -4,6 +4,7 @@
     optplan compare PROGRAM [--planners naive,greedy,cpsat] [--json]
     optplan run PROGRAM [--planner cpsat] [--plan FILE] [--inputs FILE.npz]
     optplan lower PROGRAM [--planner cpsat] [-o OUT]
+    optplan show PROGRAM [--planner cpsat] -o arena.png
     optplan check PLANNED_PROGRAM
 
 Exit status: 0 on success; 1 when a check fails (a plan is invalid, a replay differs);
@@ -83,6 +84,12 @@ def _parser() -> argparse.ArgumentParser:
     lower.add_argument("--planner", default="cpsat", help="planner to use (default: cpsat)")
     lower.add_argument("-o", "--output", help="write the lowered TVMScript here")
     lower.set_defaults(handler=_cmd_lower)
+
+    show = commands.add_parser("show", help="draw the planned arena as a picture")
+    _add_input(show)
+    show.add_argument("--planner", default="cpsat", help="planner to use (default: cpsat)")
+    show.add_argument("-o", "--output", required=True, help="picture to write (.png, .svg, .pdf)")
+    show.set_defaults(handler=_cmd_show)
 
     check = commands.add_parser(
         "check", help="extract, validate and replay the plan of an already planned program"
@@ -216,6 +223,24 @@ def _cmd_lower(args: argparse.Namespace) -> int:
     else:
         print(text)
     return 0
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from optplan.report import draw_arena
+
+    loaded = _load(args)
+    plan = _solve(loaded.problem, args.planner, args.time_limit, quiet=True)
+    faults = validate(loaded.problem, plan)
+    if faults or not plan.status.has_plan:
+        _report_faults(plan, faults)
+        return 1
+    draw_arena(loaded.problem, plan, args.output, title=f"{Path(args.program).name}: {_headline(plan)}")
+    print(f"{args.output}: {_headline(plan)}")
+    return 0
+
+
+def _headline(plan: Plan) -> str:
+    return f"{plan.planner} {plan.status.value}, {plan.arena} bytes, lower bound {plan.lower_bound}"
 
 
 def _cmd_check(args: argparse.Namespace) -> int:

@@ -237,3 +237,11 @@ def test_onnx_model_runs_with_its_own_weights(tmp_path: Path, capsys: pytest.Cap
     assert capsys.readouterr().err.strip() == (
         "optplan: --dim expects NAME=VALUE with a positive integer, got 'batch'"
     )
+
+
+def test_show_draws_the_arena(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "arena.png"
+    assert main(["show", str(EXAMPLE), "--planner", "greedy", "-o", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "greedy optimal, 196608 bytes" in capsys.readouterr().out
+    assert not list(tmp_path.glob("*.partial*"))
