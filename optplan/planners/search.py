@@ -249,6 +249,35 @@ def _blame_section(conflict, section, geometry, placed):
 
 
 @njit(cache=True)
+def _dominates(r, geometry, placed):
+    """Whether rectangle r, sitting at the floor, is as good as any other move.
+
+    It is when r spans its sections without a hole and every rectangle left in them
+    lies wholly inside that span: in any packing, r can then swap places with what lies
+    below it in its column (they only shift up by r's height, inside r's own time), so
+    a packing with r at the bottom exists whenever any does. Shifting could break an
+    alignment, so only with alignment 1 throughout.
+    """
+    alignments, rect_start, rect_sections, section_start, section_rects = (
+        geometry[1], geometry[4], geometry[5], geometry[6], geometry[7]
+    )
+    first = rect_sections[rect_start[r]]
+    last = rect_sections[rect_start[r + 1] - 1]
+    if last - first + 1 != rect_start[r + 1] - rect_start[r] or alignments[r] != 1:
+        return False
+    for s in range(first, last + 1):
+        for j in range(section_start[s], section_start[s + 1]):
+            y = section_rects[j]
+            if placed[y] or y == r:
+                continue
+            if alignments[y] != 1:
+                return False
+            if rect_sections[rect_start[y]] < first or rect_sections[rect_start[y + 1] - 1] > last:
+                return False
+    return True
+
+
+@njit(cache=True)
 def _expand(depth, geometry, state, stacks, conflicts, capacity):
     """Write the moves of the current state at `depth`; returns how many.
 
@@ -334,6 +363,13 @@ def _expand(depth, geometry, state, stacks, conflicts, capacity):
                     if not placed[y]:
                         lift = min(lift, floor + sizes[y])
     base = move_end[depth - 1] if depth > 0 else 0
+    for c in range(found):
+        r = candidates[c]
+        if _dominates(r, geometry, placed):
+            move_rect[base] = r
+            move_offset[base] = floor
+            move_end[depth] = base + 1
+            return 1
     moves = 0
     for c in range(found):
         r = candidates[c]
