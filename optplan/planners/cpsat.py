@@ -28,15 +28,17 @@ Steps:
        d                       [=======)
 
 4. The global bound G starts at the live-bytes lower bound. Parts are taken by greedy
-   arena, highest first; a part whose greedy arena is <= G is already good enough, since
-   the arena is the maximum over parts.
+   arena, highest first; since the arena is the maximum over parts, a part need not go
+   below max(G, the highest arena of the parts already done), its target, and a part
+   whose greedy arena meets its target is skipped. (The target is not a proven bound;
+   only solver bounds above it, or a proof that nothing fits under it, raise G.)
 5. For each remaining part, with its share of the remaining time:
-   a. minimise the arena in [max(G, the part's live bytes), min(greedy arena, capacity)]
+   a. minimise the arena in [target, min(greedy arena, capacity)]
       with one worker and a budget of CP-SAT's deterministic time (`first_pass`): small
       and easy parts end here, proven, with the same answer however busy the machine is;
-   b. ask whether the floor is reachable: the same model with the arena fixed and no
-      objective, a quarter of what is left. Yes: the part is done, and provably so.
-      Proven no: the floor rises by one;
+   b. ask whether the target is reachable: the same model with the arena fixed and no
+      objective, a quarter of what is left. Yes: the part is done. Proven no: the target,
+      and G with it, rise by one;
    c. otherwise minimise again with every worker, hinted with the best placement so far;
       the solver's best objective bound raises G.
 6. The arena is the maximum over parts of the better of the solver's and greedy's
@@ -115,17 +117,20 @@ def plan_cpsat(problem: Problem, options: CpSat = CpSat()) -> Plan:
     # Highest greedy arena first, so the parts still to solve are always a prefix.
     descending = [-_part_top(part, greedy) for part in pending]
     solved = 0
+    achieved = 0  # the highest arena of the parts done so far: no need to go below it
     for position, part in enumerate(pending):
         arena = -descending[position]
         fits = capacity is None or arena <= capacity
-        if arena <= bound and fits:
+        target = max(bound, achieved)
+        if arena <= target and fits:
             continue
-        good_enough = bound if capacity is None else min(bound, capacity)
+        good_enough = target if capacity is None else min(target, capacity)
         waiting = bisect.bisect_left(descending, -good_enough) - position
         budget = max(deadline - now(), 0.0) / max(waiting, 1)
         upper = arena if fits else capacity
         assert upper is not None
-        result = solve_part(part, greedy, max(bound, floors[id(part)]), upper, budget, options)
+        floor = max(bound, floors[id(part)])
+        result = solve_part(part, greedy, floor, max(target, floor), upper, budget, options)
         solved += 1
         if result.status == Status.INFEASIBLE:
             reason = f"no placement fits under capacity {capacity}"
@@ -137,6 +142,7 @@ def plan_cpsat(problem: Problem, options: CpSat = CpSat()) -> Plan:
         elif not fits:
             reason = f"nothing found under capacity {capacity} in time"
             return _no_plan(problem, options, rects, started, bound, Status.UNKNOWN, reason)
+        achieved = max(achieved, _part_top(part, offsets))
     detail = {
         "greedy_arena": top(rects, greedy),
         "greedy_order": greedy_detail["order"],
@@ -196,45 +202,68 @@ class PartResult:
 
 
 def solve_part(
-    part: list[Rect], hint: list[int], floor: int, upper: int, budget: float, options: CpSat
+    part: list[Rect],
+    hint: list[int],
+    floor: int,
+    target: int,
+    upper: int,
+    budget: float,
+    options: CpSat,
 ) -> PartResult:
-    """The lowest arena for `part` in [floor, upper] found within `budget` seconds."""
+    """A placement of `part` with an arena in [target, upper] (any arena up to `target` is
+    as good: another part already needs that much), found within `budget` seconds.
+
+    `floor` <= `target` is a bound the caller has proven; the result's bound is proven
+    too, which `target` is not unless it equals `floor`.
+    """
     if floor > upper:
         return PartResult(Status.INFEASIBLE, None, floor)
     started = now()
-    model = Model.build(part, floor, upper, hint, options.symmetry)
+    target = min(target, upper)
+    model = Model.build(part, target, upper, hint, options.symmetry)
     if model is None:
         return PartResult(Status.INFEASIBLE, None, floor)
     # One worker counting work, not seconds, gives the same answer on a busy machine as on
     # an idle one; small parts end here, proven.
-    status, offsets, bound = model.solve(budget, options, minimise=True, work=options.first_pass)
+    status, best, found = model.solve(budget, options, minimise=True, work=options.first_pass)
+    proven = _proven(found, target, floor)
     if status in (Status.OPTIMAL, Status.INFEASIBLE):
-        return PartResult(status, offsets, max(bound, floor))
-    first = PartResult(status, offsets, max(bound, floor))
-    if offsets is not None:
-        upper = min(upper, _part_top(part, offsets))
-        hint = offsets  # indexed like `hint`, and right wherever this part's rects are
-    floor = first.bound
-    if options.decide_first and floor < upper:
-        model = Model.build(part, floor, floor, hint, options.symmetry)
+        return PartResult(status, best, proven)
+    if best is not None:
+        upper = min(upper, _part_top(part, best))
+        hint = best  # indexed like `hint`, and right wherever this part's rects are
+    if upper <= target:
+        return PartResult(Status.FEASIBLE, best, proven)
+    if options.decide_first:
+        model = Model.build(part, target, target, hint, options.symmetry)
         remaining = max(budget - (now() - started), 0.0)
-        if model is None:
-            floor += 1
-        else:
-            status, offsets, _ = model.solve(remaining / 4, options, minimise=False)
-            if offsets is not None:
-                return PartResult(Status.OPTIMAL, offsets, floor)
-            if status == Status.INFEASIBLE:
-                floor += 1
+        status, offsets, _ = (
+            model.solve(remaining / 4, options, minimise=False)
+            if model is not None
+            else (Status.INFEASIBLE, None, 0)
+        )
+        if offsets is not None:
+            return PartResult(Status.FEASIBLE, offsets, proven)
+        if status == Status.INFEASIBLE:
+            # Nothing fits under `target`: that proves the part, and so the whole
+            # problem, needs more.
+            target += 1
+            proven = max(proven, target)
     remaining = max(budget - (now() - started), 0.0)
-    model = Model.build(part, floor, upper, hint, options.symmetry)
-    if model is None:
-        # Nothing in [floor, upper]: the first pass's placement (at upper) is optimal.
-        return PartResult(Status.OPTIMAL, first.offsets, upper) if first.offsets else first
-    status, offsets, bound = model.solve(remaining, options, minimise=True)
+    model = Model.build(part, target, upper, hint, options.symmetry)
+    assert model is not None  # `best` or the greedy hint fits under `upper`
+    status, offsets, found = model.solve(remaining, options, minimise=True)
+    proven = max(proven, _proven(found, target, floor))
     if offsets is None:
-        return PartResult(first.status, first.offsets, max(bound, floor))
-    return PartResult(status, offsets, max(bound, floor))
+        return PartResult(Status.FEASIBLE if best else Status.UNKNOWN, best, proven)
+    return PartResult(status, offsets, proven)
+
+
+def _proven(found: int, target: int, floor: int) -> int:
+    """What a solver bound `found` on an arena variable held >= `target` proves about the
+    part: above `target` it bounds the part's own arena; at `target` it proves nothing
+    beyond `floor`, since any placement under `target` also meets it."""
+    return found if found > target else floor
 
 
 @dataclass(frozen=True, slots=True)
