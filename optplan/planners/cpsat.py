@@ -41,7 +41,9 @@ Steps:
       and G with it, rise by one;
    c. otherwise minimise again with every worker, hinted with the best placement so far;
       the solver's best objective bound raises G.
-6. The arena is the maximum over parts of the better of the solver's and greedy's
+6. While time is left and a round improved some part, another round follows: the parts
+   still above their target share what is left, hinted with their best placement.
+7. The arena is the maximum over parts of the better of the solver's and greedy's
    placement, so it is never worse than greedy. OPTIMAL when it meets G; FEASIBLE when
    the time ran out first, with `bound` = G; INFEASIBLE when a capacity is proven too
    small; UNKNOWN when nothing was found under the capacity in time.
@@ -113,41 +115,52 @@ def plan_cpsat(problem: Problem, options: CpSat = CpSat()) -> Plan:
     # Zero-size classes sit at their residue and are left out of the parts.
     empty_top = max((o for r, o in zip(rects, greedy) if r.size == 0), default=0)
     bound = max([empty_top, *floors.values()])
-    pending = sorted(parts, key=lambda part: -_part_top(part, greedy))
-    # Highest greedy arena first, so the parts still to solve are always a prefix.
-    descending = [-_part_top(part, greedy) for part in pending]
-    solved = 0
-    achieved = 0  # the highest arena of the parts done so far: no need to go below it
-    for position, part in enumerate(pending):
-        arena = -descending[position]
-        fits = capacity is None or arena <= capacity
-        target = max(bound, achieved)
-        if arena <= target and fits:
-            continue
-        good_enough = target if capacity is None else min(target, capacity)
-        waiting = bisect.bisect_left(descending, -good_enough) - position
-        budget = max(deadline - now(), 0.0) / max(waiting, 1)
-        upper = arena if fits else capacity
-        assert upper is not None
-        floor = max(bound, floors[id(part)])
-        result = solve_part(part, greedy, floor, max(target, floor), upper, budget, options)
-        solved += 1
-        if result.status == Status.INFEASIBLE:
-            reason = f"no placement fits under capacity {capacity}"
-            return _no_plan(problem, options, rects, started, bound, Status.INFEASIBLE, reason)
-        bound = max(bound, result.bound)
-        if result.offsets is not None and (not fits or _part_top(part, result.offsets) < arena):
-            for rect in part:
-                offsets[rect.index] = result.offsets[rect.index]
-        elif not fits:
-            reason = f"nothing found under capacity {capacity} in time"
-            return _no_plan(problem, options, rects, started, bound, Status.UNKNOWN, reason)
-        achieved = max(achieved, _part_top(part, offsets))
+    if capacity is not None and bound > capacity:
+        reason = f"{bound} bytes are live at once, more than the capacity {capacity}"
+        return _no_plan(problem, options, rects, started, bound, Status.INFEASIBLE, reason)
+    solved = rounds = 0
+    improved = True
+    while improved and now() < deadline and top(rects, offsets) > min(bound, capacity or bound):
+        # Each round takes the parts by their current arena, highest first, and shares the
+        # time left among those above their target; a later round gives what is left to
+        # the parts that still set the arena, starting from their best placement so far.
+        rounds += 1
+        improved = False
+        pending = sorted(parts, key=lambda part: -_part_top(part, offsets))
+        descending = [-_part_top(part, offsets) for part in pending]
+        achieved = 0  # the highest arena of the parts done so far: no need to go below it
+        for position, part in enumerate(pending):
+            arena = -descending[position]
+            fits = capacity is None or arena <= capacity
+            target = max(bound, achieved)
+            if arena <= target and fits:
+                continue
+            good_enough = target if capacity is None else min(target, capacity)
+            waiting = bisect.bisect_left(descending, -good_enough) - position
+            budget = max(deadline - now(), 0.0) / max(waiting, 1)
+            upper = arena if fits else capacity
+            assert upper is not None
+            floor = max(bound, floors[id(part)])
+            result = solve_part(part, offsets, floor, max(target, floor), upper, budget, options)
+            solved += 1
+            if result.status == Status.INFEASIBLE:
+                reason = f"no placement fits under capacity {capacity}"
+                return _no_plan(problem, options, rects, started, bound, Status.INFEASIBLE, reason)
+            bound = max(bound, result.bound)
+            if result.offsets is not None and (not fits or _part_top(part, result.offsets) < arena):
+                for rect in part:
+                    offsets[rect.index] = result.offsets[rect.index]
+                improved = True
+            elif not fits:
+                reason = f"nothing found under capacity {capacity} in time"
+                return _no_plan(problem, options, rects, started, bound, Status.UNKNOWN, reason)
+            achieved = max(achieved, _part_top(part, offsets))
     detail = {
         "greedy_arena": top(rects, greedy),
         "greedy_order": greedy_detail["order"],
         "parts": len(parts),
         "parts_solved": solved,
+        "rounds": rounds,
     }
     return make_plan(
         problem, options.name, rects, offsets, started=started, bound=bound, detail=detail
