@@ -53,7 +53,7 @@ from math import gcd
 
 import numpy as np
 
-from optplan.problem import AliasClass, Problem, alias_classes, lower_bound
+from optplan.problem import AliasClass, Interval, Problem, alias_classes, lower_bound
 
 try:
     from numba import njit
@@ -71,7 +71,9 @@ _ROOMIEST, _FEWEST_CHOICES = 0, 1  # rules for the section to branch on
 _RUNNING, _FOUND, _EXHAUSTED, _OVERFLOW = range(4)
 _INF = 1 << 60  # the floor of a section where nothing is left to place
 # (candidate order, section rule) pairs that take turns; see _solve_part.
-_CONFIGS = ((0, _ROOMIEST), (1, _ROOMIEST), (0, _FEWEST_CHOICES), (1, _FEWEST_CHOICES))
+_CONFIGS = tuple(
+    (order, rule, mirror) for mirror in (0, 1) for rule in (_ROOMIEST, _FEWEST_CHOICES) for order in (0, 1)
+)
 _BIT = np.array([1 << k for k in range(63)] + [-(1 << 63)], dtype=np.int64)  # bit k of a word
 _PRIMES = (2147483647, 2147483629, 2147483587)  # three hashes of 31 bits each
 _MEMO_SLOTS = 1 << 19  # failed states remembered (cleared when 60 % full)
@@ -133,12 +135,18 @@ def _split(classes: list[AliasClass]) -> list[list[AliasClass]]:
     return parts
 
 
-def _build_part(classes: list[AliasClass], seed: int) -> _Part:
-    points = sorted({p for cls in classes for iv in cls.live for p in (iv.start, iv.end)})
+def _build_part(classes: list[AliasClass], seed: int, mirror: bool = False) -> _Part:
+    """The part's arrays; `mirror` numbers the sections from the end of time, which
+    changes nothing but which of two equal sections the search takes first."""
+    lives = [
+        tuple(Interval(-iv.end, -iv.start) for iv in cls.live) if mirror else cls.live
+        for cls in classes
+    ]
+    points = sorted({p for live in lives for iv in live for p in (iv.start, iv.end)})
     index = {point: k for k, point in enumerate(points)}
     covered = [
-        sorted({s for iv in cls.live for s in range(index[iv.start], index[iv.end])})
-        for cls in classes
+        sorted({s for iv in live for s in range(index[iv.start], index[iv.end])})
+        for live in lives
     ]
     holders: list[list[int]] = [[] for _ in range(len(points) - 1)]
     for r, sections in enumerate(covered):
@@ -249,6 +257,13 @@ def _blame_section(conflict, section, geometry, placed):
 
 
 @njit(cache=True)
+def _fills_run(r, run_first, run_last, geometry):
+    """Whether rectangle r spans exactly the sections `run_first..run_last`."""
+    rect_start, rect_sections = geometry[4], geometry[5]
+    return rect_sections[rect_start[r]] == run_first and rect_sections[rect_start[r + 1] - 1] == run_last
+
+
+@njit(cache=True)
 def _dominates(r, geometry, placed):
     """Whether rectangle r, sitting at the floor, is as good as any other move.
 
@@ -287,7 +302,9 @@ def _expand(depth, geometry, state, stacks, conflicts, capacity):
     sizes, alignments, rank, twin, rect_start, rect_sections, section_start, section_rects = (
         geometry
     )
-    floors, load, placed, offsets, scalars, section_mark, rect_mark, twin_mark, candidates = state
+    floors, load, placed, offsets, scalars, section_mark, rect_mark, twin_mark, candidates, keys = (
+        state
+    )
     move_rect, move_offset, move_end, chosen, pit_floor = (
         stacks[0], stacks[1], stacks[2], stacks[3], stacks[4]
     )
@@ -332,6 +349,12 @@ def _expand(depth, geometry, state, stacks, conflicts, capacity):
     scalars[_STAMP] = stamp
     # Candidates: rectangles in the section whose every section is at this floor. Any
     # other rectangle there reaches higher; the lowest of them bounds a lift.
+    run_first = lowest
+    while run_first > 0 and floors[run_first - 1] == floor:
+        run_first -= 1
+    run_last = lowest
+    while run_last + 1 < sections and floors[run_last + 1] == floor:
+        run_last += 1
     found = 0
     lift = _INF
     for j in range(section_start[lowest], section_start[lowest + 1]):
@@ -342,8 +365,13 @@ def _expand(depth, geometry, state, stacks, conflicts, capacity):
         for q in range(rect_start[r], rect_start[r + 1]):
             reach = max(reach, floors[rect_sections[q]])
         if reach == floor:
-            position = found  # insertion by rank: the order never depends on visiting
-            while position > 0 and rank[candidates[position - 1]] > rank[r]:
+            # Rectangles that cover the whole run of sections at this floor come first:
+            # any other leaves a sliver that something narrower must fill exactly.
+            fills = _fills_run(r, run_first, run_last, geometry)
+            key = rank[r] - (rank.shape[0] if fills else 0)
+            keys[r] = key
+            position = found  # insertion by key: the order never depends on visiting
+            while position > 0 and keys[candidates[position - 1]] > key:
                 candidates[position] = candidates[position - 1]
                 position -= 1
             candidates[position] = r
@@ -583,6 +611,7 @@ class _Runner:
             np.zeros(rectangles, dtype=np.int64),  # rectangle marks
             np.zeros(rectangles, dtype=np.int64),  # twin marks
             np.zeros(rectangles, dtype=np.int64),  # candidates
+            np.zeros(rectangles, dtype=np.int64),  # candidate keys
         )
         # Every move places a rectangle or lifts a floor by at least the granularity.
         step = int(np.gcd.reduce(part.sizes)) if rectangles else 1
@@ -630,7 +659,7 @@ class _Runner:
         return int(self.scalars[_NODES])
 
 
-def _solve_part(part: _Part, capacity: int, deadline: float) -> _Outcome:
+def _solve_part(parts: tuple[_Part, _Part], capacity: int, deadline: float) -> _Outcome:
     """Run every configuration in turn, a slice of nodes each, until one answers.
 
     Searches of this kind are heavy-tailed: a configuration that is lost for minutes on
@@ -638,9 +667,11 @@ def _solve_part(part: _Part, capacity: int, deadline: float) -> _Outcome:
     the number of configurations, and the turns are counted in nodes, not seconds, so
     the answer does not depend on the machine's speed.
     """
-    if int(part.section_bytes.max(initial=0)) > capacity:
+    if int(parts[0].section_bytes.max(initial=0)) > capacity:
         return _Outcome(SearchStatus.INFEASIBLE, (), 0)
-    runners = [_Runner(part, capacity, order, rule) for order, rule in _CONFIGS]
+    runners = [
+        _Runner(parts[mirror], capacity, order, rule) for order, rule, mirror in _CONFIGS
+    ]
     while True:
         for runner in runners:
             code = runner.step(_SLICE_NODES)
@@ -665,7 +696,7 @@ def search(problem: Problem, capacity: int, *, time_limit: float, seed: int = 0)
     status, nodes = SearchStatus.FOUND, 0
     for group in _split([cls for cls in classes if cls.size > 0]):
         part = _build_part(group, seed)
-        outcome = _solve_part(part, capacity, deadline)
+        outcome = _solve_part((part, _build_part(group, seed, mirror=True)), capacity, deadline)
         nodes += outcome.nodes
         if outcome.status is SearchStatus.INFEASIBLE:
             status = outcome.status
