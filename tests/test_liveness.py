@@ -13,10 +13,10 @@ from optplan.ir import (
     Param,
     Program,
     SeqExpr,
+    TensorType,
     Tuple,
     TupleGetItem,
     TupleType,
-    TensorType,
     Var,
 )
 from optplan.problem import Interval

@@ -6,8 +6,16 @@ import pytest
 from hypothesis import given
 
 from optplan.errors import InputError
-from optplan.problem import Alias, Buffer, Interval, Problem, alias_classes, lower_bound, read_csv, write_csv
-
+from optplan.problem import (
+    Alias,
+    Buffer,
+    Interval,
+    Problem,
+    alias_classes,
+    lower_bound,
+    read_csv,
+    write_csv,
+)
 from tests.problems import problems
 
 EXAMPLE = """id,lower,upper,size

@@ -11,7 +11,6 @@ from optplan.load import load
 from optplan.plan import validate
 from optplan.planners.tokens import plan_tokens
 from optplan.problem import Buffer, Interval, Problem, lower_bound
-
 from tests.problems import problems
 
 TVM = Path(__file__).resolve().parents[2] / "shared" / "data" / "tvm"
