@@ -1,6 +1,6 @@
 """The exact planner: OR-Tools CP-SAT, started from the best greedy plan.
 
-The model, for a set of alias-class rectangles and an arena interval [floor, upper]:
+The model, for a set of alias-class rectangles and an arena interval [target, upper]:
 
     slot[c]      integer in [0, (upper - size[c] - residue[c]) / modulus[c]]
     offset[c]    = residue[c] + modulus[c] * slot[c]    (every member stays aligned;
@@ -8,9 +8,11 @@ The model, for a set of alias-class rectangles and an arena interval [floor, upp
     time[c#j]    fixed interval: the j-th live interval of class c
     bytes[c]     interval [offset[c], offset[c] + size[c])
     NoOverlap2D  over the pairs (time[c#j], bytes[c]): live together => bytes apart
-    arena        integer in [floor, upper];  offset[c] + size[c] <= arena
+    arena        integer in [target, upper];  offset[c] + size[c] <= arena
     symmetry     classes with the same size, lifetime and alignment are interchangeable,
                  so their offsets are ordered: offset[a] + size <= offset[b]
+    search       lowest slot first, lowest value first (bottom-left), for the worker
+                 that follows a fixed strategy; the greedy offsets are the hint
 
 Time intervals are fixed, so one rectangle per live interval carries the whole schedule;
 a class live over two branches of an If gets two rectangles that share one offset.
@@ -33,9 +35,9 @@ Steps:
    whose greedy arena meets its target is skipped. (The target is not a proven bound;
    only solver bounds above it, or a proof that nothing fits under it, raise G.)
 5. For each remaining part, with its share of the remaining time:
-   a. minimise the arena in [target, min(greedy arena, capacity)]
-      with one worker and a budget of CP-SAT's deterministic time (`first_pass`): small
-      and easy parts end here, proven, with the same answer however busy the machine is;
+   a. minimise the arena in [target, min(greedy arena, capacity)] with one worker and a
+      budget of CP-SAT's deterministic time (`first_pass`): small and easy parts end
+      here, proven, with the same answer however busy the machine is;
    b. ask whether the target is reachable: the same model with the arena fixed and no
       objective, a quarter of what is left. Yes: the part is done. Proven no: the target,
       and G with it, rise by one;
@@ -50,8 +52,9 @@ Steps:
 
 Determinism: a fixed random seed, and step 5a, which counts work rather than seconds on
 a single worker, so any part it settles gets the same offsets on every run. A part that
-needs the parallel steps may vary with thread timing, as any run ending on a clock does. (`interleave_search`, CP-SAT's
-deterministic parallel mode, aborts inside OR-Tools 9.15 on some of these models.)
+needs the parallel steps may vary with thread timing, as any run ending on a clock does.
+(`interleave_search`, CP-SAT's deterministic parallel mode, aborts inside OR-Tools 9.15
+on some of these models, so it is not used.)
 """
 
 from __future__ import annotations
