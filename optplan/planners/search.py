@@ -72,7 +72,10 @@ _RUNNING, _FOUND, _EXHAUSTED, _OVERFLOW = range(4)
 _INF = 1 << 60  # the floor of a section where nothing is left to place
 # (candidate order, section rule) pairs that take turns; see _solve_part.
 _CONFIGS = tuple(
-    (order, rule, mirror) for mirror in (0, 1) for rule in (_ROOMIEST, _FEWEST_CHOICES) for order in (0, 1)
+    (order, rule, mirror)
+    for mirror in (0, 1)
+    for rule in (_ROOMIEST, _FEWEST_CHOICES)
+    for order in (0, 1, 2)
 )
 _BIT = np.array([1 << k for k in range(63)] + [-(1 << 63)], dtype=np.int64)  # bit k of a word
 _PRIMES = (2147483647, 2147483629, 2147483587)  # three hashes of 31 bits each
@@ -162,6 +165,8 @@ def _build_part(classes: list[AliasClass], seed: int, mirror: bool = False) -> _
         "long": lambda r: (-len(covered[r]), -sizes[r], tiebreak[r]),
         # Tallest first, then longest: the classic order of strip packing.
         "tall": lambda r: (-sizes[r], -len(covered[r]), tiebreak[r]),
+        # Largest area (bytes times program points) first: the most to place.
+        "area": lambda r: (-sizes[r] * (lives[r][-1].end - lives[r][0].start), tiebreak[r]),
     }
     ranks = []
     for key in keys.values():
@@ -458,30 +463,54 @@ def _apply(depth, move, geometry, state, stacks, mult, zobrist, undo):
 def _overfull(geometry, state, reach, capacity, conflict):
     """A section whose rectangles left cannot stack in it, or -1 when all can.
 
-    Each rectangle goes at or above the highest floor it covers, so a section is in
-    effect as high as the lowest such reach among its rectangles, and what is left of it
-    must fit above that. On failure `conflict` gets the sections that decided it.
+    Each rectangle goes at or above the highest floor it covers (its reach). In one
+    section the rectangles left are jobs on one machine with release times and a common
+    deadline: for every height h, those reaching h or higher must fit between h and the
+    capacity. On failure `conflict` gets the sections that decided it.
     """
-    rect_start, rect_sections, section_start, section_rects = (
-        geometry[4], geometry[5], geometry[6], geometry[7]
+    sizes, rect_start, rect_sections, section_start, section_rects = (
+        geometry[0], geometry[4], geometry[5], geometry[6], geometry[7]
     )
     floors, load, placed = state[0], state[1], state[2]
-    for r in range(reach.shape[0]):
+    heights, queue = reach[0], reach[1]
+    for r in range(heights.shape[0]):
         if placed[r]:
             continue
         high = 0
         for q in range(rect_start[r], rect_start[r + 1]):
             high = max(high, floors[rect_sections[q]])
-        reach[r] = high
+        heights[r] = high
     for s in range(floors.shape[0]):
         if load[s] == 0:
             continue
         low = _INF
+        high = 0
         for j in range(section_start[s], section_start[s + 1]):
             r = section_rects[j]
-            if not placed[r] and reach[r] < low:
-                low = reach[r]
-        if low + load[s] > capacity:
+            if not placed[r]:
+                low = min(low, heights[r])
+                high = max(high, heights[r])
+        failed = low + load[s] > capacity
+        if not failed and high + load[s] > capacity:
+            # Highest reach first (insertion sort: a section holds few rectangles).
+            count = 0
+            for j in range(section_start[s], section_start[s + 1]):
+                r = section_rects[j]
+                if placed[r]:
+                    continue
+                position = count
+                while position > 0 and heights[queue[position - 1]] < heights[r]:
+                    queue[position] = queue[position - 1]
+                    position -= 1
+                queue[position] = r
+                count += 1
+            above = 0
+            for k in range(count):
+                above += sizes[queue[k]]
+                if heights[queue[k]] + above > capacity:
+                    failed = True
+                    break
+        if failed:
             conflict[:] = 0
             _blame_section(conflict, s, geometry, placed)
             return s
@@ -641,7 +670,7 @@ class _Runner:
             part.section_rects,
         )
         self.table = np.zeros((_MEMO_SLOTS, 3), dtype=np.int64)
-        self.reach = np.zeros(rectangles, dtype=np.int64)
+        self.reach = np.zeros((2, rectangles), dtype=np.int64)  # reach, and a queue
         self.capacity = capacity
         moves = _expand(0, self.geometry, self.state, self.stacks, self.conflicts, capacity)
         self.code = _RUNNING if moves else _EXHAUSTED
