@@ -786,7 +786,8 @@ def minimise(
        the optimum is usually there, and a yes proves it.
     2. Else find any packing (at `upper`, e.g. a greedy plan's arena, or with no cap).
     3. Then bisect between the best bound and the best peak; a probe that proves "no"
-       raises the bound, one that times out only moves the bisection up.
+       raises the bound, one that times out only moves the bisection up (and the
+       bisection starts again from the bound, with longer probes, while time lasts).
     """
     started = time.perf_counter()
     deadline = started + time_limit
@@ -806,15 +807,28 @@ def minimise(
     else:
         if first.status is SearchStatus.INFEASIBLE:
             bound += step
-        ceiling = upper if upper is not None else problem.naive_bytes
-        dive = probe(max(ceiling, bound), deadline - time.perf_counter())
-        best = dive if dive.status is SearchStatus.FOUND else None
+        # Any packing will do now; a ceiling no higher than the bound just asked adds
+        # nothing, and the naive stack always fits, so it is the last resort.
+        ceilings = [problem.naive_bytes]
+        if upper is not None and upper > first.capacity:
+            ceilings.insert(0, upper)
+        for k, ceiling in enumerate(ceilings):
+            share = (deadline - time.perf_counter()) / (len(ceilings) - k)
+            dive = probe(max(ceiling, bound), share)
+            if dive.status is SearchStatus.FOUND:
+                best = dive
+                break
     low = bound  # below this nothing was found (proven only up to `bound`)
     while best is not None and best.peak > bound:
         left = deadline - time.perf_counter()
         high = best.peak - step
-        if left <= 0.05 or low > high:
+        if left <= 0.05:
             break
+        if low > high:
+            if low == bound:
+                break
+            low = bound  # timeouts moved it up: try again, now with longer probes
+            continue
         capacity = _round_up((low + high) // 2, step)
         steps = max(1, (high - low) // step).bit_length()
         result = probe(capacity, max(left / steps, min(left, 0.5)))
