@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -187,7 +188,7 @@ def alias_classes(problem: Problem) -> list[AliasClass]:
         alignment = 1
         pinned: int | None = None
         for buffer, (_, delta) in zip(buffers, shifted):
-            alignment = _lcm(alignment, buffer.alignment)
+            alignment = math.lcm(alignment, buffer.alignment)
             if buffer.offset is not None:
                 pinned = buffer.offset - delta
         classes.append(
@@ -201,12 +202,6 @@ def alias_classes(problem: Problem) -> list[AliasClass]:
             )
         )
     return classes
-
-
-def _lcm(a: int, b: int) -> int:
-    from math import gcd
-
-    return a * b // gcd(a, b)
 
 
 def merge_intervals(intervals: list[Interval]) -> tuple[Interval, ...]:
