@@ -11,6 +11,7 @@ from optplan.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "residual_cnn.py"
+QUICK_START = ROOT / "examples" / "transformer_block.py"
 SHARED = ROOT.parent / "shared" / "data"
 TVM = SHARED / "tvm"
 
@@ -37,6 +38,18 @@ def test_compare_on_the_example_reaches_the_lower_bound(capsys: pytest.CaptureFi
     assert cpsat["arena_bytes"] <= by_name["greedy"]["arena_bytes"] <= by_name["naive"]["arena_bytes"]
     for key in ("planner", "status", "arena_bytes", "lower_bound_bytes", "naive_bytes", "buffers", "seconds", "offsets"):
         assert key in cpsat
+
+
+def test_quick_start_example_shows_the_token_rule_above_the_bound(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    records = run_json(capsys, "compare", str(QUICK_START), "--time-limit", "10")
+    assert isinstance(records, list)
+    by_name = {r["planner"]: r for r in records}
+    assert by_name["cpsat"]["status"] == "optimal"
+    assert by_name["cpsat"]["arena_bytes"] == by_name["cpsat"]["lower_bound_bytes"] == 1179648
+    assert by_name["tokens"]["arena_bytes"] == 1441792
+    assert main(["run", str(QUICK_START)]) == 0
 
 
 def test_plan_writes_csv_and_json_only_when_valid(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
