@@ -262,6 +262,29 @@ def _blame_section(conflict, section, geometry, placed):
 
 
 @njit(cache=True)
+def _next_offset(r, low, domains):
+    """The lowest offset >= `low` that rectangle r can take (_INF if none).
+
+    Row 0 of `domains` holds the granule (0 when r has no domain) and row r + 1 the
+    offsets/granule allowed as a bitset: in a section that the capacity fills exactly,
+    what lies below r fills it exactly, so r's offset is a sum of the others' sizes."""
+    step = domains[0, r]
+    if step == 0:
+        return low
+    granule = (low + step - 1) // step
+    words = domains.shape[1]
+    while (granule >> 6) < words:
+        word = domains[r + 1, granule >> 6]
+        if word == 0:
+            granule = ((granule >> 6) + 1) << 6
+            continue
+        if word & _BIT[granule & 63] != 0:
+            return granule * step
+        granule += 1
+    return _INF
+
+
+@njit(cache=True)
 def _fills_run(r, run_first, run_last, geometry):
     """Whether rectangle r spans exactly the sections `run_first..run_last`."""
     rect_start, rect_sections = geometry[4], geometry[5]
@@ -298,7 +321,7 @@ def _dominates(r, geometry, placed):
 
 
 @njit(cache=True)
-def _expand(depth, geometry, state, stacks, conflicts, capacity):
+def _expand(depth, geometry, state, stacks, conflicts, capacity, domains):
     """Write the moves of the current state at `depth`; returns how many.
 
     A move is (rectangle, offset) to place a rectangle, or (-1, floor) to lift the chosen
@@ -410,6 +433,8 @@ def _expand(depth, geometry, state, stacks, conflicts, capacity):
             continue  # an identical rectangle is tried at this very spot already
         twin_mark[twin[r]] = stamp
         offset = (floor + alignments[r] - 1) // alignments[r] * alignments[r]
+        if _next_offset(r, offset, domains) != offset:
+            continue  # a full section below it could not add up to this offset
         if offset > floor:
             # Padding below the rectangle is wasted in every section it covers.
             heaviest = 0
@@ -460,7 +485,7 @@ def _apply(depth, move, geometry, state, stacks, mult, zobrist, undo):
 
 
 @njit(cache=True)
-def _overfull(geometry, state, reach, capacity, conflict):
+def _overfull(geometry, state, reach, capacity, conflict, domains):
     """A section whose rectangles left cannot stack in it, or -1 when all can.
 
     Each rectangle goes at or above the highest floor it covers (its reach). In one
@@ -479,7 +504,7 @@ def _overfull(geometry, state, reach, capacity, conflict):
         high = 0
         for q in range(rect_start[r], rect_start[r + 1]):
             high = max(high, floors[rect_sections[q]])
-        heights[r] = high
+        heights[r] = _next_offset(r, high, domains)
     for s in range(floors.shape[0]):
         if load[s] == 0:
             continue
@@ -549,7 +574,7 @@ def _child_failed(depth, failed, geometry, stacks, control, conflicts):
 
 @njit(cache=True)
 def _run(geometry, state, stacks, control, conflicts, mult, zobrist, table, capacity, budget,
-         reach):
+         reach, domains):
     """Depth-first search for up to `budget` more nodes; returns a _RUNNING/_FOUND/
     _EXHAUSTED/_OVERFLOW code. Resumable: all state is in the arrays."""
     move_end = stacks[2]
@@ -589,11 +614,11 @@ def _run(geometry, state, stacks, control, conflicts, mult, zobrist, table, capa
             conflicts[child, :] = -1  # reasons not kept: blame everything
             _child_failed(depth, child, geometry, stacks, control, conflicts)
             continue
-        if _overfull(geometry, state, reach, capacity, conflicts[child]) >= 0:
+        if _overfull(geometry, state, reach, capacity, conflicts[child], domains) >= 0:
             _memo(table, scalars, True)
             _child_failed(depth, child, geometry, stacks, control, conflicts)
             continue
-        if _expand(child, geometry, state, stacks, conflicts, capacity) == 0:
+        if _expand(child, geometry, state, stacks, conflicts, capacity, domains) == 0:
             _memo(table, scalars, True)
             _child_failed(depth, child, geometry, stacks, control, conflicts)
             continue
@@ -610,6 +635,37 @@ class _Outcome:
     status: SearchStatus
     offsets: tuple[int, ...]
     nodes: int
+
+
+def _domains(part: _Part, capacity: int) -> np.ndarray:
+    """Offsets allowed by exactly filled sections, for _next_offset (see there)."""
+    rectangles = len(part.sizes)
+    step = int(np.gcd.reduce(part.sizes)) if rectangles else 1
+    granules = capacity // step + 1
+    words = (granules + 63) // 64
+    full = (1 << granules) - 1
+    allowed = [full] * rectangles
+    limited = [False] * rectangles
+    for s, filled in enumerate(part.section_bytes):
+        if filled != capacity:
+            continue
+        rects = [int(r) for r in part.section_rects[part.section_start[s] : part.section_start[s + 1]]]
+        for r in rects:
+            sums = 1  # bit k: some of the others add up to k granules
+            for other in rects:
+                if other != r:
+                    sums |= sums << int(part.sizes[other]) // step
+            allowed[r] &= sums & full
+            limited[r] = True
+    table = np.zeros((rectangles + 1, max(words, rectangles, 1)), dtype=np.int64)
+    for r in range(rectangles):
+        if not limited[r] or any(part.alignments > 1):
+            continue
+        table[0, r] = step
+        for w in range(words):
+            word = (allowed[r] >> (64 * w)) & ((1 << 64) - 1)
+            table[r + 1, w] = word - (1 << 64) if word >= 1 << 63 else word
+    return table
 
 
 class _Runner:
@@ -669,17 +725,20 @@ class _Runner:
             part.section_start,
             part.section_rects,
         )
+        self.domains = _domains(part, capacity)
         self.table = np.zeros((_MEMO_SLOTS, 3), dtype=np.int64)
         self.reach = np.zeros((2, rectangles), dtype=np.int64)  # reach, and a queue
         self.capacity = capacity
-        moves = _expand(0, self.geometry, self.state, self.stacks, self.conflicts, capacity)
+        moves = _expand(
+            0, self.geometry, self.state, self.stacks, self.conflicts, capacity, self.domains
+        )
         self.code = _RUNNING if moves else _EXHAUSTED
 
     def step(self, nodes: int) -> int:
         if self.code == _RUNNING:
             self.code = _run(
                 self.geometry, self.state, self.stacks, self.control, self.conflicts,
-                self.mult, self.zobrist, self.table, self.capacity, nodes, self.reach,
+                self.mult, self.zobrist, self.table, self.capacity, nodes, self.reach, self.domains,
             )
         return self.code
 
