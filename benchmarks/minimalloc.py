@@ -21,9 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from optplan.plan import Plan, Status, validate  # noqa: E402
-from optplan.planners.search import minimise  # noqa: E402
-from optplan.problem import Problem, lower_bound, read_csv  # noqa: E402
+from optplan.plan import Plan, Status, validate
+from optplan.planners.search import minimise
+from optplan.problem import Problem, lower_bound, read_csv
 
 DATA = ROOT.parent / "shared" / "data" / "minimalloc" / "challenging"
 RESULTS = ROOT / "benchmarks" / "results" / "minimalloc.csv"
@@ -109,10 +109,25 @@ def main(argv: list[str] | None = None) -> int:
     names = [n.strip() for n in args.instances.split(",") if n.strip()] or sorted(MINIMALLOC_PEAK)
     rows = []
     widths = (8, 7, 11, 10, 10, 10, 10, 9, 7)
-    print(" ".join(c[: w].rjust(w) for c, w in zip(
-        ("instance", "buffers", "lower bnd", "minimalloc", "greedy", "search", "proven", "status", "seconds"),
-        widths,
-    )))
+    print(
+        " ".join(
+            c[:w].rjust(w)
+            for c, w in zip(
+                (
+                    "instance",
+                    "buffers",
+                    "lower bnd",
+                    "minimalloc",
+                    "greedy",
+                    "search",
+                    "proven",
+                    "status",
+                    "seconds",
+                ),
+                widths,
+            )
+        )
+    )
     for name in names:
         path = args.data / f"{name}.{CAPACITY}.csv"
         if not path.exists():

@@ -25,7 +25,9 @@ def brute_force_fits(problem: Problem, capacity: int) -> bool:
 
     def clashes(low: int, high: int, live: tuple[Interval, ...]) -> bool:
         return any(
-            low < other_high and other_low < high and any(a.overlaps(b) for a in live for b in other)
+            low < other_high
+            and other_low < high
+            and any(a.overlaps(b) for a in live for b in other)
             for other_low, other_high, other in placed
         )
 
@@ -87,13 +89,13 @@ def test_minimise_reaches_the_optimum(problem: Problem) -> None:
 def staircase() -> Problem:
     """A perfect packing: four steps whose pieces only fit one way at 8 bytes.
 
-        bytes 8 +---------------+
-                |  d    |   e   |
-              5 |-------+---+---|
-                |   c   | f |   |
-              2 |---+---+---| g |
-                | a |   b   |   |
-              0 +---+-------+---+  time 0..4
+    bytes 8 +---------------+
+            |  d    |   e   |
+          5 |-------+---+---|
+            |   c   | f |   |
+          2 |---+---+---| g |
+            | a |   b   |   |
+          0 +---+-------+---+  time 0..4
     """
     return Problem(
         (
@@ -161,7 +163,10 @@ def test_pins_are_refused() -> None:
 def test_is_deterministic() -> None:
     problem = staircase()
     for seed in (0, 3):
-        runs = {tuple(sorted(search(problem, 8, time_limit=10, seed=seed).offsets.items())) for _ in range(3)}  # type: ignore[union-attr]
+        runs = {
+            tuple(sorted(search(problem, 8, time_limit=10, seed=seed).offsets.items()))
+            for _ in range(3)
+        }  # type: ignore[union-attr]
         assert len(runs) == 1
 
 

@@ -26,16 +26,23 @@ cut at every interval end into *sections*) by its height in bytes.
          +-+--+--+-----+--+--> sections
               candidates: a = [s], c = [s, s+1]   (both only over floors at f)
 
-4. Inference, which prunes: a rectangle goes at or above the highest floor it covers, so
-   in every section the rectangles left must stack above the lowest such reach:
-   `reach + remaining bytes <= capacity`. A dead end records which sections caused it
+4. Which rectangle first: one whose column holds only rectangles inside its own span
+   is placed alone (it can swap with whatever lies below it, so nothing else needs
+   trying); otherwise rectangles that cover the whole run of sections at the floor
+   (no sliver left for something narrower), then a static order.
+5. Inference, which prunes: a rectangle goes at or above the highest floor it covers
+   (its reach). In one section the rectangles left are jobs on one machine with release
+   heights and a common deadline, the capacity: for every height h, those reaching h or
+   higher must fit above h. Where the capacity is filled exactly, what lies below a
+   rectangle fills it exactly, so its offset is a subset sum of the others' sizes: its
+   reach rounds up to the next such sum. A dead end records which sections caused it
    (a conflict set); when the move that led there changed none of them, every sibling
-   move fails the same way and the search jumps back (conflict-directed backjumping).
-   Failed states (floors, rectangles left) are remembered by hash.
-5. Such searches are heavy-tailed, so a few configurations (candidate order: longest
-   first or tallest first; section rule) take turns, a slice of nodes each; any one
-   answering answers for all. Turns are counted in nodes, so the result is the same on
-   any machine; `seed` only breaks ties between equal rectangles.
+   fails the same way and the search jumps back (conflict-directed backjumping). Failed
+   states (floors, rectangles left) are remembered by hash.
+6. Such searches are heavy-tailed, so twelve configurations (order: longest, tallest or
+   largest area first; section rule; time forwards or mirrored) take turns, a slice of
+   nodes each, and any one answering answers for all. Turns are counted in nodes, so
+   the result is the same on any machine; `seed` only breaks ties between equal ones.
 
 The inner loop is plain loops over int64 arrays compiled by numba (about 130 times
 faster than the same code as Python, which is what runs when numba is missing). Pinned
@@ -148,8 +155,7 @@ def _build_part(classes: list[AliasClass], seed: int, mirror: bool = False) -> _
     points = sorted({p for live in lives for iv in live for p in (iv.start, iv.end)})
     index = {point: k for k, point in enumerate(points)}
     covered = [
-        sorted({s for iv in live for s in range(index[iv.start], index[iv.end])})
-        for live in lives
+        sorted({s for iv in live for s in range(index[iv.start], index[iv.end])}) for live in lives
     ]
     holders: list[list[int]] = [[] for _ in range(len(points) - 1)]
     for r, sections in enumerate(covered):
@@ -249,7 +255,10 @@ def _blame_section(conflict, section, geometry, placed):
     """Add to `conflict` a section and every section of the rectangles left in it: all
     that decides what can go there."""
     rect_start, rect_sections, section_start, section_rects = (
-        geometry[4], geometry[5], geometry[6], geometry[7]
+        geometry[4],
+        geometry[5],
+        geometry[6],
+        geometry[7],
     )
     conflict[section >> 6] |= _BIT[section & 63]
     for j in range(section_start[section], section_start[section + 1]):
@@ -288,7 +297,10 @@ def _next_offset(r, low, domains):
 def _fills_run(r, run_first, run_last, geometry):
     """Whether rectangle r spans exactly the sections `run_first..run_last`."""
     rect_start, rect_sections = geometry[4], geometry[5]
-    return rect_sections[rect_start[r]] == run_first and rect_sections[rect_start[r + 1] - 1] == run_last
+    return (
+        rect_sections[rect_start[r]] == run_first
+        and rect_sections[rect_start[r + 1] - 1] == run_last
+    )
 
 
 @njit(cache=True)
@@ -302,7 +314,11 @@ def _dominates(r, geometry, placed):
     alignment, so only with alignment 1 throughout.
     """
     alignments, rect_start, rect_sections, section_start, section_rects = (
-        geometry[1], geometry[4], geometry[5], geometry[6], geometry[7]
+        geometry[1],
+        geometry[4],
+        geometry[5],
+        geometry[6],
+        geometry[7],
     )
     first = rect_sections[rect_start[r]]
     last = rect_sections[rect_start[r + 1] - 1]
@@ -330,11 +346,13 @@ def _expand(depth, geometry, state, stacks, conflicts, capacity, domains):
     sizes, alignments, rank, twin, rect_start, rect_sections, section_start, section_rects = (
         geometry
     )
-    floors, load, placed, offsets, scalars, section_mark, rect_mark, twin_mark, candidates, keys = (
-        state
-    )
+    floors, load, placed, _, scalars, twin_mark, candidates, keys = state
     move_rect, move_offset, move_end, chosen, pit_floor = (
-        stacks[0], stacks[1], stacks[2], stacks[3], stacks[4]
+        stacks[0],
+        stacks[1],
+        stacks[2],
+        stacks[3],
+        stacks[4],
     )
     sections = floors.shape[0]
     floor = _INF
@@ -494,7 +512,11 @@ def _overfull(geometry, state, reach, capacity, conflict, domains):
     capacity. On failure `conflict` gets the sections that decided it.
     """
     sizes, rect_start, rect_sections, section_start, section_rects = (
-        geometry[0], geometry[4], geometry[5], geometry[6], geometry[7]
+        geometry[0],
+        geometry[4],
+        geometry[5],
+        geometry[6],
+        geometry[7],
     )
     floors, load, placed = state[0], state[1], state[2]
     heights, queue = reach[0], reach[1]
@@ -573,8 +595,20 @@ def _child_failed(depth, failed, geometry, stacks, control, conflicts):
 
 
 @njit(cache=True)
-def _run(geometry, state, stacks, control, conflicts, mult, zobrist, table, capacity, budget,
-         reach, domains):
+def _run(
+    geometry,
+    state,
+    stacks,
+    control,
+    conflicts,
+    mult,
+    zobrist,
+    table,
+    capacity,
+    budget,
+    reach,
+    domains,
+):
     """Depth-first search for up to `budget` more nodes; returns a _RUNNING/_FOUND/
     _EXHAUSTED/_OVERFLOW code. Resumable: all state is in the arrays."""
     move_end = stacks[2]
@@ -649,7 +683,9 @@ def _domains(part: _Part, capacity: int) -> np.ndarray:
     for s, filled in enumerate(part.section_bytes):
         if filled != capacity:
             continue
-        rects = [int(r) for r in part.section_rects[part.section_start[s] : part.section_start[s + 1]]]
+        rects = [
+            int(r) for r in part.section_rects[part.section_start[s] : part.section_start[s + 1]]
+        ]
         for r in rects:
             sums = 1  # bit k: some of the others add up to k granules
             for other in rects:
@@ -692,8 +728,6 @@ class _Runner:
             np.zeros(rectangles, dtype=np.int64),  # placed
             np.zeros(rectangles, dtype=np.int64),  # offsets
             scalars,
-            np.zeros(sections, dtype=np.int64),  # section marks
-            np.zeros(rectangles, dtype=np.int64),  # rectangle marks
             np.zeros(rectangles, dtype=np.int64),  # twin marks
             np.zeros(rectangles, dtype=np.int64),  # candidates
             np.zeros(rectangles, dtype=np.int64),  # candidate keys
@@ -737,8 +771,18 @@ class _Runner:
     def step(self, nodes: int) -> int:
         if self.code == _RUNNING:
             self.code = _run(
-                self.geometry, self.state, self.stacks, self.control, self.conflicts,
-                self.mult, self.zobrist, self.table, self.capacity, nodes, self.reach, self.domains,
+                self.geometry,
+                self.state,
+                self.stacks,
+                self.control,
+                self.conflicts,
+                self.mult,
+                self.zobrist,
+                self.table,
+                self.capacity,
+                nodes,
+                self.reach,
+                self.domains,
             )
         return self.code
 
@@ -757,9 +801,7 @@ def _solve_part(parts: tuple[_Part, _Part], capacity: int, deadline: float) -> _
     """
     if int(parts[0].section_bytes.max(initial=0)) > capacity:
         return _Outcome(SearchStatus.INFEASIBLE, (), 0)
-    runners = [
-        _Runner(parts[mirror], capacity, order, rule) for order, rule, mirror in _CONFIGS
-    ]
+    runners = [_Runner(parts[mirror], capacity, order, rule) for order, rule, mirror in _CONFIGS]
     while True:
         for runner in runners:
             code = runner.step(_SLICE_NODES)
@@ -797,7 +839,9 @@ def search(problem: Problem, capacity: int, *, time_limit: float, seed: int = 0)
     seconds = time.perf_counter() - started
     if status is not SearchStatus.FOUND:
         return SearchResult(status, capacity, None, 0, nodes, seconds)
-    offsets = {name: class_offsets[cls.root] + delta for cls in classes for name, delta in cls.members}
+    offsets = {
+        name: class_offsets[cls.root] + delta for cls in classes for name, delta in cls.members
+    }
     peak = max((offsets[b.id] + b.size for b in problem.buffers), default=0)
     return SearchResult(status, capacity, offsets, peak, nodes, seconds)
 
