@@ -88,6 +88,9 @@ _BIT = np.array([1 << k for k in range(63)] + [-(1 << 63)], dtype=np.int64)  # b
 _PRIMES = (2147483647, 2147483629, 2147483587)  # three hashes of 31 bits each
 _MEMO_SLOTS = 1 << 19  # failed states remembered (cleared when 60 % full)
 _DEPTH_CAP = 200_000  # beyond this a run reports a timeout
+_CONFLICT_WORDS = 1 << 21  # conflict sets kept per run, in words (16 MiB)
+_DOMAIN_GRANULES = 1 << 14  # subset sums only up to this many granules...
+_DOMAIN_WORK = 1 << 18  # ...and this many (rectangle, rectangle) pairs in full sections
 _SLICE_NODES = 2_000  # nodes per kernel call between clock reads
 
 
@@ -274,16 +277,16 @@ def _blame_section(conflict, section, geometry, placed):
 def _next_offset(r, low, domains):
     """The lowest offset >= `low` that rectangle r can take (_INF if none).
 
-    Row 0 of `domains` holds the granule (0 when r has no domain) and row r + 1 the
-    offsets/granule allowed as a bitset: in a section that the capacity fills exactly,
-    what lies below r fills it exactly, so r's offset is a sum of the others' sizes."""
-    step = domains[0, r]
+    Row r of `domains` holds the granule (0 when r has no domain), then the offsets /
+    granule allowed, as a bitset: in a section that the capacity fills exactly, what
+    lies below r fills it exactly, so r's offset is a sum of the others' sizes."""
+    step = domains[r, 0]
     if step == 0:
         return low
     granule = (low + step - 1) // step
-    words = domains.shape[1]
+    words = domains.shape[1] - 1
     while (granule >> 6) < words:
-        word = domains[r + 1, granule >> 6]
+        word = domains[r, 1 + (granule >> 6)]
         if word == 0:
             granule = ((granule >> 6) + 1) << 6
             continue
@@ -672,17 +675,22 @@ class _Outcome:
 
 
 def _domains(part: _Part, capacity: int) -> np.ndarray:
-    """Offsets allowed by exactly filled sections, for _next_offset (see there)."""
+    """Offsets allowed by exactly filled sections, for _next_offset (see there).
+
+    Skipped (no rectangle limited) when the bitsets would be large: many granules under
+    the capacity, or many rectangles per exactly filled section."""
     rectangles = len(part.sizes)
     step = int(np.gcd.reduce(part.sizes)) if rectangles else 1
     granules = capacity // step + 1
     words = (granules + 63) // 64
+    tight = [s for s, filled in enumerate(part.section_bytes) if filled == capacity]
+    work = sum((part.section_start[s + 1] - part.section_start[s]) ** 2 for s in tight)
+    if not tight or granules > _DOMAIN_GRANULES or work > _DOMAIN_WORK or any(part.alignments > 1):
+        return np.zeros((rectangles, 1), dtype=np.int64)
     full = (1 << granules) - 1
     allowed = [full] * rectangles
     limited = [False] * rectangles
-    for s, filled in enumerate(part.section_bytes):
-        if filled != capacity:
-            continue
+    for s in tight:
         rects = [
             int(r) for r in part.section_rects[part.section_start[s] : part.section_start[s + 1]]
         ]
@@ -693,14 +701,14 @@ def _domains(part: _Part, capacity: int) -> np.ndarray:
                     sums |= sums << int(part.sizes[other]) // step
             allowed[r] &= sums & full
             limited[r] = True
-    table = np.zeros((rectangles + 1, max(words, rectangles, 1)), dtype=np.int64)
+    table = np.zeros((rectangles, words + 1), dtype=np.int64)
     for r in range(rectangles):
-        if not limited[r] or any(part.alignments > 1):
+        if not limited[r]:
             continue
-        table[0, r] = step
+        table[r, 0] = step
         for w in range(words):
             word = (allowed[r] >> (64 * w)) & ((1 << 64) - 1)
-            table[r + 1, w] = word - (1 << 64) if word >= 1 << 63 else word
+            table[r, w + 1] = word - (1 << 64) if word >= 1 << 63 else word
     return table
 
 
@@ -736,7 +744,9 @@ class _Runner:
         step = int(np.gcd.reduce(part.sizes)) if rectangles else 1
         lifts = sections * (capacity // max(step, 1) + 1)
         depth_limit = min(rectangles + lifts, _DEPTH_CAP) + 16
-        move_room = depth_limit * 4 + rectangles * (rectangles + 2)
+        words = (sections + 63) // 64
+        depth_limit = min(depth_limit, _CONFLICT_WORDS // words)
+        move_room = depth_limit * 4 + min(rectangles, 4096) * 64
         self.stacks = (
             np.zeros(move_room, dtype=np.int64),  # move rectangle
             np.zeros(move_room, dtype=np.int64),  # move offset
@@ -744,7 +754,7 @@ class _Runner:
             np.zeros(depth_limit, dtype=np.int64),  # each depth's chosen section
             np.zeros(depth_limit, dtype=np.int64),  # the floor there
         )
-        self.conflicts = np.zeros((depth_limit, (sections + 63) // 64), dtype=np.int64)
+        self.conflicts = np.zeros((depth_limit, words), dtype=np.int64)
         self.control = (
             np.zeros(depth_limit, dtype=np.int64),  # next move at each depth
             np.full(depth_limit, -1, dtype=np.int64),  # move applied at each depth
@@ -791,26 +801,37 @@ class _Runner:
         return int(self.scalars[_NODES])
 
 
-def _solve_part(parts: tuple[_Part, _Part], capacity: int, deadline: float) -> _Outcome:
+def _solve_part(group: list[AliasClass], seed: int, capacity: int, deadline: float) -> _Outcome:
     """Run every configuration in turn, a slice of nodes each, until one answers.
 
     Searches of this kind are heavy-tailed: a configuration that is lost for minutes on
     one instance answers another in milliseconds. Taking turns costs at most a factor of
     the number of configurations, and the turns are counted in nodes, not seconds, so
-    the answer does not depend on the machine's speed.
+    the answer does not depend on the machine's speed. A configuration is only set up
+    when its first turn comes, so an easy part costs one.
     """
+    parts = [_build_part(group, seed)]
     if int(parts[0].section_bytes.max(initial=0)) > capacity:
         return _Outcome(SearchStatus.INFEASIBLE, (), 0)
-    runners = [_Runner(parts[mirror], capacity, order, rule) for order, rule, mirror in _CONFIGS]
+    runners: list[_Runner] = []
+    nodes = 0
     while True:
-        for runner in runners:
+        for k, (order, rule, mirror) in enumerate(_CONFIGS):
+            if k == len(runners):
+                if mirror and len(parts) == 1:
+                    parts.append(_build_part(group, seed, mirror=True))
+                runners.append(_Runner(parts[mirror], capacity, order, rule))
+            runner = runners[k]
             code = runner.step(_SLICE_NODES)
             nodes = sum(r.nodes for r in runners)
             if code == _FOUND:
-                return _Outcome(SearchStatus.FOUND, tuple(int(o) for o in runner.state[3]), nodes)
+                offsets = tuple(int(o) for o in runner.state[3])
+                return _Outcome(SearchStatus.FOUND, offsets, nodes)
             if code == _EXHAUSTED:
                 return _Outcome(SearchStatus.INFEASIBLE, (), nodes)
-        if time.perf_counter() > deadline or all(r.code == _OVERFLOW for r in runners):
+            if time.perf_counter() > deadline:
+                return _Outcome(SearchStatus.TIMEOUT, (), nodes)
+        if all(r.code == _OVERFLOW for r in runners):
             return _Outcome(SearchStatus.TIMEOUT, (), nodes)
 
 
@@ -825,8 +846,9 @@ def search(problem: Problem, capacity: int, *, time_limit: float, seed: int = 0)
     class_offsets = {cls.root: 0 for cls in classes if cls.size == 0}
     status, nodes = SearchStatus.FOUND, 0
     for group in _split([cls for cls in classes if cls.size > 0]):
-        part = _build_part(group, seed)
-        outcome = _solve_part((part, _build_part(group, seed, mirror=True)), capacity, deadline)
+        if status is SearchStatus.TIMEOUT and time.perf_counter() > deadline:
+            break
+        outcome = _solve_part(group, seed, capacity, deadline)
         nodes += outcome.nodes
         if outcome.status is SearchStatus.INFEASIBLE:
             status = outcome.status
@@ -834,7 +856,7 @@ def search(problem: Problem, capacity: int, *, time_limit: float, seed: int = 0)
         if outcome.status is SearchStatus.TIMEOUT:
             status = outcome.status
             continue  # a later part may still prove the whole infeasible
-        for cls, offset in zip(part.classes, outcome.offsets):
+        for cls, offset in zip(group, outcome.offsets):
             class_offsets[cls.root] = offset
     seconds = time.perf_counter() - started
     if status is not SearchStatus.FOUND:
