@@ -75,6 +75,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--plan", help="replay this plan (JSON with 'offsets') instead of planning")
     run.add_argument("--inputs", help=".npz of input values by parameter name (others are random)")
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")
+    run.add_argument(
+        "--expect",
+        help=".npz whose 'output' (or 'output_0', 'output_1', ...) the reference run must match",
+    )
+    run.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance of --expect")
+    run.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance of --expect")
     run.set_defaults(handler=_cmd_run)
 
     lower = commands.add_parser(
@@ -186,8 +192,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         inputs.update(onnx_weights(args.program))
     if args.inputs:
-        inputs.update(_read_npz(args.inputs))
+        inputs.update(_given_inputs(loaded, args.inputs))
     reference = executor.reference_run(loaded.program, inputs)
+    if args.expect:
+        mismatch = _expected_outputs(reference.outputs, args)
+        if mismatch:
+            print(f"{args.program}: {mismatch}")
+            return 1
     planned = executor.planned_run(loaded.program, loaded.memory, plan, inputs)
     difference = executor.compare(reference, planned)
     if difference is not None:
@@ -199,6 +210,60 @@ def _cmd_run(args: argparse.Namespace) -> int:
         f"({tensors} planned values in an arena of {plan.arena} bytes, plan by {plan.planner})"
     )
     return 1 if faults else 0
+
+
+def _given_inputs(loaded: Loaded, path: str) -> dict[str, object]:
+    """Parameter values from an .npz, checked against the parameters' types."""
+    import numpy as np
+
+    from optplan.ir import TensorType
+
+    assert loaded.program is not None
+    types = {p.var.name: p.type for p in loaded.program.main.params}
+    given = _read_npz(path)
+    for name, value in given.items():
+        expected = types.get(name)
+        if not isinstance(expected, TensorType) or not isinstance(value, np.ndarray):
+            continue
+        if value.shape != expected.shape or value.dtype != np.dtype(expected.dtype):
+            raise InputError(
+                f"input {name!r} is {value.dtype}{list(value.shape)}, but the program's "
+                f"parameter is {expected.dtype}{list(expected.shape)}",
+                file=path,
+            )
+    return given
+
+
+def _expected_outputs(outputs: tuple[object, ...], args: argparse.Namespace) -> str | None:
+    """Why the reference outputs differ from the expected ones, or None if they agree."""
+    import numpy as np
+
+    expected = _read_npz(args.expect)
+    names = ["output"] if "output" in expected else [f"output_{i}" for i in range(len(outputs))]
+    if len(names) != len(outputs) or any(n not in expected for n in names):
+        raise InputError(
+            f"expected {len(outputs)} output(s) named {', '.join(names)}", file=args.expect
+        )
+    worst = 0.0
+    for name, got in zip(names, outputs):
+        want = np.asarray(expected[name])
+        got = np.asarray(got)
+        if want.shape != got.shape:
+            return f"{name} has shape {list(got.shape)}, {args.expect} has {list(want.shape)}"
+        close = np.isclose(got, want, rtol=args.rtol, atol=args.atol, equal_nan=True)
+        if not close.all():
+            index = np.unravel_index(int(np.argmin(close)), close.shape)
+            return (
+                f"{name} differs from {args.expect} at {list(map(int, index))}: "
+                f"{got[index]!r} against {want[index]!r} (rtol {args.rtol:g}, atol {args.atol:g})"
+            )
+        diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+        worst = max(worst, float(diff.max(initial=0.0)))
+    print(
+        f"{args.program}: outputs match {args.expect} within rtol {args.rtol:g}, "
+        f"atol {args.atol:g} (largest difference {worst:.3g})"
+    )
+    return None
 
 
 def _cmd_lower(args: argparse.Namespace) -> int:

@@ -258,3 +258,53 @@ def test_show_draws_the_arena(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "greedy optimal, 196608 bytes" in capsys.readouterr().out
     assert not list(tmp_path.glob("*.partial*"))
+
+
+@pytest.mark.parametrize(
+    ("model", "tolerance"),
+    [
+        ("mlp_b8", []),
+        ("gpt2_tiny", []),
+        ("bert_tiny", []),
+        ("resnet_tiny", []),
+        ("unet_tiny", []),
+        ("mobilenet_tiny", []),
+        # TVM's fp16 matmul accumulates in fp16: agreement is to fp16 precision only.
+        ("llama_tiny_fp16", ["--rtol", "1e-2", "--atol", "2e-2"]),
+    ],
+)
+def test_high_level_models_match_tvm_and_replay_bit_for_bit(
+    capsys: pytest.CaptureFixture[str], model: str, tolerance: list[str]
+) -> None:
+    program = shared(TVM / "highlevel" / f"{model}.py")
+    values = str(TVM / "highlevel" / f"{model}.npz")
+    argv = ["run", str(program), "--inputs", values, "--expect", values, "--planner", "greedy"]
+    assert main([*argv, *tolerance]) == 0
+    out = capsys.readouterr().out
+    assert "outputs match" in out and "bit-for-bit" in out
+
+
+def test_expect_reports_the_first_output_element_that_differs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import numpy as np
+
+    program = shared(TVM / "highlevel" / "mlp_b8.py")
+    values = dict(np.load(TVM / "highlevel" / "mlp_b8.npz"))
+    values["output"] = values["output"] + 1.0
+    wrong = tmp_path / "wrong.npz"
+    np.savez(wrong, **values)
+    assert main(["run", str(program), "--inputs", str(wrong), "--expect", str(wrong)]) == 1
+    assert "output differs from" in capsys.readouterr().out
+
+
+def test_inputs_of_the_wrong_shape_are_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import numpy as np
+
+    given = tmp_path / "x.npz"
+    np.savez(given, x=np.zeros((2, 2), dtype=np.float32))
+    assert main(["run", str(EXAMPLE), "--inputs", str(given)]) == 2
+    err = capsys.readouterr().err
+    assert "input 'x' is float32[2, 2], but the program's parameter is float32[1, 3, 32, 32]" in err
