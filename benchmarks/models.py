@@ -8,7 +8,8 @@ Steps:
 2. Load it as the command line does (`optplan.load.load`): shape inference, liveness, the
    Problem of its intermediates (function outputs are not planned, as in TVM).
 3. Plan it with naive, tokens (TVM's StaticPlanBlockMemory rule), greedy and cpsat (with
-   a time limit), and check every plan with `validate`.
+   a time limit), and cpsat again after `use_inplace_calls` (elementwise ops writing over
+   inputs that die there); check every plan with `validate`.
 3b. With `--replay`: run the model in NumPy twice unplanned (the first run builds the
    kernels' caches) and once in the cpsat plan's arena; report the planned run's time over
    the second unplanned run's, and whether every value is bit-for-bit the same.
@@ -388,7 +389,9 @@ class Row:
     tokens: int | None
     greedy: int
     cpsat: int
+    cpsat_inplace: int
     lower_bound: int
+    lower_bound_inplace: int
     gap_percent: float
     status: str
     seconds: float
@@ -447,6 +450,11 @@ def measure(name: str, path: str, time_limit: float, alignment: int, replay: boo
     greedy = checked(problem, get_planner("greedy")(problem))
     cpsat = checked(problem, get_planner("cpsat", time_limit=time_limit)(problem))
     ratio, same = replayed(loaded, cpsat) if replay else (None, None)
+    # The same model after use_inplace_calls: elementwise ops take over dying inputs.
+    inplace_problem = load(path, alignment=alignment, inplace=True).problem
+    inplace = checked(
+        inplace_problem, get_planner("cpsat", time_limit=time_limit)(inplace_problem)
+    )
     return Row(
         model=name,
         tensors=len(problem.buffers),
@@ -454,7 +462,9 @@ def measure(name: str, path: str, time_limit: float, alignment: int, replay: boo
         tokens=checked(problem, tokens(problem)).arena if tokens else None,
         greedy=greedy.arena,
         cpsat=cpsat.arena,
+        cpsat_inplace=inplace.arena,
         lower_bound=lower_bound(problem),
+        lower_bound_inplace=inplace.lower_bound,
         gap_percent=round(100 * cpsat.gap, 2),
         status=cpsat.status.value,
         seconds=round(cpsat.seconds, 2),
