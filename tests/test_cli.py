@@ -307,4 +307,4 @@ def test_inputs_of_the_wrong_shape_are_bad_input(
     np.savez(given, x=np.zeros((2, 2), dtype=np.float32))
     assert main(["run", str(EXAMPLE), "--inputs", str(given)]) == 2
     err = capsys.readouterr().err
-    assert "input 'x' is float32[2, 2], but the program's parameter is float32[1, 3, 32, 32]" in err
+    assert f"{given}: input 'x' is (2, 2) float32, but the program declares" in err

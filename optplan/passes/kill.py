@@ -54,6 +54,7 @@ from optplan.ir import (
     Var,
     iter_bindings,
 )
+from optplan.passes.names import fresh_name
 from optplan.passes.objects import BARE, Objects, function_objects, is_storage
 
 KILL_TENSOR = "memory.kill_tensor"
@@ -102,7 +103,7 @@ def _name_binding(binding: Binding, taken: set[str]) -> Binding:
     for branch in (node.then_branch, node.else_branch):
         branch = _name_seq(branch, taken)
         if isinstance(branch.body, Call):
-            var = Var(_fresh(f"{binding.var.name}_value", taken))
+            var = Var(fresh_name(f"{binding.var.name}_value", taken))
             named = Binding(var, branch.body, binding.type)
             branch = dataclasses.replace(branch, blocks=_append(branch.blocks, named), body=var)
         branches.append(branch)
@@ -115,14 +116,6 @@ def _append(blocks: tuple[Block, ...], binding: Binding) -> tuple[Block, ...]:
         last = blocks[-1]
         return (*blocks[:-1], dataclasses.replace(last, bindings=(*last.bindings, binding)))
     return (*blocks, Block((binding,)))
-
-
-def _fresh(name: str, taken: set[str]) -> str:
-    candidate, suffix = name, 1
-    while candidate in taken:
-        candidate, suffix = f"{name}{suffix}", suffix + 1
-    taken.add(candidate)
-    return candidate
 
 
 def _kill_function(fn: Function, objects: Objects) -> Function:

@@ -58,6 +58,7 @@ from optplan.ir import (
 )
 from optplan.ops import lookup, overwritten_args
 from optplan.passes.kill import BARE, kill_after_last_use
+from optplan.passes.names import fresh_name
 from optplan.plan import Plan
 from optplan.planners import Planner
 from optplan.problem import Problem
@@ -112,7 +113,8 @@ def storages_of(problem: Problem, plan: Plan, taken: set[str]) -> list[Storage]:
     storages, base = [], 0
     for index, size in enumerate(sizes):
         base = -(-base // alignment) * alignment
-        storages.append(Storage(_fresh(f"{STORAGE}{index or ''}", taken), int(size), base))
+        name = fresh_name(f"{STORAGE}{index or ''}", taken, "_")
+        storages.append(Storage(name, int(size), base))
         base += int(size)
     return storages
 
@@ -126,14 +128,6 @@ def storage_of(storages: list[Storage], offset: int) -> Storage:
         if offset == storage.base + storage.size_bytes:
             return storage
     raise ValueError(f"offset {offset} lies in no storage of the plan")
-
-
-def _fresh(name: str, taken: set[str]) -> str:
-    candidate, suffix = name, 1
-    while candidate in taken:
-        candidate, suffix = f"{name}_{suffix}", suffix + 1
-    taken.add(candidate)
-    return candidate
 
 
 def _forced_pure(attrs: tuple) -> tuple:  # type: ignore[type-arg]
@@ -186,7 +180,7 @@ class _Lowering:
             raise InputError(f"plan_memory lowers only Ifs whose value is one tensor, not {name!r}")
         branches = []
         for side, branch in (("then", node.then_branch), ("else", node.else_branch)):
-            target = Var(_fresh(f"{name}_{side}", self.taken))
+            target = Var(fresh_name(f"{name}_{side}", self.taken, "_"))
             alloc = Binding(target, self.alloc(self.memory.placements.get(name), type_), type_)
             body = branch.body
             # A branch whose value is a call computes it straight into the If's tensor.
@@ -221,7 +215,7 @@ class _Lowering:
         for index, (field_type, field_placement) in enumerate(zip(type_.fields, fields)):
             if not isinstance(field_type, TensorType):
                 raise InputError(f"plan_memory cannot lower the nested tuple output of {name!r}")
-            var = Var(_fresh(f"{name}_{index}", self.taken))
+            var = Var(fresh_name(f"{name}_{index}", self.taken, "_"))
             allocs.append(Binding(var, self.alloc(field_placement, field_type), field_type))
         outs = tuple(a.var for a in allocs)
         kernel = Binding(Var(BARE), _kernel_call(call, outs))

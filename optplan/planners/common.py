@@ -218,5 +218,22 @@ def make_plan(
     return Plan(expand(rects, offsets), arena, status, planner, floor, seconds, bound, detail)
 
 
+def no_plan(
+    problem: Problem,
+    planner: str,
+    rects: list[Rect],
+    *,
+    started: float,
+    status: Status,
+    reason: str,
+    bound: int = 0,
+) -> Plan:
+    """A Plan that says why there is none (INFEASIBLE: proven; UNKNOWN: not found)."""
+    detail: dict[str, object] = {"reason": reason}
+    return make_plan(
+        problem, planner, rects, None, started=started, bound=bound, status=status, detail=detail
+    )
+
+
 def now() -> float:
     return time.perf_counter()

@@ -80,6 +80,7 @@ from optplan.planners.common import (
     Rect,
     live_peak,
     make_plan,
+    no_plan,
     now,
     pin_fault,
     rectangles,
@@ -245,15 +246,8 @@ def _no_plan(
     status: Status,
     reason: str,
 ) -> Plan:
-    return make_plan(
-        problem,
-        options.name,
-        rects,
-        None,
-        started=started,
-        bound=bound,
-        status=status,
-        detail={"reason": reason},
+    return no_plan(
+        problem, options.name, rects, started=started, status=status, reason=reason, bound=bound
     )
 
 

@@ -49,6 +49,7 @@ from optplan.planners.common import (
     Rect,
     live_peak,
     make_plan,
+    no_plan,
     now,
     pin_fault,
     rectangles,
@@ -90,14 +91,8 @@ def plan_greedy(problem: Problem, options: Greedy = Greedy()) -> Plan:
     rects = rectangles(problem)
     fault = pin_fault(rects)
     if fault is not None:
-        return make_plan(
-            problem,
-            options.name,
-            rects,
-            None,
-            started=started,
-            status=Status.INFEASIBLE,
-            detail={"reason": fault},
+        return no_plan(
+            problem, options.name, rects, started=started, status=Status.INFEASIBLE, reason=fault
         )
     offsets, detail = best_offsets(rects, options.orders, options.fits)
     return make_plan(problem, options.name, rects, offsets, started=started, detail=detail)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from optplan.plan import Plan, Status
-from optplan.planners.common import Rect, make_plan, now, pin_fault, rectangles
+from optplan.planners.common import Rect, make_plan, no_plan, now, pin_fault, rectangles
 from optplan.problem import Problem
 
 
@@ -39,14 +39,8 @@ def plan_naive(problem: Problem, options: Naive = Naive()) -> Plan:
     rects = rectangles(problem)
     fault = pin_fault(rects)
     if fault is not None:
-        return make_plan(
-            problem,
-            options.name,
-            rects,
-            None,
-            started=started,
-            status=Status.INFEASIBLE,
-            detail={"reason": fault},
+        return no_plan(
+            problem, options.name, rects, started=started, status=Status.INFEASIBLE, reason=fault
         )
     return make_plan(problem, options.name, rects, stack(rects), started=started)
 
