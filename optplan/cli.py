@@ -17,8 +17,9 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import fields
 from pathlib import Path
+
+import numpy as np
 
 from optplan.errors import InputError
 from optplan.load import Loaded, load, read_plan
@@ -218,8 +219,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _expected_outputs(outputs: tuple[object, ...], args: argparse.Namespace) -> str | None:
     """Why the reference outputs differ from the expected ones, or None if they agree."""
-    import numpy as np
-
     expected = _read_npz(args.expect)
     names = ["output"] if "output" in expected else [f"output_{i}" for i in range(len(outputs))]
     if len(names) != len(outputs) or any(n not in expected for n in names):
@@ -330,15 +329,11 @@ def _solve(problem: Problem, name: str, time_limit: float, *, quiet: bool) -> Pl
 
     if name not in PLANNERS:
         raise InputError(f"unknown planner {name!r}; choose from {', '.join(sorted(PLANNERS))}")
-    options = {f.name for f in fields(PLANNERS[name])} if _is_dataclass(PLANNERS[name]) else set()
+    options = set(getattr(PLANNERS[name], "__dataclass_fields__", {}))
     planner = get_planner(name, time_limit=time_limit) if "time_limit" in options else get_planner(name)
     if not quiet and "time_limit" in options:
         print(f"planning with {name} (time limit {time_limit:g} s)...", file=sys.stderr, flush=True)
     return planner(problem)
-
-
-def _is_dataclass(obj: object) -> bool:
-    return hasattr(obj, "__dataclass_fields__")
 
 
 def _record(loaded: Loaded, plan: Plan, args: argparse.Namespace) -> dict[str, object]:
@@ -424,9 +419,7 @@ def _write_text(path: str, text: str) -> None:
     partial.replace(target)
 
 
-def _read_npz(path: str) -> dict[str, object]:
-    import numpy as np
-
+def _read_npz(path: str) -> dict[str, np.ndarray]:
     try:
         with np.load(path) as data:
             return {name: data[name] for name in data.files}

@@ -117,6 +117,7 @@ def build_memory(program: Program, *, plan_outputs: bool = False, alignment: int
             for var, value in walk.placed.items()
             if value is not None and var != "_" and not (_buffers_of(value) & excluded)
         },
+        points=dict(walk.point_of),
         **_releases(walk, occupied, excluded),
     )
 
@@ -136,7 +137,7 @@ def _walk_seq(walk: _Walk, seq: SeqExpr) -> None:
             if binding.type is None and name != "_":
                 raise _error(binding.var, f"the type of {name!r} is not known; run infer_types first")
             if isinstance(binding.value, If):
-                _walk_if(walk, name, binding.value, binding.type)
+                _walk_if(walk, name, binding.value, binding.type or ObjectType())
                 continue
             uses = _read_buffers(walk, binding.value)
             point = walk.new_point(uses)
@@ -294,7 +295,7 @@ def _intervals(points: list[int]) -> tuple[Interval, ...]:
 
 def _releases(
     walk: _Walk, occupied: dict[str, list[int]], excluded: set[str]
-) -> dict[str, dict[str, tuple[str, ...]] | dict[str, int]]:
+) -> dict[str, dict[str, tuple[str, ...]]]:
     """Which buffers the executor may poison after each binding and around each If."""
     at: list[set[str]] = [set() for _ in walk.points]
     for name, points in occupied.items():
@@ -315,7 +316,10 @@ def _releases(
         for name, point in walk.point_of.items()
         if name not in walk.if_points
     }
-    release_then, release_else, then_exit, else_exit = {}, {}, {}, {}
+    release_then: dict[str, tuple[str, ...]] = {}
+    release_else: dict[str, tuple[str, ...]] = {}
+    then_exit: dict[str, tuple[str, ...]] = {}
+    else_exit: dict[str, tuple[str, ...]] = {}
     for name, (test, then_yield, else_yield) in walk.if_points.items():
         then_first, else_first = walk.points[test].succ
         release_then[name] = dead_after(test, then_first)
@@ -328,5 +332,4 @@ def _releases(
         "release_else": release_else,
         "release_then_exit": then_exit,
         "release_else_exit": else_exit,
-        "points": dict(walk.point_of),
     }
