@@ -1,14 +1,15 @@
-"""TVM itself judges the printer: TVM's TVMScript parser reads each program twice, as TVM
-printed it and as optplan re-prints it (`print_program(load(path))`), and the two modules
-must be structurally equal.
+"""TVM itself judges the printer: TVM's TVMScript parser reads each program twice, as
+written and as optplan re-prints it (`print_program(load(path))`), and the two modules must
+be structurally equal. The programs: TVM's high-level dumps in the shared data, the
+examples, and the golden inputs.
 
 One rewrite goes into both texts before TVM reads them: TVM prints an infinite constant as
 `R.const("-inf", "float32")`, which its own parser rejects, so it becomes
 `R.const(float("-inf"), "float32")` (MobileNet's ReLU6 bounds need it).
 
-Skips: without apache-tvm 0.27 (the `tvm` extra); without the shared data directory; and
-per file, when TVM's own parser rejects the text as TVM printed it (the reason quotes TVM's
-error). The `*.2_fused_dataflow.py` dumps are tried too: they call kernels whose bodies
+Skips: without apache-tvm 0.27 (the `tvm` extra); without the shared data directory (its
+programs only); and per file, when TVM's own parser rejects the text as written (the reason
+quotes TVM's error). The `*.2_fused_dataflow.py` dumps are tried too: they call kernels whose bodies
 were not printed and name weights as `metadata[...]`, so TVM rejects them and they skip.
 """
 
@@ -27,6 +28,7 @@ from optplan.script import load, print_program
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 TVM_DATA = DATA / "tvm"
 HIGH_LEVEL = TVM_DATA / "highlevel"
+REPO = Path(__file__).resolve().parents[1]
 
 # The infinity spelling TVM prints but cannot read (see above). Both texts get the same
 # rewrite, so a printer that wrote the wrong infinity would still differ.
@@ -36,11 +38,16 @@ Parse = Callable[[str], Any]
 
 
 def _programs() -> list[Any]:
+    """Every program to judge, named by its folder and file (`highlevel/mlp.py`)."""
+    golden_inputs = sorted((REPO / "tests" / "golden").glob("*.in.py"))
+    paths = sorted((REPO / "examples").glob("*.py")) + golden_inputs
+    if HIGH_LEVEL.is_dir():
+        paths += sorted(HIGH_LEVEL.glob("*.py")) + sorted(TVM_DATA.glob("*.2_fused_dataflow.py"))
+    params = [pytest.param(path, id=f"{path.parent.name}/{path.name}") for path in paths]
     if not HIGH_LEVEL.is_dir():
         reason = f"TVM's high-level programs not found at {HIGH_LEVEL}"
-        return [pytest.param(None, marks=pytest.mark.skip(reason=reason), id="no-data")]
-    paths = sorted(HIGH_LEVEL.glob("*.py")) + sorted(TVM_DATA.glob("*.2_fused_dataflow.py"))
-    return [pytest.param(path, id=path.name) for path in paths]
+        params.append(pytest.param(None, marks=pytest.mark.skip(reason=reason), id="no-data"))
+    return params
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +74,7 @@ def test_tvm_reads_the_reprinted_program_as_the_same_module(tvm_parse: Parse, pa
         original = tvm_parse(path.read_text(encoding="utf-8"))
     except tvm.error.DiagnosticError as exc:
         first = str(exc).strip().splitlines()[0]
-        pytest.skip(f"TVM's parser rejects {path.name} as TVM printed it: {first}")
+        pytest.skip(f"TVM's parser rejects {path.name} as written: {first}")
     reprinted = tvm_parse(print_program(load(path)))
     # map_free_vars: a dump without a module is a bare function, whose parameters are free.
     tvm.ir.assert_structural_equal(original, reprinted, map_free_vars=True)
