@@ -9,6 +9,10 @@ The printer writes what TVM 0.27 writes, in the same order:
 3. Per binding: `x: T = value`, `x = value` when untyped, a bare call for a `_` binding
    without a type, and `if`/`else` for an If, each branch ending with `x = <result>`.
 
+One difference from TVM's text: an op's keyword attributes print sorted by name (the IR
+keeps them sorted), where TVM prints them in its attribute declaration order. TVM's parser
+reads both as the same module (tests/test_tvm_printer.py checks it with TVM itself).
+
 The printed form is canonical: parsing it gives back an equal Program, provided the
 program is canonical too (no empty or adjacent plain blocks, If branches of plain
 bindings, a MetaConst's inferred type left out of the text as TVM leaves it out).
