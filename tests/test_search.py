@@ -11,6 +11,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from optplan.plan import Plan, Status, validate
+from optplan.planners import search as search_module
 from optplan.planners.bounds import best_bound, window_problem
 from optplan.planners.search import SearchStatus, granularity, minimise, search
 from optplan.problem import Alias, Buffer, Interval, Problem, alias_classes, lower_bound
@@ -84,6 +85,39 @@ def test_minimise_reaches_the_optimum(problem: Problem) -> None:
     assert result.peak == brute_force_peak(problem)
     assert result.optimal
     assert_valid(problem, result.offsets, result.peak)
+
+
+def order_search_fits(problem: Problem, capacity: int) -> bool:
+    """The order search alone (it otherwise takes turns with the floor search), in each
+    of its orders: they must agree, and every packing found must be valid."""
+    classes = alias_classes(problem)
+    class_offsets = {cls.root: 0 for cls in classes}
+    for group in search_module._split([cls for cls in classes if cls.size > 0]):
+        part = search_module._build_part(group, 0)
+        codes = set()
+        for order in (3, 4, 5):
+            runner = search_module._OrderRunner(part, capacity, order)
+            while runner.step(10_000) == search_module._RUNNING:
+                pass
+            codes.add(runner.code)
+            if runner.code == search_module._FOUND:
+                for cls, offset in zip(group, runner.offsets):
+                    class_offsets[cls.root] = int(offset)
+        assert len(codes) == 1
+        if codes == {search_module._EXHAUSTED}:
+            return False
+    offsets = {name: class_offsets[c.root] + delta for c in classes for name, delta in c.members}
+    assert_valid(problem, offsets, capacity)
+    return True
+
+
+@given(tiny)
+@example(Problem((buffer("a", 0, 2, 2), buffer("b", 1, 3, 3), buffer("c", 4, 6, 5))))
+def test_order_search_agrees_with_brute_force(problem: Problem) -> None:
+    optimum = brute_force_peak(problem)
+    assert order_search_fits(problem, optimum)
+    if optimum > 0:
+        assert not order_search_fits(problem, optimum - 1)
 
 
 def staircase() -> Problem:
