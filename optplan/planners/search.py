@@ -54,8 +54,9 @@ cut at every interval end into *sections*) by its height in bytes.
 7. Such searches are heavy-tailed, so fifteen configurations take turns, a slice of
    nodes each, and any one answering answers for all: the floor search in twelve
    (order: longest, tallest or largest area first; section rule; time forwards or
-   mirrored) and the order search in three static orders. Turns are counted in nodes,
-   so the result is the same on any machine; `seed` only breaks ties between equal ones.
+   mirrored) and the order search in three static orders (only on parts of at most
+   1024 rectangles: it scans them all at every node). Turns are counted in nodes, so
+   the result is the same on any machine; `seed` only breaks ties between equal ones.
 
 The inner loops are plain loops over int64 arrays compiled by numba (about 130 times
 faster than the same code as Python, which is what runs when numba is missing). Pinned
@@ -112,6 +113,9 @@ _CONFLICT_WORDS = 1 << 21  # conflict sets kept per run, in words (16 MiB)
 _DOMAIN_GRANULES = 1 << 14  # subset sums only up to this many granules...
 _DOMAIN_WORK = 1 << 18  # ...and this many (rectangle, rectangle) pairs in full sections
 _SLICE_NODES = 2_000  # nodes per kernel call between clock reads
+# The order search scans every rectangle at every node: beyond this many in a part a
+# slice takes seconds (3 ms a node at 10,000), so such parts get the floor search alone.
+_ORDER_RECTANGLES = 1024
 
 
 class SearchStatus(enum.Enum):
@@ -717,7 +721,7 @@ def _run(
 def _order_fits(offset, low_section, high_section, geometry, order_state, capacity, heights):
     """Whether every section's rectangles left fit above their lowest possible starts;
     in the group being placed, nothing goes below `offset` any more."""
-    sizes, section_start, section_rects = geometry[0], geometry[6], geometry[7]
+    section_start, section_rects = geometry[6], geometry[7]
     low, placed, floors, totals = order_state[0], order_state[1], order_state[2], order_state[3]
     for s in range(floors.shape[0]):
         if totals[s] == 0:
@@ -727,30 +731,45 @@ def _order_fits(offset, low_section, high_section, geometry, order_state, capaci
             base = max(base, offset)
         least = _INF
         most = 0
-        count = 0
         for j in range(section_start[s], section_start[s + 1]):
             r = section_rects[j]
-            if placed[r]:
-                continue
-            release = max(low[r], base)
-            least = min(least, release)
-            most = max(most, release)
-            # Highest release first (insertion sort: a section holds few rectangles).
-            position = count
-            while position > 0 and max(low[heights[position - 1]], base) < release:
-                heights[position] = heights[position - 1]
-                position -= 1
-            heights[position] = r
-            count += 1
-        if least + totals[s] > capacity:
+            if not placed[r]:
+                least = min(least, low[r])
+                most = max(most, low[r])
+        if max(least, base) + totals[s] > capacity:
             return False
-        if most + totals[s] > capacity:
-            above = 0
-            for k in range(count):
-                r = heights[k]
-                above += sizes[r]
-                if max(low[r], base) + above > capacity:
-                    return False
+        if most + totals[s] > capacity and not _released_fit(
+            s, base, geometry, order_state, capacity, heights
+        ):
+            return False
+    return True
+
+
+@njit(cache=True)
+def _released_fit(s, base, geometry, order_state, capacity, heights):
+    """Whether section s's rectangles left, each released at max(its low, `base`), fit
+    under the capacity: for every release, those released there or higher must fit
+    above it (checked highest release first)."""
+    sizes, section_start, section_rects = geometry[0], geometry[6], geometry[7]
+    low, placed = order_state[0], order_state[1]
+    count = 0
+    for j in range(section_start[s], section_start[s + 1]):
+        r = section_rects[j]
+        if placed[r]:
+            continue
+        # Insertion sort: only sections near the capacity get here.
+        position = count
+        while position > 0 and low[heights[position - 1]] < low[r]:
+            heights[position] = heights[position - 1]
+            position -= 1
+        heights[position] = r
+        count += 1
+    above = 0
+    for k in range(count):
+        r = heights[k]
+        above += sizes[r]
+        if max(low[r], base) + above > capacity:
+            return False
     return True
 
 
@@ -1188,18 +1207,37 @@ class _OrderRunner:
 
 def _neighbours(part: _Part) -> tuple[np.ndarray, np.ndarray]:
     """Per rectangle, the others sharing a section with it (flat, as in _Part)."""
-    lists = []
-    for r in range(len(part.sizes)):
-        found: set[int] = set()
-        for s in part.rect_sections[part.rect_start[r] : part.rect_start[r + 1]]:
-            found.update(
-                int(y)
-                for y in part.section_rects[part.section_start[s] : part.section_start[s + 1]]
-            )
-        found.discard(r)
-        lists.append(sorted(found))
-    starts = np.cumsum([0] + [len(found) for found in lists])
-    return _array(starts), _array([y for found in lists for y in found])
+    geometry = (part.rect_start, part.rect_sections, part.section_start, part.section_rects)
+    counts = np.zeros(len(part.sizes) + 1, dtype=np.int64)
+    _neighbour_lists(geometry, counts, counts[:0])
+    starts = np.cumsum(counts)
+    rects = np.zeros(int(starts[-1]), dtype=np.int64)
+    _neighbour_lists(geometry, starts, rects)
+    return starts, rects
+
+
+@njit(cache=True)
+def _neighbour_lists(geometry, starts, rects):
+    """With `rects` empty, count each rectangle's neighbours into starts[r + 1]; else
+    write them at rects[starts[r]:starts[r + 1]]."""
+    rect_start, rect_sections, section_start, section_rects = geometry
+    count = rect_start.shape[0] - 1
+    seen = np.full(count, -1, dtype=np.int64)
+    for r in range(count):
+        seen[r] = r
+        found = 0
+        for q in range(rect_start[r], rect_start[r + 1]):
+            t = rect_sections[q]
+            for j in range(section_start[t], section_start[t + 1]):
+                y = section_rects[j]
+                if seen[y] == r:
+                    continue
+                seen[y] = r
+                if rects.shape[0] > 0:
+                    rects[starts[r] + found] = y
+                found += 1
+        if rects.shape[0] == 0:
+            starts[r + 1] = found
 
 
 def _solve_part(group: list[AliasClass], seed: int, capacity: int, deadline: float) -> _Outcome:
@@ -1214,10 +1252,13 @@ def _solve_part(group: list[AliasClass], seed: int, capacity: int, deadline: flo
     parts = [_build_part(group, seed)]
     if int(parts[0].section_bytes.max(initial=0)) > capacity:
         return _Outcome(SearchStatus.INFEASIBLE, (), 0)
+    configs = _CONFIGS
+    if len(group) > _ORDER_RECTANGLES:
+        configs = tuple(config for config in configs if config[0] == _FLOOR_SEARCH)
     runners: list[_Runner | _OrderRunner] = []
     nodes = 0
     while True:
-        for k, (kind, order, rule, mirror) in enumerate(_CONFIGS):
+        for k, (kind, order, rule, mirror) in enumerate(configs):
             if k == len(runners):
                 if mirror and len(parts) == 1:
                     parts.append(_build_part(group, seed, mirror=True))
