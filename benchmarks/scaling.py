@@ -16,10 +16,15 @@ Steps:
      independent hard parts.
    The generator is seeded, so the problems are the same on every run.
 2. Run every greedy order with every fit, the best-of `greedy`, and `cpsat` on the 10k
-   problems (time limit 60 s), with and without splitting into independent parts.
+   problems (`--cpsat-at`; time limit 60 s), with and without splitting into
+   independent parts.
 3. Print a table (instance, buffers, planner, arena bytes, lower bound, gap, status, wall
    seconds, CPU seconds of this process; CP-SAT's worker threads count in the latter) and
    write it as CSV to `benchmarks/results/scaling.csv`.
+4. For the `minimalloc` chain, print where cpsat's arena comes from: for each of the 11
+   instances, its copies' worst arena beside its lower bound and MiniMalloc's peak (the
+   best known). The chain's arena is the worst copy of any instance, so the best known
+   arena of the chain is the highest of those peaks.
 
 Run: `python benchmarks/scaling.py [--sizes 1000,10000,100000] [--time-limit 60]`.
 """
@@ -33,12 +38,16 @@ import sys
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT.parent))  # run from a checkout without installing
+
+from minimalloc import MINIMALLOC_PEAK  # benchmarks/minimalloc.py: the best-known peaks
+
 from optplan.plan import Plan, validate
 from optplan.planners import Planner, get_planner
 from optplan.planners.greedy import FITS, ORDERS
-from optplan.problem import Buffer, Interval, Problem, read_csv
+from optplan.problem import Buffer, Interval, Problem, lower_bound, read_csv
 
-ROOT = Path(__file__).resolve().parent
 MINIMALLOC = ROOT.parent.parent / "shared" / "data" / "minimalloc" / "challenging"
 TVM = ROOT.parent.parent / "shared" / "data" / "tvm"
 STAGES = ((64, 56), (128, 28), (256, 14), (512, 7))  # (channels, height = width)
@@ -113,20 +122,53 @@ def tvm_chain(count: int, seed: int = 0) -> Problem | None:
 
 
 def minimalloc_chain(count: int) -> Problem | None:
-    """The challenging instances one after another until there are `count` buffers."""
+    """The challenging instances one after another until there are `count` buffers; a
+    buffer's id is `instance.copy.id`."""
     files = sorted(MINIMALLOC.glob("*.csv"))
     if not files:
         return None
-    instances = [read_csv(path) for path in files]
+    instances = [(path.name.split(".")[0], read_csv(path)) for path in files]
     buffers: list[Buffer] = []
     shift = 0
     while len(buffers) < count:
-        problem = instances[(shift // (1 << 20)) % len(instances)]
+        copy = shift >> 20
+        name, problem = instances[copy % len(instances)]
         for b in problem.buffers:
             live = tuple(Interval(iv.start + shift, iv.end + shift) for iv in b.live)
-            buffers.append(Buffer(f"{shift >> 20}.{b.id}", b.size, live))
+            buffers.append(Buffer(f"{name}.{copy}.{b.id}", b.size, live))
         shift += 1 << 20
     return Problem(tuple(buffers))
+
+
+def by_instance(problem: Problem, plan: Plan) -> list[dict[str, object]]:
+    """For a `minimalloc_chain` plan: per instance, its copies, lower bound, MiniMalloc's
+    peak, the worst arena over its copies, and how many copies end over 1 % above the
+    chain's lower bound."""
+    tops: dict[tuple[str, str], int] = {}
+    for b in problem.buffers:
+        name, copy, _ = b.id.split(".", 2)
+        tops[name, copy] = max(tops.get((name, copy), 0), plan.offsets[b.id] + b.size)
+    rows = []
+    for name in sorted({name for name, _ in tops}):
+        arenas = [arena for (other, _), arena in tops.items() if other == name]
+        rows.append(
+            {
+                "instance": name,
+                "copies": len(arenas),
+                "lower_bound": lower_bound(read_csv(MINIMALLOC / f"{name}.1048576.csv")),
+                "minimalloc_peak": MINIMALLOC_PEAK.get(name, ""),
+                "worst_copy": max(arenas),
+                "copies_over_1_percent": sum(a > 1.01 * plan.lower_bound for a in arenas),
+            }
+        )
+    return rows
+
+
+def print_by_instance(rows: list[dict[str, object]]) -> None:
+    print("cpsat on the minimalloc chain, by instance:")
+    print("  ".join(f"{c:>21}" for c in rows[0]))
+    for line in rows:
+        print("  ".join(f"{v:>21}" for v in line.values()))
 
 
 def timed(planner: Planner, problem: Problem) -> tuple[Plan, float]:
@@ -158,6 +200,8 @@ def row(
 
 
 def run(instance: str, problem: Problem, time_limit: float, with_cpsat: bool) -> list[dict]:
+    """Rows for every single order and fit, the best-of greedy and (`with_cpsat`) cpsat
+    split and unsplit; prints the by-instance table of cpsat on a minimalloc chain."""
     rows = []
     for order in ORDERS:
         for fit in FITS:
@@ -168,6 +212,8 @@ def run(instance: str, problem: Problem, time_limit: float, with_cpsat: bool) ->
     if with_cpsat:
         plan = timed(get_planner("cpsat", time_limit=time_limit), problem)
         rows.append(row(instance, problem, "cpsat", plan))
+        if instance.startswith("minimalloc"):
+            print_by_instance(by_instance(problem, plan[0]))
         whole = timed(get_planner("cpsat", time_limit=time_limit, split=False), problem)
         rows.append(row(instance, problem, "cpsat (one model, no split)", whole))
     return rows
@@ -177,9 +223,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--time-limit", type=float, default=60.0)
-    parser.add_argument("--cpsat-at", type=int, default=10000, help="buffers at which to run cpsat")
+    parser.add_argument(
+        "--cpsat-at", default="10000", help="sizes at which to run cpsat, e.g. 1000,10000"
+    )
     parser.add_argument("--out", default=str(ROOT / "results" / "scaling.csv"))
     args = parser.parse_args(argv)
+    cpsat_at = {int(s) for s in args.cpsat_at.split(",")}
     rows: list[dict] = []
     columns = (
         "instance",
@@ -202,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         for family, problem in families:
             if problem is None:
                 continue
-            for line in run(f"{family}-{size}", problem, args.time_limit, size == args.cpsat_at):
+            for line in run(f"{family}-{size}", problem, args.time_limit, size in cpsat_at):
                 rows.append(line)
                 print(
                     "  ".join(
