@@ -54,7 +54,8 @@ The plain-Python `place` below stays as the fallback and as the reference.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -72,7 +73,7 @@ from optplan.planners.common import (
     split,
     top,
 )
-from optplan.planners.greedy_kernel import Compiled, usable
+from optplan.planners.greedy_kernel import Compiled
 from optplan.planners.naive import stack
 from optplan.problem import Problem
 
@@ -107,14 +108,37 @@ class Greedy:
 
 def plan_greedy(problem: Problem, options: Greedy = Greedy()) -> Plan:
     started = now()
-    rects = rectangles(problem)
-    fault = pin_fault(rects)
-    if fault is not None:
-        return no_plan(
-            problem, options.name, rects, started=started, status=Status.INFEASIBLE, reason=fault
-        )
-    offsets, detail = best_offsets(rects, options.orders, options.fits)
-    return make_plan(problem, options.name, rects, offsets, started=started, detail=detail)
+    with _cyclic_gc_paused():
+        rects = rectangles(problem)
+        fault = pin_fault(rects)
+        if fault is not None:
+            return no_plan(
+                problem,
+                options.name,
+                rects,
+                started=started,
+                status=Status.INFEASIBLE,
+                reason=fault,
+            )
+        offsets, detail = best_offsets(rects, options.orders, options.fits)
+        return make_plan(problem, options.name, rects, offsets, started=started, detail=detail)
+
+
+@contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector, then restore it as it was.
+
+    A planner call allocates a rectangle, a tuple or a list per buffer, and none of them
+    can form a cycle; at 100k buffers the collector rescanning them all cost ~15 % of a
+    best-of run and 0.10-0.15 s of a single-order call (0.60 s -> 0.45 s, ResNet chain).
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def best_offsets(
@@ -131,16 +155,8 @@ def best_offsets(
     for fit in fits:
         if fit not in FITS:
             raise ValueError(f"unknown greedy fit {fit!r}; choose from {', '.join(FITS)}")
-    collecting = gc.isenabled()
-    # A run allocates a tuple per placed interval and a list per bucket; at 100k buffers
-    # the cyclic collector rescanning them all cost ~15 % of the time, and none of them
-    # can form a cycle.
-    gc.disable()
-    try:
+    with _cyclic_gc_paused():
         return _best_of_parts(rects, orders, fits)
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _best_of_parts(
@@ -169,7 +185,9 @@ def _best_of(
     part: list[Rect], orders: tuple[str, ...], fits: tuple[str, ...], floor: int
 ) -> tuple[list[int], dict[str, object]]:
     """Offsets for `part` (in its order) from the best run, stopping at `floor`."""
-    runner: _Runner = Compiled.build(part) if usable(part) else _Interpreted.build(part)
+    runner: _Runner | None = Compiled.build(part)
+    if runner is None:
+        runner = _Interpreted.build(part)
     best: _Offsets = stack(part)
     winner = "naive"
     arenas: dict[str, int] = {"naive": runner.top(best)}

@@ -23,8 +23,9 @@ each rectangle once instead of once per bucket, and sorting by the low end alone
 every offset unchanged; `tests/test_greedy_scaling.py` checks that against
 `greedy.place` for every order and fit.
 
-`usable(part)` says when this applies: numba is importable and every number (offsets up
-to the naive stack, size x lifetime for the `area` order) fits in int64.
+`Compiled.build(part)` returns None, and greedy uses `greedy.place`, when numba is
+missing or some number (offsets up to the naive stack, size x lifetime for the `area`
+order) might not fit in int64.
 """
 
 from __future__ import annotations
@@ -53,13 +54,13 @@ _LOW, _START, _END, _OWNER = range(4)  # rows of a placed entry: offset, ranks, 
 _LIMIT = 1 << 62  # numbers at or above this could overflow an int64 sum or product
 
 
-def usable(part: list[Rect]) -> bool:
-    """Whether the compiled loop can place `part` exactly as `greedy.place` would."""
-    if not COMPILED:
-        return False
-    stacked = sum(r.size + r.modulus for r in part) + max((r.pin or 0) for r in part)
-    longest = max(r.end for r in part) - min(r.start for r in part)
-    return stacked < _LIMIT and max(r.size for r in part) * max(longest, 1) < _LIMIT
+def _fits(size: np.ndarray, modulus: np.ndarray, pin: np.ndarray, length: np.ndarray) -> bool:
+    """Whether every offset the loop can produce (at most the naive stack above the
+    highest pin) and every `area` key (size x lifetime) stays below 2**62; the sums are
+    taken in floating point, which cannot wrap around."""
+    stacked = float(size.sum(dtype=np.float64) + modulus.sum(dtype=np.float64))
+    area = float(size.max(initial=0)) * float(length.max(initial=1))
+    return stacked + float(pin.max(initial=0)) < _LIMIT and area < _LIMIT
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,24 +83,40 @@ class Compiled:
     base: np.ndarray
 
     @staticmethod
-    def build(part: list[Rect]) -> Compiled:
+    def build(part: list[Rect]) -> Compiled | None:
+        """The part as arrays; None when numba is missing or a number might not fit in
+        int64, and `greedy.place` must do the work."""
+        if not COMPILED:
+            return None
+        try:
+            shape = np.array(
+                [
+                    (r.size, r.residue or 0, r.modulus, -1 if r.pin is None else r.pin)
+                    + (r.start, r.length)
+                    for r in part
+                ],
+                dtype=np.int64,
+            )
+            times = _array([p for r in part for iv in r.live for p in (iv.start, iv.end)])
+        except OverflowError:
+            return None
+        size, residue, modulus, pin, start_time, length = shape.T.copy()
+        if not _fits(size, modulus, pin, length):
+            return None
         counts = _array([len(r.live) for r in part])
-        first = np.concatenate(([0], np.cumsum(counts)))
-        times = _array([p for r in part for iv in r.live for p in (iv.start, iv.end)])
         points, ranks = np.unique(times, return_inverse=True)
         starts, ends = ranks[0::2].astype(np.int64), ranks[1::2].astype(np.int64)
         shift = _shift(ends - starts)
-        pin = _array([-1 if r.pin is None else r.pin for r in part])
         return Compiled(
-            first=first.astype(np.int64),
+            first=np.concatenate(([0], np.cumsum(counts))).astype(np.int64),
             starts=starts,
             ends=ends,
-            size=_array([r.size for r in part]),
-            residue=_array([r.residue or 0 for r in part]),
-            modulus=_array([r.modulus for r in part]),
+            size=size,
+            residue=residue,
+            modulus=modulus,
             pin=pin,
-            start_time=_array([r.start for r in part]),
-            length=_array([r.length for r in part]),
+            start_time=start_time,
+            length=length,
             movable=np.flatnonzero(pin < 0).astype(np.int64),
             shift=shift,
             base=_bucket_base(starts, ends, shift, len(points)),
