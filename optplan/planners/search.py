@@ -1166,6 +1166,7 @@ class _OrderRunner:
         # A group waiting: its sections (first, end), the depth that split it off, and
         # the record of the groups waiting before it.
         self.records = np.zeros((depth_limit, 4), dtype=np.int64)
+        # At the root every low is 0, below every rectangle's top: no ceiling yet.
         self.frames[2][0] = int(part.sizes.max()) + 1 if rectangles else 0
         self.geometry = (
             part.sizes,
