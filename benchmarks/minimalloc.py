@@ -1,10 +1,11 @@
-"""MiniMalloc's 11 hard instances: how close does optplan's skyline search get?
+"""MiniMalloc's 11 hard instances: does optplan reach MiniMalloc's peaks?
 
-    python benchmarks/minimalloc.py [--time-limit 60] [--instances A,B] [--data DIR]
+    python benchmarks/minimalloc.py [--time-limit 60] [--instances A,B] [--planner cpsat]
 
 For each instance: buffers, live-bytes lower bound, MiniMalloc's peak, the greedy
-planner's arena (when optplan has one), the peak the search reaches (`minimise`, lower
-bound first), the best bound it proved, status, seconds. Every plan is checked with
+planner's arena, the arena the `cpsat` planner reaches (greedy, then the skyline search,
+then CP-SAT; `--planner search` runs the bare search's `minimise` instead), the best bound
+it proved, status, seconds. Every plan is checked with
 optplan.plan.validate. Writes benchmarks/results/minimalloc.csv. Exits 0 with a message
 when the data are absent, 1 when a plan is invalid.
 """
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib
 import sys
 import time
 from pathlib import Path
@@ -22,8 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from optplan.plan import Plan, Status, validate
+from optplan.planners import get_planner
 from optplan.planners.search import minimise
-from optplan.problem import Problem, lower_bound, read_csv
+from optplan.problem import lower_bound, read_csv
 
 DATA = ROOT.parent / "shared" / "data" / "minimalloc" / "challenging"
 RESULTS = ROOT / "benchmarks" / "results" / "minimalloc.csv"
@@ -52,46 +53,50 @@ COLUMNS = (
     "lower_bound",
     "minimalloc_peak",
     "greedy",
-    "search_peak",
+    "planner",
+    "arena",
     "proven_bound",
     "status",
     "seconds",
 )
+WIDTHS = (8, 7, 11, 10, 10, 7, 10, 10, 9, 7)
 
 
-def greedy_arena(problem: Problem) -> int | None:
-    """The greedy planner's arena, when optplan has a greedy planner."""
-    try:
-        module = importlib.import_module("optplan.planners.greedy")
-    except ImportError:
-        return None
-    plan = module.plan_greedy(problem)
-    return plan.arena if plan.status.has_plan else None
-
-
-def run(name: str, path: Path, time_limit: float) -> dict[str, object]:
+def run(name: str, path: Path, time_limit: float, planner: str) -> dict[str, object]:
+    """One instance: greedy, then `planner` (the cpsat portfolio, or the bare search)."""
     problem = read_csv(path)
-    bound = lower_bound(problem)
-    greedy = greedy_arena(problem)
+    greedy = get_planner("greedy")(problem)
     started = time.perf_counter()
-    result = minimise(problem, time_limit=time_limit, upper=CAPACITY)
-    seconds = time.perf_counter() - started
-    if result.offsets is None:
-        status = "unknown"
+    if planner == "search":
+        result = minimise(problem, time_limit=time_limit, upper=CAPACITY)
+        status = Status.OPTIMAL if result.optimal else Status.FEASIBLE
+        plan = Plan(
+            result.offsets or {},
+            result.peak,
+            status,
+            "search",
+            lower_bound(problem),
+            bound=result.bound,
+        )
+        if result.offsets is None:
+            plan = Plan({}, 0, Status.UNKNOWN, "search", lower_bound(problem), bound=result.bound)
     else:
-        status = "optimal" if result.optimal else "feasible"
-        plan = Plan(result.offsets, result.peak, Status.FEASIBLE, "search", bound)
-        faults = validate(problem, plan)
+        plan = get_planner("cpsat", time_limit=time_limit)(problem)
+    seconds = time.perf_counter() - started
+    status = plan.status.value
+    for candidate in (greedy, plan):
+        faults = validate(problem, candidate)
         if faults:
-            status = f"INVALID: {faults[0]}"
+            status = f"INVALID ({candidate.planner}): {faults[0]}"
     return {
         "instance": name,
         "buffers": len(problem.buffers),
-        "lower_bound": bound,
+        "lower_bound": plan.lower_bound,
         "minimalloc_peak": MINIMALLOC_PEAK.get(name, ""),
-        "greedy": "" if greedy is None else greedy,
-        "search_peak": result.peak if result.offsets is not None else "",
-        "proven_bound": result.bound,
+        "greedy": greedy.arena,
+        "planner": plan.planner,
+        "arena": plan.arena if plan.status.has_plan else "",
+        "proven_bound": max(plan.bound, plan.lower_bound),
         "status": status,
         "seconds": f"{seconds:.1f}",
     }
@@ -102,40 +107,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per instance")
     parser.add_argument("--instances", default="", help="comma-separated names, e.g. A,B")
     parser.add_argument("--data", type=Path, default=DATA, help="folder of {A..K}.1048576.csv")
+    parser.add_argument(
+        "--planner",
+        choices=("cpsat", "search"),
+        default="cpsat",
+        help="the cpsat planner (a portfolio: greedy, search, CP-SAT) or the bare search",
+    )
     args = parser.parse_args(argv)
     if not args.data.is_dir():
         print(f"no MiniMalloc instances at {args.data}; nothing to run")
         return 0
     names = [n.strip() for n in args.instances.split(",") if n.strip()] or sorted(MINIMALLOC_PEAK)
     rows = []
-    widths = (8, 7, 11, 10, 10, 10, 10, 9, 7)
-    print(
-        " ".join(
-            c[:w].rjust(w)
-            for c, w in zip(
-                (
-                    "instance",
-                    "buffers",
-                    "lower bnd",
-                    "minimalloc",
-                    "greedy",
-                    "search",
-                    "proven",
-                    "status",
-                    "seconds",
-                ),
-                widths,
-            )
-        )
+    headers = (
+        "instance",
+        "buffers",
+        "lower bnd",
+        "minimalloc",
+        "greedy",
+        "planner",
+        "arena",
+        "proven",
+        "status",
+        "seconds",
     )
+    print(" ".join(h.rjust(w) for h, w in zip(headers, WIDTHS)))
     for name in names:
         path = args.data / f"{name}.{CAPACITY}.csv"
         if not path.exists():
             print(f"{name}: no file {path}; skipped")
             continue
-        row = run(name, path, args.time_limit)
+        row = run(name, path, args.time_limit, args.planner)
         rows.append(row)
-        print(" ".join(str(row[c]).rjust(w) for c, w in zip(COLUMNS, widths)), flush=True)
+        print(" ".join(str(row[c]).rjust(w) for c, w in zip(COLUMNS, WIDTHS)), flush=True)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     with RESULTS.open("w", newline="") as out:
         writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
