@@ -40,13 +40,14 @@ live at once.
 When numba is importable, `greedy_kernel` runs the same loop compiled, with each bucket
 kept sorted by offset (so a query merges sorted buckets instead of sorting) and the
 orders sorted by `np.lexsort`; it gives the same offsets for every order and fit
-(`tests/test_greedy_scaling.py`). Best of all runs at 100k buffers, CPU seconds of
-`best_offsets` (`benchmarks/scaling.py` has the whole planner):
+(`tests/test_greedy_scaling.py`). The whole planner at 100k buffers, CPU seconds,
+before the compiled loop (plain Python) and after, in one process, same offsets
+(`benchmarks/scaling.py` has more):
 
-    trace (100k buffers)         plain Python   compiled
-    TVM models, chained              0.37 s       0.35 s
-    synthetic ResNet chain           0.50 s       0.31 s
-    MiniMalloc instances, chained   12.4 s        0.90 s
+    trace (100k buffers)          best of all runs     one order (size/first)
+    TVM models, chained            0.72 -> 0.55 s          0.53 -> 0.53 s
+    synthetic ResNet chain         0.76 -> 0.46 s          0.77 -> 0.45 s
+    MiniMalloc instances, chained 13.04 -> 1.13 s          1.96 -> 0.74 s
 
 The plain-Python `place` below stays as the fallback and as the reference.
 """
