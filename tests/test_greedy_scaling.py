@@ -15,9 +15,16 @@ import pytest
 from hypothesis import given
 
 from optplan.plan import validate
-from optplan.planners import get_planner, greedy_kernel
+from optplan.planners import get_planner, greedy, greedy_kernel
 from optplan.planners.common import Rect, rectangles, split
-from optplan.planners.greedy import FITS, ORDERS, _Grid, _Interpreted, best_offsets, place
+from optplan.planners.greedy import (
+    FITS,
+    ORDERS,
+    _Grid,
+    _Interpreted,
+    best_offsets,
+    place,
+)
 from optplan.problem import Buffer, Interval, Problem
 from tests.strategies import problems
 
@@ -66,6 +73,7 @@ def test_compiled_matches_python_on_dense_problems(seed: int) -> None:
 
 def test_best_offsets_are_the_same_without_numba(monkeypatch: pytest.MonkeyPatch) -> None:
     rects = rectangles(dense(400, 7))
+    monkeypatch.setattr(greedy, "COMPILED_FROM", 1)  # compiled even for 400 buffers
     compiled = best_offsets(rects)
     monkeypatch.setattr(greedy_kernel, "COMPILED", False)
     assert best_offsets(rects) == compiled

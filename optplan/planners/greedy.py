@@ -37,9 +37,10 @@ With lifetimes short next to the whole run, as in real models, each query reads 
 dozen entries, so a run is O(n log n) for the ordering plus O(n k log k) for k rectangles
 live at once.
 
-When numba is importable, `greedy_kernel` runs the same loop compiled, with each bucket
-kept sorted by offset (so a query merges sorted buckets instead of sorting) and the
-orders sorted by `np.lexsort`; it gives the same offsets for every order and fit
+When numba is importable and the problem has COMPILED_FROM rectangles or more,
+`greedy_kernel` runs the same loop compiled, with each bucket kept sorted by offset (so
+a query merges sorted buckets instead of sorting) and the orders sorted by
+`np.lexsort`; it gives the same offsets for every order and fit
 (`tests/test_greedy_scaling.py`). The whole planner at 100k buffers, CPU seconds,
 before the compiled loop (plain Python) and after, in one process, same offsets
 (`benchmarks/scaling.py` has more):
@@ -79,6 +80,11 @@ from optplan.planners.naive import stack
 from optplan.problem import Problem
 
 ORDERS = ("size", "start", "lifetime", "area", "xla")
+# Problems with fewer rectangles are placed in plain Python: loading the compiled loop
+# from numba's cache costs ~0.3 s once per process (compiling it, ~1.7 s once per
+# install), more than all greedy runs on 2,000 buffers take in Python (0.01 s on the
+# TVM and ResNet chains, 0.3 s on the dense MiniMalloc chain; compiled: 0.006-0.017 s).
+COMPILED_FROM = 2000
 FITS = ("first", "best")
 
 _ORDER_KEYS: dict[str, Callable[[Rect], tuple[int, ...]]] = {
@@ -169,10 +175,11 @@ def _best_of_parts(
     offsets = [r.pin if r.pin is not None else r.lift(0) for r in rects]
     floor = live_peak(rects)
     parts = split(rects)
+    compiled = len(rects) >= COMPILED_FROM
     detail: dict[str, object] = {"order": "naive", "arenas": {}}
     highest = -1
     for part in parts:
-        placed, runs = _best_of(part, orders, fits, floor)
+        placed, runs = _best_of(part, orders, fits, floor, compiled)
         for rect, offset in zip(part, placed):
             offsets[rect.index] = offset
         arena = top(part, placed)
@@ -183,10 +190,11 @@ def _best_of_parts(
 
 
 def _best_of(
-    part: list[Rect], orders: tuple[str, ...], fits: tuple[str, ...], floor: int
+    part: list[Rect], orders: tuple[str, ...], fits: tuple[str, ...], floor: int, compiled: bool
 ) -> tuple[list[int], dict[str, object]]:
-    """Offsets for `part` (in its order) from the best run, stopping at `floor`."""
-    runner: _Runner | None = Compiled.build(part)
+    """Offsets for `part` (in its order) from the best run, stopping at `floor`; placed by
+    the compiled loop if `compiled` and it can take the part."""
+    runner: _Runner | None = Compiled.build(part) if compiled else None
     if runner is None:
         runner = _Interpreted.build(part)
     best: _Offsets = stack(part)
