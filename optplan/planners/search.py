@@ -548,13 +548,8 @@ def _overfull(geometry, state, reach, capacity, conflict, domains):
     deadline: for every height h, those reaching h or higher must fit between h and the
     capacity. On failure `conflict` gets the sections that decided it.
     """
-    sizes, rect_start, rect_sections, section_start, section_rects = (
-        geometry[0],
-        geometry[4],
-        geometry[5],
-        geometry[6],
-        geometry[7],
-    )
+    rect_start, rect_sections = geometry[4], geometry[5]
+    section_start, section_rects = geometry[6], geometry[7]
     floors, load, placed = state[0], state[1], state[2]
     heights, queue = reach[0], reach[1]
     for r in range(heights.shape[0]):
@@ -576,24 +571,7 @@ def _overfull(geometry, state, reach, capacity, conflict, domains):
                 high = max(high, heights[r])
         failed = low + load[s] > capacity
         if not failed and high + load[s] > capacity:
-            # Highest reach first (insertion sort: a section holds few rectangles).
-            count = 0
-            for j in range(section_start[s], section_start[s + 1]):
-                r = section_rects[j]
-                if placed[r]:
-                    continue
-                position = count
-                while position > 0 and heights[queue[position - 1]] < heights[r]:
-                    queue[position] = queue[position - 1]
-                    position -= 1
-                queue[position] = r
-                count += 1
-            above = 0
-            for k in range(count):
-                above += sizes[queue[k]]
-                if heights[queue[k]] + above > capacity:
-                    failed = True
-                    break
+            failed = not _released_fit(s, 0, geometry, heights, placed, capacity, queue)
         if failed:
             conflict[:] = 0
             _blame_section(conflict, s, geometry, placed)
@@ -739,36 +717,35 @@ def _order_fits(offset, low_section, high_section, geometry, order_state, capaci
         if max(least, base) + totals[s] > capacity:
             return False
         if most + totals[s] > capacity and not _released_fit(
-            s, base, geometry, order_state, capacity, heights
+            s, base, geometry, order_state[0], order_state[1], capacity, heights
         ):
             return False
     return True
 
 
 @njit(cache=True)
-def _released_fit(s, base, geometry, order_state, capacity, heights):
-    """Whether section s's rectangles left, each released at max(its low, `base`), fit
-    under the capacity: for every release, those released there or higher must fit
-    above it (checked highest release first)."""
+def _released_fit(s, base, geometry, release, placed, capacity, queue):
+    """Whether section s's rectangles left, each released at max(`release[r]`, `base`),
+    fit under the capacity: for every release, those released there or higher must fit
+    above it (checked highest release first). `queue` is scratch space."""
     sizes, section_start, section_rects = geometry[0], geometry[6], geometry[7]
-    low, placed = order_state[0], order_state[1]
     count = 0
     for j in range(section_start[s], section_start[s + 1]):
         r = section_rects[j]
         if placed[r]:
             continue
-        # Insertion sort: only sections near the capacity get here.
+        # Insertion sort: only sections near the capacity get here, and they hold few.
         position = count
-        while position > 0 and low[heights[position - 1]] < low[r]:
-            heights[position] = heights[position - 1]
+        while position > 0 and release[queue[position - 1]] < release[r]:
+            queue[position] = queue[position - 1]
             position -= 1
-        heights[position] = r
+        queue[position] = r
         count += 1
     above = 0
     for k in range(count):
-        r = heights[k]
+        r = queue[k]
         above += sizes[r]
-        if max(low[r], base) + above > capacity:
+        if max(release[r], base) + above > capacity:
             return False
     return True
 
