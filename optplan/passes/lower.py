@@ -61,6 +61,7 @@ from optplan.passes.kill import BARE, kill_after_last_use
 from optplan.passes.names import fresh_name
 from optplan.plan import Plan
 from optplan.planners import Planner
+from optplan.planners.tokens import lay_end_to_end
 from optplan.problem import Problem
 
 STORAGE = "storage"
@@ -109,14 +110,12 @@ def storages_of(problem: Problem, plan: Plan, taken: set[str]) -> list[Storage]:
     sizes = plan.detail.get("storages")
     if not isinstance(sizes, list) or not sizes:
         sizes = [plan.arena]
-    alignment = max((b.alignment for b in problem.buffers), default=1)
-    storages, base = [], 0
-    for index, size in enumerate(sizes):
-        base = -(-base // alignment) * alignment
-        name = fresh_name(f"{STORAGE}{index or ''}", taken, "_")
-        storages.append(Storage(name, int(size), base))
-        base += int(size)
-    return storages
+    # Laid out as the tokens planner lays its storages out, so its offsets fall inside them.
+    bases, _ = lay_end_to_end(problem, [int(size) for size in sizes])
+    return [
+        Storage(fresh_name(f"{STORAGE}{index or ''}", taken, "_"), int(size), base)
+        for index, (size, base) in enumerate(zip(sizes, bases))
+    ]
 
 
 def storage_of(storages: list[Storage], offset: int) -> Storage:

@@ -102,6 +102,19 @@ def _dtype(problem: Problem, cls: AliasClass) -> str:
     return problem.buffer(cls.root).dtype
 
 
+def lay_end_to_end(problem: Problem, sizes: list[int]) -> tuple[list[int], int]:
+    """Storages of `sizes` bytes one after another, each starting at a multiple of the
+    problem's largest alignment: their base offsets and the arena they span."""
+    alignment = max((b.alignment for b in problem.buffers), default=1)
+    bases: list[int] = []
+    arena = 0
+    for size in sizes:
+        arena = -(-arena // alignment) * alignment
+        bases.append(arena)
+        arena += size
+    return bases, arena
+
+
 def _lay_out(
     problem: Problem,
     classes: list[AliasClass],
@@ -109,13 +122,7 @@ def _lay_out(
     token_of: dict[int, int],
     seconds: float,
 ) -> Plan:
-    alignment = max((b.alignment for b in problem.buffers), default=1)
-    base: list[int] = []
-    arena = 0
-    for token in tokens:
-        arena = -(-arena // alignment) * alignment
-        base.append(arena)
-        arena += token.size
+    base, arena = lay_end_to_end(problem, [t.size for t in tokens])
     offsets = {
         name: base[token_of[index]] + delta
         for index, cls in enumerate(classes)
