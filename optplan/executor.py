@@ -283,7 +283,7 @@ class _Machine:
         self.bind_params(fn)
         try:
             self.seq(fn.body)
-            outputs = tuple(self.snapshot(v) for v in _flatten(self.expr(fn.body.body)))
+            outputs = tuple(self.snapshot(v) for v in flat_arrays(self.expr(fn.body.body)))
         except ReplayFailure as failure:
             return Run(self.values, (), self.locs, str(failure), failure.loc)
         return Run(self.values, outputs, self.locs)
@@ -295,19 +295,19 @@ class _Machine:
             name = p.var.name
             if name not in self.inputs:
                 raise InputError(f"no input given for parameter {name!r}")
-            self.env[name] = _read_only(_checked_input(name, self.inputs[name], p.type))
+            self.env[name] = read_only(_checked_input(name, self.inputs[name], p.type))
 
     def expr(self, expr: Expr) -> Value:
         match expr:
             case Var(name=name):
                 return self.env[name]
             case Const(value=value, dtype=dtype):
-                return _read_only(np.asarray(value, dtype=dtype))
+                return read_only(np.asarray(value, dtype=dtype))
             case MetaConst(kind=kind, index=index, type=type_):
                 key = meta_key(kind, index)
                 if key not in self.inputs:
                     raise InputError(f"no input given for {key}")
-                return _read_only(_checked_input(key, self.inputs[key], type_))
+                return read_only(_checked_input(key, self.inputs[key], type_))
             case ShapeExpr(values=values):
                 return values
             case Literal(value=value):
@@ -336,7 +336,7 @@ class _Machine:
             self.values[name] = self.snapshot(value)
             self.locs[name] = binding.loc
         elif isinstance(value, tuple) and isinstance(binding.type, TupleType):
-            for i, item in enumerate(_flatten(value)):
+            for i, item in enumerate(flat_arrays(value)):
                 self.values[f"{name}[{i}]"] = self.snapshot(item)
                 self.locs[f"{name}[{i}]"] = binding.loc
 
@@ -452,7 +452,7 @@ class _Machine:
         shows. A storage kill only drops a reference (tensors carved from it live on), so
         it poisons nothing."""
         if self.planned and call.op == "memory.kill_tensor":
-            for target in _flatten(tuple(args)):
+            for target in flat_arrays(tuple(args)):
                 if target.flags.writeable and target.flags.c_contiguous:
                     target.reshape(-1).view(np.uint8).fill(POISON)
         return ()
@@ -517,7 +517,8 @@ def _writes_an_argument(expr: Expr) -> bool:
 
 
 
-def _read_only(array: np.ndarray) -> np.ndarray:
+def read_only(array: np.ndarray) -> np.ndarray:
+    """A copy of `array` that cannot be written: parameters and constants in a run."""
     array = np.array(array, copy=True)
     array.flags.writeable = False
     return array
@@ -554,10 +555,11 @@ def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
     )
 
 
-def _flatten(value: Value) -> Iterator[np.ndarray]:
+def flat_arrays(value: Value) -> Iterator[np.ndarray]:
+    """The arrays of a value, tuples flattened, in order."""
     if isinstance(value, tuple):
         for item in value:
-            yield from _flatten(item)
+            yield from flat_arrays(item)
     elif isinstance(value, np.ndarray):
         yield value
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from optplan.analysis.types import infer_types
 from optplan.errors import InputError
-from optplan.executor import POISON, ReplayFailure, Run, meta_key
+from optplan.executor import POISON, ReplayFailure, Run, flat_arrays, meta_key, read_only
 from optplan.ir import (
     Binding,
     Call,
@@ -68,10 +68,10 @@ def run_lowered(program: Program, inputs: dict[str, np.ndarray], *, shared: bool
     for p in fn.params:
         if p.var.name not in inputs:
             raise InputError(f"no input given for parameter {p.var.name!r}")
-        machine.env[p.var.name] = _read_only(inputs[p.var.name])
+        machine.env[p.var.name] = read_only(inputs[p.var.name])
     try:
         machine.seq(fn.body)
-        outputs = tuple(np.array(v, copy=True) for v in _flatten(machine.expr(fn.body.body)))
+        outputs = tuple(np.array(v, copy=True) for v in flat_arrays(machine.expr(fn.body.body)))
     except ReplayFailure as failure:
         return Run(machine.values, (), machine.locs, str(failure), failure.loc)
     return Run(machine.values, outputs, machine.locs)
@@ -120,12 +120,12 @@ class _Machine:
             case Var(name=name):
                 return self.env[name]
             case Const(value=value, dtype=dtype):
-                return _read_only(np.asarray(value, dtype=dtype))
+                return read_only(np.asarray(value, dtype=dtype))
             case MetaConst(kind=kind, index=index):
                 key = meta_key(kind, index)
                 if key not in self.inputs:
                     raise InputError(f"no input given for {key}")
-                return _read_only(self.inputs[key])
+                return read_only(self.inputs[key])
             case ShapeExpr(values=values):
                 return values
             case Literal(value=value):
@@ -291,15 +291,3 @@ def _var_name(expr: Expr) -> str:
 def _poisoned(type_: TensorType) -> np.ndarray:
     raw = np.full(type_.size_bytes, POISON, dtype=np.uint8)
     return raw.view(type_.dtype).reshape(type_.shape)
-
-
-def _read_only(array: np.ndarray) -> np.ndarray:
-    array = np.array(array, copy=True)
-    array.flags.writeable = False
-    return array
-
-
-def _flatten(value: object) -> list[np.ndarray]:
-    if isinstance(value, tuple):
-        return [a for v in value for a in _flatten(v)]
-    return [value] if isinstance(value, np.ndarray) else []
