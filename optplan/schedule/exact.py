@@ -8,7 +8,10 @@ it, so a state is S (a bit mask) and its cost is the least peak of any order of 
    state whose cost reaches it is pruned (only strictly better orders are looked for).
 2. Pop states cheapest first (a Dijkstra search in which a path's cost is its largest
    step, not its sum). Running ready op v from S costs max(cost(S), held(S) + new(v)).
-   Every state is expanded once, at its least cost (memoisation on S).
+   Every state is expanded once, at its least cost (memoisation on S). A state is ranked
+   by its cost raised to what the ops still to run must hold in every order
+   (`op_bounds`), an A* estimate that never overstates, so the ranking stays exact and
+   states that cannot beat the incumbent are dropped before they are expanded.
 3. A free move: when a ready op makes no more bytes than it frees and its step fits under
    the cost so far, running it at once is never worse than later (every step it is
    delayed over holds the bytes it would free), so it is the only successor tried.
@@ -23,7 +26,7 @@ import heapq
 import time
 from collections.abc import Sequence
 
-from optplan.schedule.graph import Graph, peak_bytes
+from optplan.schedule.graph import Graph, op_bounds, peak_bytes
 
 
 def exact_search(
@@ -41,34 +44,36 @@ def exact_search(
     start_held = tables.held_at_start
     cost: dict[int, int] = {0: start_held if graph.ops == 0 else 0}
     parent: dict[int, tuple[int, int]] = {}
-    heap: list[tuple[int, int, int, int]] = [(cost[0], 0, start_held, 0)]
+    heap: list[tuple[int, int, int, int, int]] = [(tables.rank(0, cost[0]), 0, start_held, 0, cost[0])]
     deadline = time.perf_counter() + time_limit
     expanded = 0
     while heap:
-        g, depth, held, mask = heapq.heappop(heap)
-        if g > cost.get(mask, g) or g >= best and mask != full:
+        rank, depth, held, mask, g = heapq.heappop(heap)
+        if g > cost.get(mask, g) or rank >= best and mask != full:
             continue
         if mask == full:
             return _path(parent, full), g, True, g
         expanded += 1
         if expanded > max_states or (expanded & 1023 == 0 and time.perf_counter() > deadline):
-            return best_order, best, False, max(g, 0)
+            return best_order, best, False, rank
         for v in tables.successors(mask, held, g):
             after = mask | (1 << v)
             step = held + tables.made[v]
             new_g = max(g, step)
-            if new_g >= best or new_g >= cost.get(after, new_g + 1):
+            new_rank = tables.rank(after, new_g)
+            if new_rank >= best or new_g >= cost.get(after, new_g + 1):
                 continue
             cost[after] = new_g
             parent[after] = (mask, v)
-            heapq.heappush(heap, (new_g, depth - 1, held + tables.made[v] - tables.freed(v, after), after))
+            left = held + tables.made[v] - tables.freed(v, after)
+            heapq.heappush(heap, (new_rank, depth - 1, left, after, new_g))
     return best_order, best, True, best
 
 
 class _Tables:
     """Per-op bit masks and byte counts the search reads at every state."""
 
-    __slots__ = ("graph", "held_at_start", "made", "pred_mask", "reader_mask", "touch")
+    __slots__ = ("bounds", "by_bound", "graph", "held_at_start", "made", "pred_mask", "reader_mask", "touch")
 
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
@@ -81,6 +86,15 @@ class _Tables:
             for v in range(graph.ops)
         ]
         self.held_at_start = graph.base_bytes + sum(graph.sizes[b] for b in graph.live_in)
+        self.bounds = op_bounds(graph)
+        self.by_bound = sorted(range(graph.ops), key=lambda v: -self.bounds[v])
+
+    def rank(self, mask: int, cost: int) -> int:
+        """`cost` raised to the largest bound of an op not yet run."""
+        for v in self.by_bound:
+            if not mask >> v & 1:
+                return max(cost, self.bounds[v])
+        return cost
 
     def freed(self, v: int, after: int) -> int:
         """Bytes freed once v has run and the set run is `after`."""

@@ -119,17 +119,22 @@ def peak_bytes(graph: Graph, order: Sequence[int]) -> int:
 
 
 def lower_bound(graph: Graph) -> int:
-    """A peak no order can go below.
+    """A peak no order can go below: the largest of `op_bounds`."""
+    return max(op_bounds(graph), default=peak_bytes(graph, ()))
 
-    While op v runs, these are all held, in every order: its reads and new buffers; every
-    buffer made by an ancestor of v (or before the block) that a descendant of v reads or
-    that is live out (it cannot be freed before v). The bound is the largest such sum.
+
+def op_bounds(graph: Graph) -> list[int]:
+    """For every op, bytes held at its step in every order.
+
+    While op v runs, these are all held: its reads and new buffers; every buffer made by
+    an ancestor of v (or before the block) that a descendant of v reads or that is live
+    out (it cannot be freed before v).
     """
     ancestors = _closure(graph.preds)
     descendants = _closure(graph.succs())
     readers = graph.readers()
     creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
-    best = peak_bytes(graph, ()) if graph.ops == 0 else 0
+    bounds = []
     for v in range(graph.ops):
         held = set(graph.reads[v]) | set(graph.creates[v])
         for b, size in enumerate(graph.sizes):
@@ -139,8 +144,8 @@ def lower_bound(graph: Graph) -> int:
             needed_after = b in graph.live_out or any(r in descendants[v] for r in readers[b])
             if made_before and needed_after:
                 held.add(b)
-        best = max(best, graph.base_bytes + sum(graph.sizes[b] for b in held))
-    return best
+        bounds.append(graph.base_bytes + sum(graph.sizes[b] for b in held))
+    return bounds
 
 
 def _closure(edges: tuple[tuple[int, ...], ...]) -> list[set[int]]:
