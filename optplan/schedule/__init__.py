@@ -85,7 +85,7 @@ def _run(options: Scheduler, graph: Graph) -> tuple[tuple[int, ...], int]:
     if name in HEURISTICS:
         return HEURISTICS[name](graph), 0
     start = best_quick(graph)
-    if name == "heuristic":
+    if name == "heuristic" or (name == "auto" and peak_bytes(graph, start) <= lower_bound(graph)):
         return start, 0
     if name == "exact" or (name == "auto" and graph.ops <= options.exact_ops):
         order, _, proven, bound = exact_search(graph, start, time_limit=options.time_limit)
