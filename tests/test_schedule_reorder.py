@@ -124,3 +124,26 @@ def main(x: R.Tensor((64,), "float32")) -> R.Tensor((64,), "float32"):
     result = reorder(program, Scheduler("exact"))
     assert result.peak_bytes < result.original_peak_bytes
     assert result.optimal
+
+
+def test_a_binding_kept_for_its_effect_stays_in_place() -> None:
+    program = parse(
+        """
+@R.function
+def main(x: R.Tensor((64,), "float32")) -> R.Tensor((64,), "float32"):
+    with R.dataflow():
+        s = R.exp(x)
+        g = R.call_tir(widen, (x,), out_sinfo=R.Tensor((1024,), "float32"))
+        _ = R.call_tir(log_value, (s,), out_sinfo=R.Tensor((1,), "float32"))
+        h = R.sum(g, axis=None, keepdims=False)
+        d = R.add(s, h)
+        R.output(d)
+    return d
+"""
+    )
+    (graph,) = block_graphs(program)
+    assert graph.preds[2] == (0, 1)
+    assert all(2 in graph.preds[v] for v in (3, 4))
+    for scheduler in FAST:
+        result = reorder(program, scheduler)
+        assert result.program.main.body.blocks[0].bindings[2].var.name == "_"
