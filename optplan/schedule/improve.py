@@ -2,15 +2,16 @@
 exact re-solves around the peak.
 
 1. Start from the best quick order.
-2. Find the step with the most memory. Take a window of `width` consecutive steps
+2. Find a step with the most memory. Take a window of `width` consecutive steps
    around it (centred, then shifted by half a window either way). The ops inside may
    run in any valid order among themselves while everything outside stays put; that is
    a small `Graph` of its own (`window_graph`): what is held on entering the window is
    its `live_in` and `base_bytes`, what is read after it its `live_out`.
 3. Solve the window with the exact search (a short time limit). Steps outside the
    window keep their memory, so the whole order's peak is the larger of the outside
-   peak and the window's; keep the new window order when that is lower.
-4. Repeat until no window around the peak improves, or the time is up.
+   peak and the window's; keep the new window order when that is lower, or equal but
+   reached at fewer steps.
+4. Repeat until no window around any peak step improves, or the time is up.
 """
 
 from __future__ import annotations
@@ -19,29 +20,42 @@ import time
 from collections.abc import Sequence
 
 from optplan.schedule.exact import exact_search
-from optplan.schedule.graph import Graph, peak_bytes, step_bytes
+from optplan.schedule.graph import Graph, step_bytes
 
 
 def improve(graph: Graph, start: Sequence[int], *, time_limit: float = 10.0, width: int = 20) -> tuple[int, ...]:
     order = tuple(start)
     deadline = time.perf_counter() + time_limit
     while time.perf_counter() < deadline:
-        steps = step_bytes(graph, order)
-        if not steps:
-            break
-        peak = max(steps)
-        top = steps.index(peak)
-        better = None
-        for lo in _window_starts(top, len(order), width):
-            hi = min(len(order), lo + width)
-            candidate = _resolve(graph, order, lo, hi, deadline)
-            if candidate is not None and peak_bytes(graph, candidate) < peak:
-                better = candidate
-                break
+        better = _improve_once(graph, order, width, deadline)
         if better is None:
             break
         order = better
     return order
+
+
+def _score(graph: Graph, order: Sequence[int]) -> tuple[int, int]:
+    """The peak, then how many steps reach it: lowering one of several equal peaks is
+    progress towards lowering the peak."""
+    steps = step_bytes(graph, order)
+    peak = max(steps, default=0)
+    return peak, steps.count(peak)
+
+
+def _improve_once(graph: Graph, order: tuple[int, ...], width: int, deadline: float) -> tuple[int, ...] | None:
+    """A better order from one window re-solve around a step at the peak, or None."""
+    steps = step_bytes(graph, order)
+    if not steps:
+        return None
+    score = _score(graph, order)
+    for top in [t for t, used in enumerate(steps) if used == score[0]]:
+        for lo in _window_starts(top, len(order), width):
+            if time.perf_counter() > deadline:
+                return None
+            candidate = _resolve(graph, order, lo, min(len(order), lo + width), deadline)
+            if candidate is not None and _score(graph, candidate) < score:
+                return candidate
+    return None
 
 
 def _window_starts(top: int, n: int, width: int) -> list[int]:
