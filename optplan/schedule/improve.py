@@ -11,7 +11,8 @@ exact re-solves around the peak.
    window keep their memory, so the whole order's peak is the larger of the outside
    peak and the window's; keep the new window order when that is lower, or equal but
    reached at fewer steps.
-4. Repeat until no window around any peak step improves, or the time is up.
+4. Repeat; when no window around any peak step improves, widen the windows by half
+   (20 ops, then 30, 45, ...) until they cover the whole order or the time is up.
 """
 
 from __future__ import annotations
@@ -28,9 +29,12 @@ def improve(graph: Graph, start: Sequence[int], *, time_limit: float = 10.0, wid
     deadline = time.perf_counter() + time_limit
     while time.perf_counter() < deadline:
         better = _improve_once(graph, order, width, deadline)
-        if better is None:
+        if better is not None:
+            order = better
+        elif width >= len(order):
             break
-        order = better
+        else:
+            width = min(len(order), width * 3 // 2)
     return order
 
 
@@ -66,7 +70,7 @@ def _window_starts(top: int, n: int, width: int) -> list[int]:
 
 def _resolve(graph: Graph, order: tuple[int, ...], lo: int, hi: int, deadline: float) -> tuple[int, ...] | None:
     sub, ops = window_graph(graph, order, lo, hi)
-    left = max(0.05, min(2.0, deadline - time.perf_counter()))
+    left = max(0.05, min(1.0 + (hi - lo) / 10, deadline - time.perf_counter()))
     sub_order, _, _, _ = exact_search(sub, range(sub.ops), time_limit=left, max_states=200_000)
     if list(sub_order) == list(range(sub.ops)):
         return None
