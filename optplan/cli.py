@@ -344,7 +344,7 @@ def _cmd_reorder(args: argparse.Namespace) -> int:
             raise InputError(f"cannot print the reordered program: {error}", file=args.program) from None
         if output:
             _write_text(output, text)
-        else:
+        elif not args.json:
             print(text)
     if args.json:
         print(json.dumps(_reorder_record(loaded, result, scheduler.name), indent=1))
