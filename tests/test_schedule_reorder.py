@@ -128,6 +128,21 @@ def main(x: R.Tensor((64,), "float32")) -> R.Tensor((64,), "float32"):
     assert result.optimal
 
 
+BRANCHES_WITH_EFFECTS = """
+@R.function
+def main(x: R.Tensor((64,), "float32")) -> R.Tensor((64,), "float32"):
+    with R.dataflow():
+        s = R.exp(x)
+        _ = R.call_tir(log_value, (s,), out_sinfo=R.Tensor((1,), "float32"))
+        g = R.call_tir(widen, (x,), out_sinfo=R.Tensor((1024,), "float32"))
+        _ = R.call_tir(log_value, (g,), out_sinfo=R.Tensor((1,), "float32"))
+        h = R.sum(g, axis=None, keepdims=False)
+        d = R.add(s, h)
+        R.output(d)
+    return d
+"""
+
+
 def test_a_binding_kept_for_its_effect_stays_in_place() -> None:
     program = parse(
         """
@@ -149,6 +164,9 @@ def main(x: R.Tensor((64,), "float32")) -> R.Tensor((64,), "float32"):
     for scheduler in FAST:
         result = reorder(program, scheduler)
         assert result.program.main.body.blocks[0].bindings[2].var.name == "_"
+    # Two bindings to `_` share a name: that block is left as written.
+    twice = parse(BRANCHES_WITH_EFFECTS)
+    assert reorder(twice, Scheduler("exact")).program == infer_types(twice)
 
 
 def test_a_dataflow_block_inside_a_branch_is_ordered_inside_it() -> None:

@@ -32,6 +32,7 @@ from optplan.analysis.liveness import build_memory
 from optplan.analysis.types import infer_types
 from optplan.ir import (
     Binding,
+    Block,
     Call,
     Const,
     Expr,
@@ -148,7 +149,7 @@ def _seq(seq: SeqExpr, facts: _Facts, scheduler: Callable[[Graph], Schedule], sc
     for block in seq.blocks:
         bindings = tuple(_branches(b, facts, scheduler, schedules) for b in block.bindings)
         block = dataclasses.replace(block, bindings=bindings)
-        if block.dataflow and len(bindings) > 1 and not any(isinstance(b.value, If) for b in bindings):
+        if _reorderable(block):
             graph = block_graph(bindings, facts)
             schedule = scheduler(graph)
             schedules.append(schedule)
@@ -156,6 +157,18 @@ def _seq(seq: SeqExpr, facts: _Facts, scheduler: Callable[[Graph], Schedule], sc
             block = dataclasses.replace(block, bindings=tuple(bindings[v] for v in schedule.order))
         blocks.append(block)
     return dataclasses.replace(seq, blocks=tuple(blocks))
+
+
+def _reorderable(block: Block) -> bool:
+    """A dataflow block of two or more bindings, no If, and every name bound once (two
+    bindings to `_` would share one point and one buffer name in the liveness)."""
+    names = [b.var.name for b in block.bindings]
+    return (
+        block.dataflow
+        and len(names) > 1
+        and len(set(names)) == len(names)
+        and not any(isinstance(b.value, If) for b in block.bindings)
+    )
 
 
 def _branches(binding: Binding, facts: _Facts, scheduler: Callable[[Graph], Schedule], schedules: list[Schedule]) -> Binding:
