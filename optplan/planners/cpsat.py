@@ -30,8 +30,9 @@ Steps:
    no-overlap-2D model alone stays 3-29 % above them after a minute: CP-SAT's search has
    no notion of canonical packings or of section-by-section pruning. CP-SAT then starts
    from that placement with the time left, and settles what the search left open.
-   Problems with pinned buffers, or parts of more than SEARCH_MAX_PART rectangles, skip
-   the search.
+   Problems with pinned buffers or with classes whose offsets must sit off a multiple of
+   their alignment (a view at an odd delta), or parts of more than SEARCH_MAX_PART
+   rectangles, skip the search.
 3. The classes are split into independent parts: a part ends where no class is live
    across a point (a class live over several intervals ties the parts it touches).
 
@@ -220,7 +221,10 @@ def _search_first(
     under the capacity, the proven bound, and what it did for the plan's detail. `offsets`
     (one per rectangle) is updated in place with the better placement.
     """
-    if any(r.pin is not None for r in rects) or max(map(len, parts), default=0) > SEARCH_MAX_PART:
+    # The search places a class at multiples of its alignment only: pinned classes, and
+    # classes whose aliases shift their allowed offsets off zero, are CP-SAT's alone.
+    placed_apart = any(r.pin is not None or r.residue for r in rects)
+    if placed_apart or max(map(len, parts), default=0) > SEARCH_MAX_PART:
         return None, bound, {"search": "skipped"}
     capacity = problem.capacity
     if capacity is None:
