@@ -402,7 +402,14 @@ def _solve(problem: Problem, name: str, time_limit: float, *, quiet: bool) -> Pl
     planner = get_planner(name, time_limit=time_limit) if "time_limit" in options else get_planner(name)
     if not quiet and "time_limit" in options:
         print(f"planning with {name} (time limit {time_limit:g} s)...", file=sys.stderr, flush=True)
-    return planner(problem)
+    plan = planner(problem)
+    if plan.detail.get("search") == "compiling":
+        print(
+            "optplan: note: the exact search is being compiled for first use in the background "
+            "(10-50 s, once); this plan was made without it",
+            file=sys.stderr,
+        )
+    return plan
 
 
 def _record(loaded: Loaded, plan: Plan, args: argparse.Namespace) -> dict[str, object]:

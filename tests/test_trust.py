@@ -78,6 +78,9 @@ def test_statuses_agree_with_brute_force(problem: Problem) -> None:
     cpsat = _judged("cpsat", problem)
     assert cpsat.status == (Status.OPTIMAL if fits else Status.INFEASIBLE), (optimum, cpsat)
     assert cpsat.bound <= (optimum if fits else cpsat.bound)
+    if fits and problem.capacity is None:
+        greedy, naive = _judged("greedy", problem), _judged("naive", problem)
+        assert lower_bound(problem) <= cpsat.arena <= greedy.arena <= naive.arena
 
 
 @given(awkward_problems(), st.data())

@@ -30,6 +30,9 @@ Steps:
    no-overlap-2D model alone stays 3-29 % above them after a minute: CP-SAT's search has
    no notion of canonical packings or of section-by-section pruning. CP-SAT then starts
    from that placement with the time left, and settles what the search left open.
+   Until numba has compiled the search in this environment (once, 10-50 s, in a
+   background process that the first call starts), CP-SAT plans alone and the plan's
+   detail says `"search": "compiling"`.
    Problems with pinned buffers or with classes whose offsets must sit off a multiple of
    their alignment (a view at an odd delta), or parts of more than SEARCH_MAX_PART
    rectangles, skip the search.
@@ -91,6 +94,7 @@ from optplan.planners.common import (
     top,
 )
 from optplan.planners.greedy import best_offsets
+from optplan.planners import jit
 from optplan.planners.search import SearchStatus, minimise, search
 from optplan.problem import Problem
 
@@ -198,6 +202,8 @@ def plan_cpsat(problem: Problem, options: CpSat = CpSat()) -> Plan:
     )
 
 
+SEARCH = "optplan.planners.search"
+
 # Above this many rectangles in one part the skyline search explores too few nodes a
 # second to be worth its share of the time; such parts go to CP-SAT directly.
 SEARCH_MAX_PART = 2000
@@ -226,6 +232,10 @@ def _search_first(
     placed_apart = any(r.pin is not None or r.residue for r in rects)
     if placed_apart or max(map(len, parts), default=0) > SEARCH_MAX_PART:
         return None, bound, {"search": "skipped"}
+    if not jit.ready(SEARCH):
+        # Compiling would eat the time limit: CP-SAT plans alone until it is done.
+        jit.compile_in_background(SEARCH)
+        return None, bound, {"search": "compiling"}
     capacity = problem.capacity
     if capacity is None:
         proven, found = _search_parts(problem, offsets, parts, bound, deadline, options.random_seed)
