@@ -82,6 +82,7 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from optplan.plan import Plan, Status
+from optplan.planners import jit
 from optplan.planners.common import (
     Rect,
     live_peak,
@@ -94,7 +95,6 @@ from optplan.planners.common import (
     top,
 )
 from optplan.planners.greedy import best_offsets
-from optplan.planners import jit
 from optplan.planners.search import SearchStatus, minimise, search
 from optplan.problem import Problem
 

@@ -18,6 +18,7 @@ Without numba the kernels are plain Python, always ready.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import subprocess
 import sys

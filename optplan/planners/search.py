@@ -78,7 +78,6 @@ import numpy as np
 from optplan.planners.jit import njit
 from optplan.problem import AliasClass, Interval, Problem, alias_classes, lower_bound
 
-
 # Indices into the kernel's scalar array `scalars`.
 _DEPTH, _NODES, _LEFT, _H1, _H2, _H3, _STAMP, _MEMO, _FEWEST, _RULE = range(10)
 _ROOMIEST, _FEWEST_CHOICES = 0, 1  # rules for the section to branch on
