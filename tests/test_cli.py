@@ -396,3 +396,25 @@ def test_a_failed_write_leaves_no_partial_file(tmp_path: Path, capsys: pytest.Ca
     (target / "keep").write_text("")
     assert main(["plan", str(problem), "-o", str(target)]) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.csv", "plan.json"]
+
+
+def test_version_and_check_on_an_unplanned_program(capsys: pytest.CaptureFixture[str]) -> None:
+    from optplan import __version__
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"optplan {__version__}"
+    assert main(["check", str(EXAMPLE)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no plan in this program" in err, err
+
+
+def test_compare_measures_every_gap_against_one_bound(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    problem = tmp_path / "p.csv"
+    problem.write_text(CSV)
+    assert main(["compare", str(problem), "--planners", "naive,cpsat"]) == 0
+    out = capsys.readouterr().out
+    assert "alignment 1" in out.splitlines()[0]  # a CSV's sizes are exact byte counts
+    assert "gaps against the best proven bound 8" in out.splitlines()[0]
+    assert "proven bound" in out.splitlines()[1]
