@@ -244,3 +244,38 @@ def test_minimalloc_k_fits_at_its_lower_bound() -> None:
     result = search(problem, 1048576, time_limit=60)
     assert result.status is SearchStatus.FOUND
     assert_valid(problem, result.offsets, 1048576)
+
+
+@given(problems(max_buffers=8, aliases=False, pins=False))
+def test_reading_the_clock_more_often_changes_no_answer(problem: Problem) -> None:
+    """A turn split into one-node chunks gives the same answer as one long kernel call:
+    the kernels resume exactly where they stopped."""
+    capacity = lower_bound(problem)
+    whole = search(problem, capacity, time_limit=10.0)
+    saved = search_module._CHUNK_SECONDS, search_module._FIRST_CHUNK
+    try:
+        search_module._CHUNK_SECONDS, search_module._FIRST_CHUNK = 0.0, 1
+        chunked = search(problem, capacity, time_limit=10.0)
+    finally:
+        search_module._CHUNK_SECONDS, search_module._FIRST_CHUNK = saved
+    assert (chunked.status, chunked.offsets, chunked.nodes) == (whole.status, whole.offsets, whole.nodes)
+
+
+def test_cpsat_never_compiles_inside_its_time_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before the search is compiled here, cpsat starts a compile elsewhere and plans with
+    CP-SAT alone, saying so in the plan."""
+    from optplan.planners import get_planner, jit
+
+    started: list[str] = []
+    monkeypatch.setattr(jit, "ready", lambda module: False)
+    monkeypatch.setattr(jit, "compile_in_background", lambda module: started.append(module))
+    # No placement meets the lower bound (4 bytes live at every point, 5 needed), so cpsat
+    # would hand the problem to the search.
+    rows = [("a", 3, 0, 1), ("c", 2, 1, 2), ("b", 1, 0, 3), ("f", 1, 2, 3)]
+    rows += [("g", 2, 3, 4), ("d", 1, 1, 4), ("e", 1, 2, 5), ("h", 3, 4, 5)]
+    problem = Problem(tuple(Buffer(n, size, (Interval(s, e),)) for n, size, s, e in rows))
+    plan = get_planner("cpsat", time_limit=5.0)(problem)
+    assert (plan.arena, plan.status) == (5, Status.OPTIMAL)
+    assert started == ["optplan.planners.search"]
+    assert plan.detail["search"] == "compiling"
+    assert validate(problem, plan) == []
