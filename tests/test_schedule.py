@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from optplan.schedule import SCHEDULERS, Graph, Scheduler, lower_bound, peak_bytes
 from optplan.schedule.graph import is_valid_order, step_bytes
 from optplan.schedule.improve import window_graph
+from optplan.schedule.split import exact_split, windows
 
 
 @st.composite
@@ -99,3 +100,26 @@ def test_the_big_branch_first_halves_the_peak() -> None:
     result = Scheduler("exact")(graph)
     assert result.order == (1, 2, 0, 3)
     assert result.peak_bytes == 101
+
+
+@settings(max_examples=80, deadline=None)
+@given(graphs(max_ops=10))
+def test_split_windows_end_at_cuts_and_the_split_search_is_exact(graph: Graph) -> None:
+    parts = windows(graph)
+    assert [lo for lo, _ in parts] == [0, *(hi for _, hi in parts[:-1])] or graph.ops == 0
+    assert not parts or parts[-1][1] == graph.ops
+    best = min((peak_bytes(graph, o) for o in topological_orders(graph)), default=peak_bytes(graph, ()))
+    order, peak, proven, bound = exact_split(graph, range(graph.ops), time_limit=5.0, max_states=100_000)
+    assert is_valid_order(graph, order) and peak == peak_bytes(graph, order)
+    assert proven and peak == best and bound == best
+
+
+def test_a_chain_of_cells_splits_at_every_join() -> None:
+    # Two diamonds a -> (b, c) -> d -> (e, f) -> g: a, d and g are cuts.
+    graph = Graph(
+        sizes=(1,) * 7,
+        creates=tuple((v,) for v in range(7)),
+        reads=((), (0,), (0,), (1, 2), (3,), (3,), (4, 5)),
+        preds=((), (0,), (0,), (1, 2), (3,), (3,), (4, 5)),
+    )
+    assert windows(graph) == [(0, 1), (1, 4), (4, 7)]

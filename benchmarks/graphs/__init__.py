@@ -12,6 +12,7 @@ from .training import cnn_train, mlp_train, transformer_train
 
 GRAPHS: dict[str, Callable[[], Program]] = {
     "inception": inception,
+    "inception_8": lambda: inception(cells=8),
     "nasnet": nasnet,
     "randwire_8": lambda: randwire(nodes=8, p=0.4, seed=2),
     "randwire_24": randwire,

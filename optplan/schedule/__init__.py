@@ -7,8 +7,9 @@ bound on the best order's peak. Like the planners, schedulers know no IR.
 - `program`: the order as written (the baseline).
 - `lpmf`, `bfs`, `dfs`: PyTorch Inductor's three greedy orders (`heuristics`).
 - `heuristic`: the best of the program order and those three.
-- `exact`: best-first search over sets of ops run (`exact`); proven optimal within its
-  limits, else the best order found and a proven bound.
+- `exact`: best-first search over sets of ops run (`exact`), apart between the cut ops
+  every path passes through (`split`); proven optimal within its limits, else the best
+  order found and a proven bound.
 - `cpsat`: order and placement in one CP-SAT model (`cpsat`).
 - `improve`: windowed exact re-solves around the peak (`improve`), for large graphs.
 - `auto`: `exact` (three quarters of the time up to `exact_ops` ops, half beyond), then
@@ -24,10 +25,10 @@ import time
 from dataclasses import dataclass
 
 from optplan.schedule.cpsat import cpsat_schedule
-from optplan.schedule.exact import exact_search
 from optplan.schedule.graph import Graph, is_valid_order, lower_bound, peak_bytes
 from optplan.schedule.heuristics import bfs, dfs, lpmf, program_order
 from optplan.schedule.improve import improve
+from optplan.schedule.split import exact_split
 
 HEURISTICS = {"program": program_order, "lpmf": lpmf, "bfs": bfs, "dfs": dfs}
 
@@ -93,7 +94,7 @@ def _run(options: Scheduler, graph: Graph) -> tuple[tuple[int, ...], int]:
         # finish: a quarter up to `exact_ops` ops, where it usually does, half beyond.
         share = 1.0 if name == "exact" else 0.75 if graph.ops <= options.exact_ops else 0.5
         began = time.perf_counter()
-        order, _, proven, bound = exact_search(
+        order, _, proven, bound = exact_split(
             graph, start, time_limit=share * options.time_limit, max_states=1_000_000
         )
         if proven or name == "exact":

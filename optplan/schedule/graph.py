@@ -130,8 +130,8 @@ def op_bounds(graph: Graph) -> list[int]:
     an ancestor of v (or before the block) that a descendant of v reads or that is live
     out (it cannot be freed before v).
     """
-    ancestors = _closure(graph.preds)
-    descendants = _closure(graph.succs())
+    ancestors = closure(graph.preds)
+    descendants = closure(graph.succs())
     readers = graph.readers()
     creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
     bounds = []
@@ -148,7 +148,7 @@ def op_bounds(graph: Graph) -> list[int]:
     return bounds
 
 
-def _closure(edges: tuple[tuple[int, ...], ...]) -> list[set[int]]:
+def closure(edges: tuple[tuple[int, ...], ...]) -> list[set[int]]:
     """For every op, all ops reachable along `edges` (not the op itself)."""
     memo: list[set[int] | None] = [None] * len(edges)
     for v in range(len(edges)):
