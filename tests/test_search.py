@@ -13,9 +13,16 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from optplan.plan import Plan, Status, validate
-from optplan.planners import search as search_module
 from optplan.planners.bounds import best_bound, window_problem
-from optplan.planners.search import SearchStatus, granularity, minimise, search
+from optplan.planners.search import (
+    SearchStatus,
+    driver,
+    granularity,
+    minimise,
+    parts,
+    search,
+)
+from optplan.planners.search import order as order_search
 from optplan.problem import (
     Alias,
     Buffer,
@@ -102,19 +109,19 @@ def order_search_fits(problem: Problem, capacity: int) -> bool:
     of its orders: they must agree, and every packing found must be valid."""
     classes = alias_classes(problem)
     class_offsets = {cls.root: 0 for cls in classes}
-    for group in search_module._split([cls for cls in classes if cls.size > 0]):
-        part = search_module._build_part(group, 0)
+    for group in parts._split([cls for cls in classes if cls.size > 0]):
+        part = parts._build_part(group, 0)
         codes = set()
         for order in (3, 4, 5):
-            runner = search_module._OrderRunner(part, capacity, order)
-            while runner.step(10_000) == search_module._RUNNING:
+            runner = order_search._OrderRunner(part, capacity, order)
+            while runner.step(10_000) == parts._RUNNING:
                 pass
             codes.add(runner.code)
-            if runner.code == search_module._FOUND:
+            if runner.code == parts._FOUND:
                 for cls, offset in zip(group, runner.offsets):
                     class_offsets[cls.root] = int(offset)
         assert len(codes) == 1
-        if codes == {search_module._EXHAUSTED}:
+        if codes == {parts._EXHAUSTED}:
             return False
     offsets = {name: class_offsets[c.root] + delta for c in classes for name, delta in c.members}
     assert_valid(problem, offsets, capacity)
@@ -252,12 +259,12 @@ def test_reading_the_clock_more_often_changes_no_answer(problem: Problem) -> Non
     the kernels resume exactly where they stopped."""
     capacity = lower_bound(problem)
     whole = search(problem, capacity, time_limit=10.0)
-    saved = search_module._CHUNK_SECONDS, search_module._FIRST_CHUNK
+    saved = driver._CHUNK_SECONDS, driver._FIRST_CHUNK
     try:
-        search_module._CHUNK_SECONDS, search_module._FIRST_CHUNK = 0.0, 1
+        driver._CHUNK_SECONDS, driver._FIRST_CHUNK = 0.0, 1
         chunked = search(problem, capacity, time_limit=10.0)
     finally:
-        search_module._CHUNK_SECONDS, search_module._FIRST_CHUNK = saved
+        driver._CHUNK_SECONDS, driver._FIRST_CHUNK = saved
     assert (chunked.status, chunked.offsets, chunked.nodes) == (whole.status, whole.offsets, whole.nodes)
 
 
