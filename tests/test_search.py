@@ -13,7 +13,6 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from optplan.plan import Plan, Status, validate
-from optplan.planners.bounds import best_bound, window_problem
 from optplan.planners.search import (
     SearchStatus,
     driver,
@@ -223,19 +222,6 @@ def test_granularity_divides_every_size(a: int, b: int) -> None:
     problem = Problem((buffer("a", 0, 1, 4 * a), buffer("b", 0, 1, 4 * b)))
     step = granularity(problem)
     assert step % 4 == 0 and (4 * a) % step == 0 and (4 * b) % step == 0
-
-
-def test_bounds_are_never_above_the_optimum() -> None:
-    problem = Problem((buffer("a", 0, 2, 1, 4), buffer("b", 1, 3, 1, 4), buffer("c", 5, 6, 2)))
-    bound = best_bound(problem, time_limit=5)
-    assert lower_bound(problem) <= bound.value <= brute_force_peak(problem)
-    assert bound.value == 5 and bound.name in {"window", "search"}
-
-
-def test_a_window_keeps_only_what_is_live_in_it() -> None:
-    problem = Problem((buffer("a", 0, 4, 2), buffer("b", 5, 6, 3)))
-    window = window_problem(problem, 2, 5)
-    assert [(b.id, b.live) for b in window.buffers] == [("a", (Interval(2, 4),))]
 
 
 MINIMALLOC_K = (
