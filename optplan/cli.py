@@ -137,7 +137,17 @@ def _parser() -> argparse.ArgumentParser:
     show = commands.add_parser("show", help="draw the planned arena as a picture")
     _add_input(show, json=False)
     show.add_argument("--planner", default="cpsat", help="planner to use (default: cpsat)")
-    show.add_argument("-o", "--output", required=True, help="picture to write (.png, .svg, .pdf)")
+    show.add_argument(
+        "-o", "--output", required=True, help="picture to write (.png, .svg, .pdf, or .html)"
+    )
+    show.add_argument(
+        "--html",
+        action="store_true",
+        help="write a self-contained page where hovering a tensor names it (for large plans)",
+    )
+    show.add_argument(
+        "--labels", type=int, default=12, help="name this many of the largest tensors (default 12)"
+    )
     show.set_defaults(handler=_cmd_show)
 
     check = commands.add_parser(
@@ -360,16 +370,21 @@ def _cmd_lower(args: argparse.Namespace) -> int:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from optplan.report import draw_arena
+    from optplan.report import arena_html, draw_arena
 
-    _check_output(args.output, PICTURES)
+    page = args.html or args.output.lower().endswith(".html")
+    _check_output(args.output, (".html",) if page else PICTURES)
     loaded = _target(args, _load(args))
     plan = _solve(loaded.problem, args.planner, args.time_limit, quiet=True)
     faults = validate(loaded.problem, plan)
     if faults or not plan.status.has_plan:
         _report_faults(plan, faults)
         return 1
-    draw_arena(loaded.problem, plan, args.output, title=f"{Path(args.program).name}: {_headline(plan)}")
+    title = f"{Path(args.program).name}: {_headline(plan)}"
+    if page:
+        _write_text(args.output, arena_html(loaded.problem, plan, title=title))
+    else:
+        draw_arena(loaded.problem, plan, args.output, title=title, labels=args.labels)
     print(f"{args.output}: {_headline(plan)}")
     return 0
 
@@ -631,7 +646,7 @@ def _check_output(path: str | None, suffixes: tuple[str, ...] = ()) -> None:
         return
     target = Path(path)
     if suffixes and target.suffix.lower() not in suffixes:
-        raise InputError(f"cannot tell the picture's format; name it {' or '.join(suffixes)}", file=path)
+        raise InputError(f"cannot tell the file's format; name it {' or '.join(suffixes)}", file=path)
     if target.is_dir():
         raise InputError("is a directory; give a file name to write", file=path)
     if not target.parent.is_dir():
