@@ -154,7 +154,7 @@ def llama_fp16(scale: str = "tiny", dt: str = "float16") -> Model:
     from tvm.relax.frontend import nn
 
     layers, d, heads, ffn, vocab, seq = (
-        (2, 64, 4, 128, 100, 16) if scale == "tiny" else (4, 2048, 32, 5632, 32000, 128)
+        (2, 64, 4, 128, 100, 16) if scale == "tiny" else (2, 2048, 32, 5632, 32000, 32)
     )
 
     class Block(nn.Module):
