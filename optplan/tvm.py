@@ -17,8 +17,12 @@ for TVM's CPU pipeline with the swap made). For each Relax function of the modul
    independent validator judges the plan.
 4. The function is rewritten on TVM's IR: one `R.memory.alloc_storage` of the arena's
    bytes at the top of the body, every planned `alloc_tensor` carving it at optplan's
-   offset, TVM's storages dropped. Nothing else changes, so LowerAllocTensor,
-   KillAfterLastUse, VM lowering and `relax.build` work as before.
+   offset, TVM's storages dropped. TVM's kernels take only tensors whose DLPack
+   `byte_offset` is 0, so a tensor carved at a nonzero offset is passed through
+   `R.memory.ensure_zero_offset`, which on a CPU moves a 64-byte aligned offset into the
+   data pointer (no copy; an unaligned one would be copied, hence the alignment rule).
+   Nothing else changes, so LowerAllocTensor, KillAfterLastUse, VM lowering and
+   `relax.build` work as before.
 
 A function keeps TVM's plan, with a warning naming it and why, when it has symbolic
 shapes, when optplan cannot read it, when the planner finds no valid plan, or when TVM's
