@@ -319,12 +319,21 @@ def _function(stmt: ast.FunctionDef, src: _Source) -> Function:
             raise _error(f"parameter {arg.arg!r} appears twice", arg, src)
     ret_type = None if stmt.returns is None else _type(stmt.returns, src)
     attrs, stmts = _func_attrs(stmt.body, src)
+    stmts = [s for s in stmts if not _is_module_alias(s)]
     last = stmts[-1] if stmts else stmt
     if not isinstance(last, ast.Return) or last.value is None:
         raise _error(f"function {stmt.name!r} must end with 'return <value>'", last, src)
     blocks = _blocks(stmts[:-1], src, in_branch=False)
     body = SeqExpr(blocks, _expr(last.value, src), loc=_loc(stmts[0], src))
     return Function(stmt.name, params, ret_type, body, attrs, loc=_loc(stmt, src))
+
+
+def _is_module_alias(stmt: ast.stmt) -> bool:
+    """`cls = Module`: how TVM prints a module's functions; kernels are `cls.f` anyway."""
+    match stmt:
+        case ast.Assign(targets=[ast.Name(id="cls")], value=ast.Name()):
+            return True
+    return False
 
 
 def _param(arg: ast.arg, src: _Source) -> Param:
@@ -563,6 +572,8 @@ def _call_tir(op: str, node: ast.Call, src: _Source) -> Call:
         raise _expected("a kernel name", node.args[0], src)
     packed = node.args[1]
     operands = packed.elts if isinstance(packed, ast.Tuple) else [packed]
+    if isinstance(packed, ast.Call) and _callee(packed) == "R.tuple" and not packed.keywords:
+        operands = packed.args  # how TVM prints a call without tensor arguments
     attrs = {key: _attr_value(value, src) for key, value in keywords.items()}
     if not _is_output_type(attrs["out_ty"]):
         raise _expected("out_ty=R.Tensor(...)", keywords["out_ty"], src)
