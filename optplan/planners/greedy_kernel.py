@@ -209,11 +209,13 @@ def _gather(i, first, starts, ends, leaves, pool, at, count, busy):
     found = 0
     for j in range(first[i], first[i + 1]):
         left, right = starts[j] + leaves, ends[j] + leaves
-        for leaf in (left, right - 1):
-            node = leaf
-            while node >= 1:
-                busy, found = _append(busy, found, pool, at[2 * node], count[2 * node])
-                node >>= 1
+        a, b = left, right - 1
+        while a >= 1:  # both paths up, once where they have met
+            busy, found = _append(busy, found, pool, at[2 * a], count[2 * a])
+            if b != a:
+                busy, found = _append(busy, found, pool, at[2 * b], count[2 * b])
+            a >>= 1
+            b >>= 1
         while left < right:
             if left & 1:
                 busy, found = _append(busy, found, pool, at[2 * left + 1], count[2 * left + 1])
@@ -244,11 +246,13 @@ def _enter(i, offset, first, starts, ends, size, leaves, pool, used, at, count, 
     low, high = offset, offset + size[i]
     for j in range(first[i], first[i + 1]):
         left, right = starts[j] + leaves, ends[j] + leaves
-        for leaf in (left, right - 1):
-            node = leaf
-            while node >= 1:
-                pool, used = _add(2 * node + 1, low, high, pool, used, at, count, room)
-                node >>= 1
+        a, b = left, right - 1
+        while a >= 1:  # both paths up, once where they have met
+            pool, used = _add(2 * a + 1, low, high, pool, used, at, count, room)
+            if b != a:
+                pool, used = _add(2 * b + 1, low, high, pool, used, at, count, room)
+            a >>= 1
+            b >>= 1
         while left < right:
             if left & 1:
                 pool, used = _add(2 * left, low, high, pool, used, at, count, room)
