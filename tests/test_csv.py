@@ -99,3 +99,17 @@ def outcome(read: object) -> object:
         return read()  # type: ignore[operator]
     except InputError as error:
         return str(error)
+
+
+def test_plan_of_a_file_that_is_not_utf8_exits_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from optplan.cli import main
+
+    path = tmp_path / "latin1.csv"
+    path.write_bytes(HEADER.encode() + "café,0,3,4\n".encode("latin-1"))
+    target = tmp_path / "plan.csv"
+    assert main(["plan", str(path), "--planner", "greedy", "-o", str(target)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{path}:2:4:" in err and "Traceback" not in err
+    assert not target.exists()
