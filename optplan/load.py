@@ -8,8 +8,7 @@ to replay. Every fault becomes an InputError that names the file.
 from __future__ import annotations
 
 import json
-import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from optplan.analysis.liveness import build_memory
@@ -47,7 +46,7 @@ def load(
     suffix = Path(path).suffix.lower()
     try:
         if suffix == ".csv":
-            return Loaded(path, _realign(read_csv(path), alignment))
+            return Loaded(path, read_csv(path, alignment=alignment))
         if suffix == ".py":
             program = _read_script(path)
         elif suffix == ".onnx":
@@ -101,15 +100,6 @@ def _refuse_planned(program: Program) -> None:
 def _from_program(path: str, program: Program, alignment: int, plan_outputs: bool) -> Loaded:
     memory = build_memory(program, plan_outputs=plan_outputs, alignment=alignment)
     return Loaded(path, memory.problem, program, memory)
-
-
-def _realign(problem: Problem, alignment: int) -> Problem:
-    if alignment == 1:
-        return problem
-    buffers = tuple(
-        replace(b, alignment=math.lcm(b.alignment, alignment)) for b in problem.buffers
-    )
-    return replace(problem, buffers=buffers)
 
 
 def read_plan(path: str, problem: Problem) -> Plan:

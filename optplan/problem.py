@@ -284,16 +284,17 @@ def _spans(problem: Problem) -> np.ndarray:
 # ---------------------------------------------------------------------------- CSV
 
 
-def read_csv(path: str | Path, *, text: str | None = None) -> Problem:
+def read_csv(path: str | Path, *, text: str | None = None, alignment: int = 1) -> Problem:
     """Read a MiniMalloc CSV (`id,lower,upper,size[,alignment][,offset]`).
 
     The header may use MiniMalloc's older names (`buffer`, `start`, and an inclusive
-    `end`). Any fault raises InputError naming the file, the line and the column.
-    `optplan.problem_csv` does the work.
+    `end`). Any fault raises InputError naming the file, the line and the column. Every
+    buffer's alignment is made a multiple of `alignment`. `optplan.problem_csv` does the
+    work.
     """
     from optplan.problem_csv import read_csv as read
 
-    return read(path, text=text)
+    return read(path, text=text, alignment=alignment)
 
 
 def write_csv(problem: Problem, offsets: dict[str, int] | None = None) -> str:

@@ -89,9 +89,16 @@ def test_numpy_reader_agrees_with_row_reader(problem: Problem, data: st.DataObje
         cells[column] = data.draw(BAD_CELLS)
         lines[row] = ",".join(cells)
     text = "\n".join(lines) + "\n"
-    assert outcome(lambda: read_csv("f.csv", text=text)) == outcome(
-        lambda: read_rows("f.csv", text)
+    least = data.draw(st.sampled_from([1, 4, 64]))
+    assert outcome(lambda: read_csv("f.csv", text=text, alignment=least)) == outcome(
+        lambda: read_rows("f.csv", text, least)
     )
+
+
+def test_alignment_is_the_lcm_with_the_column() -> None:
+    text = "id,lower,upper,size,alignment\na,0,3,4,48\nb,1,2,4,\n"
+    problem = read_csv("a.csv", text=text, alignment=64)
+    assert [b.alignment for b in problem.buffers] == [192, 64]
 
 
 def outcome(read: object) -> object:

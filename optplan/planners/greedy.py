@@ -90,6 +90,9 @@ FITS = ("first", "best")
 # each), so only the runs that win on some large real trace are made (module docstring).
 LARGE_PART = 20_000
 LARGE_RUNS = (("size", "first"), ("size", "best"), ("lifetime", "best"))
+# Above this, one run costs 2 s of CPU a 100,000 rectangles (a generated trace, about
+# 100 live at once): only the first of LARGE_RUNS is made.
+HUGE_PART = 200_000
 
 _ORDER_KEYS: dict[str, Callable[[Rect], tuple[int, ...]]] = {
     "size": lambda r: (-r.size, r.start, r.index),
@@ -227,11 +230,13 @@ def _best_of(
 
 def _runs(rects: int, orders: tuple[str, ...], fits: tuple[str, ...]) -> list[tuple[str, str]]:
     """The (order, fit) runs for a part of `rects` rectangles: all, except that a part of
-    more than LARGE_PART keeps only LARGE_RUNS (or, if none was asked for, the first)."""
+    more than LARGE_PART keeps only LARGE_RUNS (or, if none was asked for, the first), and
+    one of more than HUGE_PART only the first of those."""
     runs = [(order, fit) for order in orders for fit in fits]
     if rects <= LARGE_PART:
         return runs
-    return [run for run in runs if run in LARGE_RUNS] or runs[:1]
+    large = [run for run in runs if run in LARGE_RUNS] or runs[:1]
+    return large[:1] if rects > HUGE_PART else large
 
 
 class _Runner(Protocol):

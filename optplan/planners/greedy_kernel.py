@@ -235,7 +235,9 @@ def _append(busy, found, pool, begin, length):
         grown = np.empty((2, 2 * (found + length)), dtype=np.int64)
         grown[:, :found] = busy[:, :found]
         busy = grown
-    busy[:, found : found + length] = pool[:, begin : begin + length]
+    for x in range(length):
+        busy[0, found + x] = pool[0, begin + x]
+        busy[1, found + x] = pool[1, begin + x]
     return busy, found + length
 
 
@@ -246,22 +248,22 @@ def _enter(i, offset, first, starts, ends, size, leaves, pool, used, at, count, 
     low, high = offset, offset + size[i]
     for j in range(first[i], first[i + 1]):
         left, right = starts[j] + leaves, ends[j] + leaves
-        a, b = left, right - 1
-        while a >= 1:  # both paths up, once where they have met
-            pool, used = _add(2 * a + 1, low, high, pool, used, at, count, room)
-            if b != a:
-                pool, used = _add(2 * b + 1, low, high, pool, used, at, count, room)
-            a >>= 1
-            b >>= 1
+        for leaf in (left, right - 1):
+            # Up a path until a union already holds the range: every union above holds
+            # its children's, so they hold it too (this spares most of the climb).
+            node, changed = leaf, True
+            while node >= 1 and changed:
+                pool, used, changed = _add(2 * node + 1, low, high, pool, used, at, count, room)
+                node >>= 1
         while left < right:
             if left & 1:
-                pool, used = _add(2 * left, low, high, pool, used, at, count, room)
-                pool, used = _add(2 * left + 1, low, high, pool, used, at, count, room)
+                pool, used, _ = _add(2 * left, low, high, pool, used, at, count, room)
+                pool, used, _ = _add(2 * left + 1, low, high, pool, used, at, count, room)
                 left += 1
             if right & 1:
                 right -= 1
-                pool, used = _add(2 * right, low, high, pool, used, at, count, room)
-                pool, used = _add(2 * right + 1, low, high, pool, used, at, count, room)
+                pool, used, _ = _add(2 * right, low, high, pool, used, at, count, room)
+                pool, used, _ = _add(2 * right + 1, low, high, pool, used, at, count, room)
             left >>= 1
             right >>= 1
     return pool, used
@@ -269,35 +271,57 @@ def _enter(i, offset, first, starts, ends, size, leaves, pool, used, at, count, 
 
 @njit(cache=True)
 def _add(k, low, high, pool, used, at, count, room):
-    """Merge [low, high) into list k, kept sorted and merged (touching ranges join)."""
+    """Merge [low, high) into list k, kept sorted and merged (touching ranges join);
+    says whether the list changed. Plain loops, not slices: a slice copy allocates, and
+    this runs dozens of times a rectangle."""
     begin, length = at[k], count[k]
+    end = begin + length
     # Ranges before `touch` end before `low`; ranges from `after` on start after `high`.
-    touch = begin + np.searchsorted(pool[1, begin : begin + length], low)
-    after = begin + np.searchsorted(pool[0, begin : begin + length], high, side="right")
+    touch = _search(pool, 1, begin, end, low, False)
+    after = _search(pool, 0, touch, end, high, True)
     if touch < after:
+        if after - touch == 1 and pool[0, touch] <= low and high <= pool[1, touch]:
+            return pool, used, False
         pool[0, touch] = min(low, pool[0, touch])
         pool[1, touch] = max(high, pool[1, after - 1])
         gone = after - touch - 1
         if gone:
-            tail = begin + length
-            pool[:, touch + 1 : tail - gone] = pool[:, after:tail].copy()
+            for x in range(after, end):
+                pool[0, x - gone] = pool[0, x]
+                pool[1, x - gone] = pool[1, x]
             count[k] = length - gone
-        return pool, used
+        return pool, used, True
     if length == room[k]:
         grow = max(2 * length, 4)
         if used + grow > pool.shape[1]:
             bigger = np.empty((2, 2 * (used + grow)), dtype=np.int64)
             bigger[:, :used] = pool[:, :used]
             pool = bigger
-        pool[:, used : used + length] = pool[:, begin : begin + length]
+        for x in range(length):
+            pool[0, used + x] = pool[0, begin + x]
+            pool[1, used + x] = pool[1, begin + x]
         touch += used - begin
         begin, at[k], room[k] = used, used, grow
+        end = begin + length
         used += grow
-    tail = begin + length
-    pool[:, touch + 1 : tail + 1] = pool[:, touch:tail].copy()
+    for x in range(end, touch, -1):
+        pool[0, x] = pool[0, x - 1]
+        pool[1, x] = pool[1, x - 1]
     pool[0, touch], pool[1, touch] = low, high
     count[k] = length + 1
-    return pool, used
+    return pool, used, True
+
+
+@njit(cache=True)
+def _search(pool, row, first, last, value, right):
+    """The first x in [first, last) with pool[row, x] > value (`right`) or >= value."""
+    while first < last:
+        middle = (first + last) >> 1
+        if pool[row, middle] < value or (right and pool[row, middle] == value):
+            first = middle + 1
+        else:
+            last = middle
+    return first
 
 
 @njit(cache=True)
