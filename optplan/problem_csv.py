@@ -38,6 +38,8 @@ _REQUIRED = ("id", "lower", "upper", "size")
 _SYNONYMS = {"buffer": "id", "buffer_id": "id", "start": "lower", "begin": "lower"}
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _BOM = "\ufeff"
+_NUMBERS = ("lower", "upper", "size", "alignment", "offset")
+_CHUNK_ROWS = 65536
 
 
 def read_csv(path: str | Path, *, text: str | None = None, alignment: int = 1) -> Problem:
@@ -104,19 +106,26 @@ def _read_columns(text: str, alignment: int) -> Problem | None:
         return None
     width = len(header)
     body = [line for line in lines[1:] if line.strip(" \t,")]
-    cells = ",".join(body).split(",")
-    if not body or len(cells) != width * len(body):
+    del lines
+    if not body:
         return None
-    ids = [cell.strip() for cell in cells[header.index("id") :: width]]
+    ids: list[str] = []
+    chunks: dict[str, list[np.ndarray]] = {c: [] for c in _NUMBERS if c in header}
+    for first in range(0, len(body), _CHUNK_ROWS):
+        # A string per cell: made a chunk at a time, so that they never all exist at once.
+        rows = body[first : first + _CHUNK_ROWS]
+        cells = ",".join(rows).split(",")
+        if len(cells) != width * len(rows):
+            return None
+        ids.extend(cell.strip() for cell in cells[header.index("id") :: width])
+        for column, parts in chunks.items():
+            values = _integers(cells[header.index(column) :: width])
+            if values is None:
+                return None
+            parts.append(values)
     if "" in ids or len(set(ids)) != len(ids):
         return None
-    number = {}
-    for column in ("lower", "upper", "size", "alignment", "offset"):
-        if column in header:
-            number[column] = _integers(cells[header.index(column) :: width])
-            if number[column] is None:
-                return None
-    del cells, body, lines  # a string per cell: free them before the buffers are built
+    number = {column: np.concatenate(parts) for column, parts in chunks.items()}
     return _checked(ids, number, inclusive_end, alignment)
 
 

@@ -120,3 +120,14 @@ def test_plan_of_a_file_that_is_not_utf8_exits_2_with_one_line(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"{path}:2:4:" in err and "Traceback" not in err
     assert not target.exists()
+
+
+def test_rows_read_in_chunks_are_the_rows_read_one_by_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from optplan import problem_csv
+
+    monkeypatch.setattr(problem_csv, "_CHUNK_ROWS", 2)
+    text = HEADER + "".join(f"b{k},{k},{k + 3},{k * 7}\n" for k in range(5))
+    assert read_csv("c.csv", text=text) == read_rows("c.csv", text)
+    assert fault(text + "b1,0,1,1\n").startswith("bad.csv:7: buffer 'b1' already defined")
