@@ -95,18 +95,23 @@ class Compiled:
         if not COMPILED:
             return None
         try:
-            shape = np.array(
-                [
-                    (r.size, r.residue or 0, r.modulus, -1 if r.pin is None else r.pin)
-                    + (r.start, r.length)
-                    for r in part
-                ],
-                dtype=np.int64,
+            # Field by field, with no tuple per rectangle (a million of them at 1M).
+            size, residue, modulus, pin, start_time, length = (
+                np.fromiter(values, np.int64, len(part))
+                for values in (
+                    (r.size for r in part),
+                    (r.residue or 0 for r in part),
+                    (r.modulus for r in part),
+                    (-1 if r.pin is None else r.pin for r in part),
+                    (r.start for r in part),
+                    (r.length for r in part),
+                )
             )
-            times = _array([p for r in part for iv in r.live for p in (iv.start, iv.end)])
+            times = np.fromiter(
+                (p for r in part for iv in r.live for p in (iv.start, iv.end)), np.int64
+            )
         except OverflowError:
             return None
-        size, residue, modulus, pin, start_time, length = shape.T.copy()
         if not _fits(size, modulus, pin, length):
             return None
         counts = _array([len(r.live) for r in part])
@@ -174,9 +179,11 @@ def _place(sequence, best_fit, first, starts, ends, size, residue, modulus, pin,
     """Offsets with pinned rectangles at their pins and the others placed in `sequence`."""
     lists = 4 * leaves
     at = np.zeros(lists, dtype=np.int64)
-    count = np.zeros(lists, dtype=np.int64)
-    room = np.zeros(lists, dtype=np.int64)
-    pool = np.empty((2, 4 * lists), dtype=np.int64)
+    count = np.zeros(lists, dtype=np.int32)
+    room = np.zeros(lists, dtype=np.int32)
+    # Most lists hold one or two ranges: start small and double (a fixed four slots a
+    # list took 512 MB up front at 1,000,000 rectangles).
+    pool = np.empty((2, 8 * first[-1] + 64), dtype=np.int64)
     used = 0
     offsets = residue.copy()
     busy = np.empty((2, 64), dtype=np.int64)
@@ -292,7 +299,7 @@ def _add(k, low, high, pool, used, at, count, room):
             count[k] = length - gone
         return pool, used, True
     if length == room[k]:
-        grow = max(2 * length, 4)
+        grow = max(2 * length, 1)
         if used + grow > pool.shape[1]:
             bigger = np.empty((2, 2 * (used + grow)), dtype=np.int64)
             bigger[:, :used] = pool[:, :used]
