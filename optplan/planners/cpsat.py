@@ -59,6 +59,9 @@ Steps:
       and G with it, rise by one;
    c. otherwise minimise again with every worker, hinted with the best placement so far;
       the solver's best objective bound raises G.
+   A part of more than MODEL_MAX_PART rectangles skips a-c: one model of it takes
+   gigabytes and minutes, so `lns.improve` re-solves small bands of offsets around the
+   rectangles at its top instead, until the time is up; it proves nothing.
 6. While time is left and a round improved some part, another round follows: the parts
    still above their target share what is left, hinted with their best placement.
 7. The arena is the maximum over parts of the better of the solver's and greedy's
