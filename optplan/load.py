@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import importlib
 import json
-import math
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -51,7 +50,7 @@ def load(
     try:
         if suffix == ".csv":
             _refuse_options(dims=dims, inplace=inplace, plan_outputs=plan_outputs)
-            return Loaded(path, _realign(read_csv(path), alignment))
+            return Loaded(path, read_csv(path, alignment=alignment))
         if suffix == ".py":
             _refuse_options(dims=dims)
             program = _read_script(path)
@@ -123,15 +122,6 @@ def _refuse_planned(program: Program) -> None:
 def _from_program(path: str, program: Program, alignment: int, plan_outputs: bool) -> Loaded:
     memory = build_memory(program, plan_outputs=plan_outputs, alignment=alignment)
     return Loaded(path, memory.problem, program, memory)
-
-
-def _realign(problem: Problem, alignment: int) -> Problem:
-    if alignment == 1:
-        return problem
-    buffers = tuple(
-        replace(b, alignment=math.lcm(b.alignment, alignment)) for b in problem.buffers
-    )
-    return replace(problem, buffers=buffers)
 
 
 def read_plan(path: str, problem: Problem) -> Plan:
