@@ -26,6 +26,7 @@ import gc
 import io
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -143,7 +144,7 @@ def _integers(column: list[str]) -> np.ndarray | None:
 
 
 def _checked(
-    ids: list[str], number: dict[str, np.ndarray | None], inclusive_end: bool, least: int
+    ids: list[str], number: Mapping[str, np.ndarray | None], inclusive_end: bool, least: int
 ) -> Problem | None:
     lower, upper, size = number["lower"], number["upper"], number["size"]
     assert lower is not None and upper is not None and size is not None

@@ -127,7 +127,9 @@ def _solve_band(
     live[freed] = False
     model = cp_model.CpModel()
     top = model.new_int_var(low, old_top, "top")
-    times, spaces, slots = [], [], []
+    times: list[cp_model.IntervalVar] = []
+    spaces: list[cp_model.IntervalVar] = []
+    slots: list[cp_model.IntVar] = []
     for f in freed.tolist():
         rect = part[f]
         residue = rect.residue or 0

@@ -32,30 +32,30 @@ def cpsat_schedule(
     if n == 0:
         return (), peak_bytes(graph, ()), peak_bytes(graph, ()), True
     model = cp_model.CpModel()
-    pos = [model.NewIntVar(0, n - 1, f"pos[{graph.labels[v] if graph.labels else v}]") for v in range(n)]
-    model.AddAllDifferent(pos)
+    pos = [model.new_int_var(0, n - 1, f"pos[{graph.labels[v] if graph.labels else v}]") for v in range(n)]
+    model.add_all_different(pos)
     for v, preds in enumerate(graph.preds):
         for u in set(preds):
-            model.Add(pos[u] < pos[v])
+            model.add(pos[u] < pos[v])
     top = sum(graph.sizes)
-    arena = model.NewIntVar(0, top, "arena")
+    arena = model.new_int_var(0, top, "arena")
     spans, rows, tops, demands = _rectangles(model, graph, pos, top)
-    model.AddNoOverlap2D(spans, rows)
-    model.AddCumulative(spans, demands, arena)
+    model.add_no_overlap_2d(spans, rows)
+    model.add_cumulative(spans, demands, arena)
     for row_top in tops:
-        model.Add(arena >= row_top)
-    model.Minimize(arena)
+        model.add(arena >= row_top)
+    model.minimize(arena)
     _hint(model, graph, pos, incumbent)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit
     solver.parameters.num_workers = 2
-    status = solver.Solve(model)
+    status = solver.solve(model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         order = tuple(incumbent)
-        return order, -1, int(solver.BestObjectiveBound()) + graph.base_bytes, False
-    order = tuple(sorted(range(n), key=lambda v: solver.Value(pos[v])))
-    found = int(solver.Value(arena)) + graph.base_bytes
-    bound = int(solver.BestObjectiveBound()) + graph.base_bytes
+        return order, -1, int(solver.best_objective_bound) + graph.base_bytes, False
+    order = tuple(sorted(range(n), key=lambda v: solver.value(pos[v])))
+    found = int(solver.value(arena)) + graph.base_bytes
+    bound = int(solver.best_objective_bound) + graph.base_bytes
     return order, found, bound, status == cp_model.OPTIMAL
 
 
@@ -70,18 +70,18 @@ def _rectangles(
         if size == 0 or (b not in creator and b not in graph.live_in):
             continue
         name = graph.names[b] if graph.names else str(b)
-        start = pos[creator[b]] if b in creator else model.NewConstant(0)
-        end = model.NewIntVar(1, n, f"end[{name}]")
+        start = pos[creator[b]] if b in creator else model.new_constant(0)
+        end = model.new_int_var(1, n, f"end[{name}]")
         if b in graph.live_out:
-            model.Add(end == n)
+            model.add(end == n)
         elif readers[b]:
-            model.AddMaxEquality(end, [pos[r] + 1 for r in readers[b]])
+            model.add_max_equality(end, [pos[r] + 1 for r in readers[b]])
         else:
-            model.Add(end == start + 1)
-        length = model.NewIntVar(1, n, f"length[{name}]")
-        spans.append(model.NewIntervalVar(start, length, end, f"steps[{name}]"))
-        offset = model.NewIntVar(0, top - size, f"offset[{name}]")
-        rows.append(model.NewFixedSizeIntervalVar(offset, size, f"bytes[{name}]"))
+            model.add(end == start + 1)
+        length = model.new_int_var(1, n, f"length[{name}]")
+        spans.append(model.new_interval_var(start, length, end, f"steps[{name}]"))
+        offset = model.new_int_var(0, top - size, f"offset[{name}]")
+        rows.append(model.new_fixed_size_interval_var(offset, size, f"bytes[{name}]"))
         ends.append(offset + size)
         demands.append(size)
     return spans, rows, ends, demands
@@ -89,4 +89,4 @@ def _rectangles(
 
 def _hint(model: cp_model.CpModel, graph: Graph, pos: list[cp_model.IntVar], order: Sequence[int]) -> None:
     for step, v in enumerate(order):
-        model.AddHint(pos[v], step)
+        model.add_hint(pos[v], step)
