@@ -196,6 +196,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         inputs.update(_read_npz(args.inputs))
     try:
         reference = executor.reference_run(loaded.program, inputs)
+    except executor.KernelFailure as error:
+        raise error.located(args.program) from None
     except InputError as error:
         # The program is already checked, so what is wrong here is a given input value.
         raise error.located(args.inputs or args.program) from None

@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import keyword
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,6 +43,7 @@ from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import RuntimeImplementationError
 from onnx.reference.ops import load_op
 
+from optplan import kernels
 from optplan.errors import InputError
 from optplan.ir import (
     AttrValue,
@@ -464,12 +465,33 @@ def _kernel(call: Call, args: Sequence[object]) -> object:
         # Each view op only reinterprets its first input's bytes in a new shape; reshaping
         # keeps the result a view of them, as the memory plan assumes.
         return arrays_in[0].reshape(spec.out_types[0].shape)
+    own = _OWN_KERNELS.get(spec.op_type)
+    if own is not None:
+        results = own(dict(spec.attributes), arrays_in)
+        arrays = tuple(np.asarray(r, dtype=t.dtype) for r, t in zip(results, spec.out_types))
+        return arrays if isinstance(call.attr("out_ty"), TupleType) else arrays[0]
     in_types = tuple(TensorType(a.shape, a.dtype.name) for a in arrays_in)
     feeds = {f"i{p}": a for p, a in zip(spec.inputs, arrays_in)}
     results = _evaluator(spec, in_types).run(None, feeds)
     # Copies in the declared dtype: a reference op may hand back its input or a wider type.
     arrays = tuple(np.array(r, dtype=t.dtype) for r, t in zip(results, spec.out_types))
     return arrays if isinstance(call.attr("out_ty"), TupleType) else arrays[0]
+
+
+def _own_gather_elements(attrs: dict[str, AttrValue], args: list[np.ndarray]) -> list[object]:
+    return [kernels.gather_elements(args[0], args[1], _int(attrs.get("axis", 0)))]
+
+
+def _own_matmul(attrs: dict[str, AttrValue], args: list[np.ndarray]) -> list[object]:
+    return [kernels.matmul(args[0], args[1], args[0].dtype)]
+
+
+# Ops whose `onnx.reference` implementation is wrong (GatherElements cannot broadcast a
+# one-element index) or slow (MatMul in float16): optplan's own NumPy kernels.
+_OWN_KERNELS: dict[str, Callable[[dict[str, AttrValue], list[np.ndarray]], list[object]]] = {
+    "GatherElements": _own_gather_elements,
+    "MatMul": _own_matmul,
+}
 
 
 @functools.lru_cache(maxsize=4096)

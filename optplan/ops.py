@@ -412,11 +412,9 @@ def _infer_matmul(call: Call, arg_types: Sequence[Type | None]) -> Type:
 
 def _matmul_kernel(call: Call, args: Sequence[object]) -> object:
     a, b = array(args, 0), array(args, 1)
-    out_dtype = np.dtype(str(call.attr("out_dtype") or a.dtype))
-    if out_dtype == a.dtype:
-        return np.matmul(a, b)
-    # A wider out_dtype is the accumulation type (fp16 inputs, fp32 sums).
-    return np.matmul(a.astype(out_dtype), b.astype(out_dtype)).astype(out_dtype, copy=False)
+    # A wider out_dtype is the accumulation type (fp16 inputs, fp32 sums); float16 is
+    # computed in float32 and rounded, the same way in every run.
+    return kernels.matmul(a, b, str(call.attr("out_dtype") or a.dtype))
 
 
 register(OpDef("matmul", _infer_matmul, _matmul_kernel))
