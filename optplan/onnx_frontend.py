@@ -6,8 +6,10 @@ Steps of `read_onnx(path, dims)`:
    does not know, or a node the checker rejects is one InputError naming the file.
 2. Fix symbolic dimensions of the graph inputs from `dims` (`--dim NAME=VALUE`); an input
    dimension still unknown is an InputError that says which `--dim` fixes it.
-3. Infer shapes (`strict_mode`, with data propagation so that `Shape -> ... -> Reshape`
-   chains resolve); every node output must then have a static tensor type.
+3. Static shapes of every tensor (`optplan.onnx_shapes`): ONNX shape inference, plus the
+   shape computations the graph does itself folded from the static input shapes, plus
+   the model's own `value_info`; a shape that truly depends on data is refused naming
+   the op.
 4. Name every value: ONNX names ("/layer1/Conv_output_0", "input.1") become unique Python
    identifiers; `OnnxModel.names` maps one to the other.
 5. Parameters: the graph inputs first (`num_input` of them), then the weights: the
@@ -62,6 +64,7 @@ from optplan.ir import (
     Type,
     Var,
 )
+from optplan.onnx_shapes import ShapeFault, static_types
 from optplan.ops import OpDef, fail, register
 
 PREFIX = "onnx."
@@ -118,9 +121,9 @@ def read_onnx(path: str, dims: dict[str, int], *, with_weights: bool = True) -> 
     """The Program of the model at `path`, with its weights unless `with_weights` is False."""
     model = _read_checked(path, load_data=with_weights)
     opset = _opset(model)
+    declared = {v.name: v.type for v in model.graph.value_info}
     _fix_input_dims(model.graph, dims, path)
-    model = _infer_shapes(model, path)
-    types = _static_types(model, path)
+    types = _static_types(model, declared, path, trust_declared=not dims)
     names = _names(model.graph)
     fn = _function(model.graph, types, names, opset)
     weights = _weights(model, names, opset) if with_weights else {}
@@ -209,31 +212,21 @@ def _fix_input_dims(graph: onnx.GraphProto, dims: dict[str, int], path: str) -> 
     del graph.value_info[:]
 
 
-def _infer_shapes(model: onnx.ModelProto, path: str) -> onnx.ModelProto:
+def _static_types(
+    model: onnx.ModelProto, declared: dict[str, onnx.TypeProto], path: str, *, trust_declared: bool
+) -> dict[str, TensorType]:
+    """The static tensor type of every value the graph reads or writes (`onnx_shapes`)."""
     try:
-        return onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+        found = static_types(model, declared, trust_declared=trust_declared)
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as error:
         raise InputError(f"shape inference failed: {_first_line(error)}", file=path) from None
-
-
-def _static_types(model: onnx.ModelProto, path: str) -> dict[str, TensorType]:
-    """The static tensor type of every value the graph reads or writes."""
-    graph = model.graph
-    declared = {v.name: v.type for v in [*graph.input, *graph.value_info, *graph.output]}
+    except ShapeFault as error:
+        raise InputError(str(error), file=path) from None
     types = {
-        init.name: _tensor_type(init.name, init.data_type, tuple(init.dims), path)
-        for init in graph.initializer
+        name: _tensor_type(name, elem_type, shape, path) for name, (elem_type, shape) in found.items()
     }
-    for value in _graph_inputs(graph):
+    for value in _graph_inputs(model.graph):
         types[value.name] = _declared_type(value.name, value.type, path)
-    for node in graph.node:
-        for name in node.output:
-            if not name:
-                continue
-            if name not in declared:
-                message = f"tensor {name!r} ({node.op_type}) has no inferred type"
-                raise InputError(message, file=path)
-            types[name] = _declared_type(name, declared[name], path)
     return types
 
 
