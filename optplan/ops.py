@@ -520,7 +520,20 @@ def _view(name: str, infer: Infer) -> None:
     register(OpDef(name, infer, kernel, view=True))
 
 
+def _infer_match_cast(call: Call, arg_types: Sequence[Type | None]) -> Type:
+    """`R.match_cast(x, T)`: x itself, which must have type T (shapes are static here, so
+    the cast is a check)."""
+    x = tensor_arg(call, arg_types, 0)
+    cast = call.attr("struct_info")
+    if not isinstance(cast, TensorType):
+        raise fail(call, "match_cast needs a tensor type to cast to")
+    if cast != x:
+        raise fail(call, f"match_cast of a {x.shape} {x.dtype} tensor to {cast.shape} {cast.dtype}")
+    return cast
+
+
 _view("reshape", _infer_reshape)
+_view("match_cast", _infer_match_cast)
 _view("expand_dims", _infer_expand_dims)
 _view("squeeze", _infer_squeeze)
 _view("flatten", _infer_flatten)
