@@ -66,6 +66,14 @@ def mask_model(shape: list[int | str]) -> onnx.ModelProto:
         n("Cast", ["positions_2d"], ["positions_f"], to=TensorProto.FLOAT),
         n("Add", ["x", "positions_f"], ["x_pos"]),
         n("Relu", ["mask4d"], ["mask_out"]),
+        # Shape with a negative start, and Size: (-1, seq) and a flat view of x.
+        n("Shape", ["x"], ["last"], start=-1),
+        n("Concat", ["flat", "last"], ["by_rows"], axis=0),
+        n("Reshape", ["x", "by_rows"], ["x_rows"]),
+        n("Size", ["x"], ["count"]),
+        n("Reshape", ["count", "flat"], ["count_1d"]),
+        n("ConstantOfShape", ["count_1d"], ["zeros"]),
+        n("Add", ["x_flat", "zeros"], ["x_flat_zero"]),
     ]
     inits = [
         numpy_helper.from_array(np.array(0, np.int64), "zero"),
@@ -89,6 +97,8 @@ def mask_model(shape: list[int | str]) -> onnx.ModelProto:
             helper.make_tensor_value_info("x_pos", TensorProto.FLOAT, ["b", "s"]),
             helper.make_tensor_value_info("x_flat", TensorProto.FLOAT, ["bs"]),
             helper.make_tensor_value_info("tail_scalar", TensorProto.INT64, []),
+            helper.make_tensor_value_info("x_rows", TensorProto.FLOAT, ["r", "c"]),
+            helper.make_tensor_value_info("x_flat_zero", TensorProto.FLOAT, ["bs"]),
         ],
         inits,
     )
