@@ -60,6 +60,7 @@ def draw_arena(problem: Problem, plan: Plan, path: str, *, title: str = "") -> N
     try:
         figure.savefig(partial)
     except (OSError, ValueError) as error:
+        partial.unlink(missing_ok=True)
         raise InputError(f"cannot write the picture: {error}", file=path) from None
     finally:
         plt.close(figure)

@@ -94,3 +94,35 @@ def _pins(draw: st.DrawFn, drawn: list[Buffer], ties: list[Alias]) -> list[Buffe
         cursor = offset + buffer.size + draw(st.integers(0, 8))
         pinned.append(Buffer(buffer.id, buffer.size, buffer.live, buffer.alignment, offset))
     return pinned
+
+
+# ---------------------------------------------------------------------------- awkward problems
+#
+# Tiny problems where no plan need exist, for judging statuses against a brute force:
+# aliases at any delta (the class offset then sits at a residue of its alignment), odd
+# and coprime alignments, pins on members of alias classes (which may contradict each
+# other, the alignments, or another pin), capacities, and lifetimes with a gap.
+
+ODD_ALIGNMENTS = (1, 1, 2, 3, 4, 5, 8)
+
+
+@st.composite
+def awkward_problems(draw: st.DrawFn, max_buffers: int = 5) -> Problem:
+    count = draw(st.integers(1, max_buffers))
+    drawn = [
+        Buffer(
+            f"b{i}",
+            draw(st.integers(0, 12)),
+            draw(lifetimes()),
+            draw(st.sampled_from(ODD_ALIGNMENTS)),
+            draw(st.none() | st.integers(0, 24)) if draw(st.integers(0, 5)) == 5 else None,
+        )
+        for i in range(count)
+    ]
+    ties = []
+    for j, view in enumerate(drawn):
+        if j and draw(st.integers(0, 2)) == 2:
+            base = draw(st.sampled_from(drawn[:j]))
+            ties.append(Alias(base.id, view.id, draw(st.integers(0, 12))))
+    capacity = draw(st.none() | st.integers(0, 60))
+    return Problem(tuple(drawn), tuple(ties), capacity)

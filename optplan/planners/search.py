@@ -59,7 +59,8 @@ cut at every interval end into *sections*) by its height in bytes.
    the result is the same on any machine; `seed` only breaks ties between equal ones.
 
 The inner loops are plain loops over int64 arrays compiled by numba (about 130 times
-faster than the same code as Python, which is what runs when numba is missing). Pinned
+faster than the same code as Python, which is what runs when numba is missing); compiling
+them takes 10-50 s once per environment (`optplan.planners.jit`, `warm_kernels`). Pinned
 buffers are not supported: `search` raises ValueError and the caller should use another
 planner.
 """
@@ -74,17 +75,8 @@ from math import gcd
 
 import numpy as np
 
+from optplan.planners.jit import njit
 from optplan.problem import AliasClass, Interval, Problem, alias_classes, lower_bound
-
-try:
-    from numba import njit
-except ImportError:  # pragma: no cover - the same code runs as plain Python, ~100x slower
-
-    def njit(*args: object, **kwargs: object):  # type: ignore[no-redef]
-        if args and callable(args[0]):
-            return args[0]
-        return lambda function: function
-
 
 # Indices into the kernel's scalar array `scalars`.
 _DEPTH, _NODES, _LEFT, _H1, _H2, _H3, _STAMP, _MEMO, _FEWEST, _RULE = range(10)
@@ -112,7 +104,9 @@ _DEPTH_CAP = 200_000  # beyond this a run reports a timeout
 _CONFLICT_WORDS = 1 << 21  # conflict sets kept per run, in words (16 MiB)
 _DOMAIN_GRANULES = 1 << 14  # subset sums only up to this many granules...
 _DOMAIN_WORK = 1 << 18  # ...and this many (rectangle, rectangle) pairs in full sections
-_SLICE_NODES = 2_000  # nodes per kernel call between clock reads
+_SLICE_NODES = 2_000  # nodes per configuration's turn
+_FIRST_CHUNK = 64  # nodes per kernel call at first; then sized to take about...
+_CHUNK_SECONDS = 0.01  # ...this long, so the clock is read that often
 # The order search scans every rectangle at every node: beyond this many in a part a
 # slice takes seconds (3 ms a node at 10,000), so such parts get the floor search alone.
 _ORDER_RECTANGLES = 1024
@@ -1238,6 +1232,8 @@ def _solve_part(group: list[AliasClass], seed: int, capacity: int, deadline: flo
     while True:
         for k, (kind, order, rule, mirror) in enumerate(configs):
             if k == len(runners):
+                if runners and time.perf_counter() > deadline:
+                    return _Outcome(SearchStatus.TIMEOUT, (), nodes)  # set-up costs too
                 if mirror and len(parts) == 1:
                     parts.append(_build_part(group, seed, mirror=True))
                 if kind == _ORDER_SEARCH:
@@ -1245,7 +1241,7 @@ def _solve_part(group: list[AliasClass], seed: int, capacity: int, deadline: flo
                 else:
                     runners.append(_Runner(parts[mirror], capacity, order, rule))
             runner = runners[k]
-            code = runner.step(_SLICE_NODES)
+            code = _turn(runner, deadline)
             nodes = sum(r.nodes for r in runners)
             if code == _FOUND:
                 offsets = tuple(int(o) for o in runner.offsets)
@@ -1256,6 +1252,41 @@ def _solve_part(group: list[AliasClass], seed: int, capacity: int, deadline: flo
                 return _Outcome(SearchStatus.TIMEOUT, (), nodes)
         if all(r.code == _OVERFLOW for r in runners):
             return _Outcome(SearchStatus.TIMEOUT, (), nodes)
+
+
+def _turn(runner: _Runner | _OrderRunner, deadline: float) -> int:
+    """One turn of `_SLICE_NODES` nodes, in chunks short enough to read the clock often
+    (a node costs milliseconds on large parts, so a whole turn could overrun the time
+    limit by seconds). The kernels stop after exactly the nodes asked and resume where
+    they stopped, so the chunks change when the clock is read and nothing else."""
+    target = runner.nodes + _SLICE_NODES
+    chunk = _FIRST_CHUNK
+    while True:
+        began = time.perf_counter()
+        before = runner.nodes
+        code = runner.step(min(chunk, target - before))
+        if code != _RUNNING or runner.nodes >= target or runner.nodes == before:
+            return code
+        now = time.perf_counter()
+        if now > deadline:
+            return code
+        spent = now - began
+        if spent < _CHUNK_SECONDS / 2:
+            chunk *= 2
+        elif spent > _CHUNK_SECONDS * 2:
+            chunk = max(1, chunk // 2)
+
+
+def warm_kernels() -> None:
+    """Compile every kernel (numba compiles a kernel with all it calls): one step of each
+    kind of run on a small part that does not solve at once."""
+    classes = [
+        AliasClass(f"r{k}", ((f"r{k}", 0),), size, (Interval(k % 2, 3),), 1, ())
+        for k, size in enumerate((3, 2, 2, 1, 1))
+    ]
+    part = _build_part(classes, 0)
+    _Runner(part, 5, 0, _ROOMIEST).step(1)
+    _OrderRunner(part, 5, 3).step(1)
 
 
 def search(problem: Problem, capacity: int, *, time_limit: float, seed: int = 0) -> SearchResult:
