@@ -81,15 +81,26 @@ class Row:
     replay_seconds: float = 0.0
 
 
-def export(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], exporter: str, path: Path) -> None:
+def export(
+    model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], exporter: str, path: Path
+) -> None:
     """One self-contained .onnx file by the chosen exporter; its chatter is silenced."""
     sink = io.StringIO()
-    with warnings.catch_warnings(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+    with (
+        warnings.catch_warnings(),
+        contextlib.redirect_stdout(sink),
+        contextlib.redirect_stderr(sink),
+    ):
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            model, inputs, str(path), dynamo=exporter == "dynamo", input_names=["x"],
-            output_names=["y"], **({} if exporter == "dynamo" else {"opset_version": 17}),
-        )  # fmt: skip
+            model,
+            inputs,
+            str(path),
+            dynamo=exporter == "dynamo",
+            input_names=["x"],
+            output_names=["y"],
+            **({} if exporter == "dynamo" else {"opset_version": 17}),
+        )
     data = path.with_name(path.name + ".data")
     if data.exists():
         whole = onnx.load(str(path))
@@ -105,7 +116,9 @@ def ort_outputs(path: Path, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     return ort.InferenceSession(str(path), options).run(None, feeds)
 
 
-def measure(name: str, exporter: str, path: Path, feeds: dict[str, np.ndarray], time_limit: float) -> Row:
+def measure(
+    name: str, exporter: str, path: Path, feeds: dict[str, np.ndarray], time_limit: float
+) -> Row:
     expected = ort_outputs(path, feeds)
     loaded = load(str(path))
     assert loaded.program is not None and loaded.memory is not None
@@ -119,11 +132,19 @@ def measure(name: str, exporter: str, path: Path, feeds: dict[str, np.ndarray], 
     plan_seconds = time.perf_counter() - started
     for plan in plans.values():
         assert validate(problem, plan) == [], plan.planner
-    row = Row(name, exporter, "ok", nodes=len(onnx.load(str(path), load_external_data=False).graph.node),
-              buffers=len(problem.buffers), naive_bytes=problem.naive_bytes,
-              lower_bound_bytes=plans["cpsat"].lower_bound, tokens_bytes=plans["tokens"].arena,
-              greedy_bytes=plans["greedy"].arena, cpsat_bytes=plans["cpsat"].arena,
-              plan_seconds=round(plan_seconds, 2))  # fmt: skip
+    row = Row(
+        name,
+        exporter,
+        "ok",
+        nodes=len(onnx.load(str(path), load_external_data=False).graph.node),
+        buffers=len(problem.buffers),
+        naive_bytes=problem.naive_bytes,
+        lower_bound_bytes=plans["cpsat"].lower_bound,
+        tokens_bytes=plans["tokens"].arena,
+        greedy_bytes=plans["greedy"].arena,
+        cpsat_bytes=plans["cpsat"].arena,
+        plan_seconds=round(plan_seconds, 2),
+    )
     model = read_onnx(str(path), {})
     inputs = {**model.weights, **{model.names[k]: v for k, v in feeds.items()}}
     started = time.perf_counter()
@@ -133,7 +154,9 @@ def measure(name: str, exporter: str, path: Path, feeds: dict[str, np.ndarray], 
     replay = executor.planned_run(model.program, loaded.memory, plans["cpsat"], inputs)
     row.replay_seconds = round(time.perf_counter() - started, 2)
     same = reference.failure is None and executor.compare(reference, replay) is None
-    row.bit_for_bit = "yes" if same else f"NO: {reference.failure or executor.compare(reference, replay)}"
+    row.bit_for_bit = (
+        "yes" if same else f"NO: {reference.failure or executor.compare(reference, replay)}"
+    )
     fp16 = any(e.dtype == np.float16 for e in expected)
     rtol, atol = (RTOL16, ATOL16) if fp16 else (RTOL, ATOL)
     worst = 0.0
@@ -158,7 +181,12 @@ def run_one(name: str, exporter: str, size: str, args: argparse.Namespace, work:
         row = measure(name, exporter, path, feeds, args.time_limit)
     except InputError as error:
         return Row(name, exporter, f"refused: {error.message[:100]}")
-    if args.write_tests and row.status == "ok" and row.bit_for_bit == "yes" and name not in NOT_KEPT:
+    if (
+        args.write_tests
+        and row.status == "ok"
+        and row.bit_for_bit == "yes"
+        and name not in NOT_KEPT
+    ):
         keep(path, feeds, Path(args.write_tests))
     return row
 
@@ -175,7 +203,10 @@ def keep(path: Path, feeds: dict[str, np.ndarray], directory: Path) -> None:
         node.ClearField("metadata_props")
     onnx.save(model, str(directory / path.name))
     outputs = ort_outputs(path, feeds)
-    arrays = {**{f"input_{k}": v for k, v in feeds.items()}, **{f"output_{i}": o for i, o in enumerate(outputs)}}
+    arrays = {
+        **{f"input_{k}": v for k, v in feeds.items()},
+        **{f"output_{i}": o for i, o in enumerate(outputs)},
+    }
     np.savez_compressed(directory / path.with_suffix(".npz").name, **arrays)
 
 

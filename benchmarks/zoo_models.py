@@ -31,7 +31,9 @@ class BasicBlock(nn.Module):
         self.bn2 = nn.BatchNorm2d(cout)
         self.down = None
         if stride != 1 or cin != cout:
-            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+            self.down = nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
+            )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = torch.relu(self.bn1(self.conv1(x)))
@@ -45,7 +47,10 @@ class ResNet(nn.Module):
     def __init__(self, width: int, classes: int) -> None:
         super().__init__()
         self.stem = nn.Sequential(
-            nn.Conv2d(3, width, 7, 2, 3, bias=False), nn.BatchNorm2d(width), nn.ReLU(), nn.MaxPool2d(3, 2, 1)
+            nn.Conv2d(3, width, 7, 2, 3, bias=False),
+            nn.BatchNorm2d(width),
+            nn.ReLU(),
+            nn.MaxPool2d(3, 2, 1),
         )
         blocks, cin = [], width
         for stage, cout in enumerate([width, width * 2, width * 4, width * 8]):
@@ -55,7 +60,9 @@ class ResNet(nn.Module):
         self.fc = nn.Linear(cin, classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(self.blocks(self.stem(x)), 1), 1))
+        return self.fc(
+            torch.flatten(nn.functional.adaptive_avg_pool2d(self.blocks(self.stem(x)), 1), 1)
+        )
 
 
 class InvertedResidual(nn.Module):
@@ -63,10 +70,15 @@ class InvertedResidual(nn.Module):
         super().__init__()
         hidden = cin * expand
         self.body = nn.Sequential(
-            nn.Conv2d(cin, hidden, 1, bias=False), nn.BatchNorm2d(hidden), nn.ReLU6(),
-            nn.Conv2d(hidden, hidden, 3, stride, 1, groups=hidden, bias=False), nn.BatchNorm2d(hidden), nn.ReLU6(),
-            nn.Conv2d(hidden, cout, 1, bias=False), nn.BatchNorm2d(cout),
-        )  # fmt: skip
+            nn.Conv2d(cin, hidden, 1, bias=False),
+            nn.BatchNorm2d(hidden),
+            nn.ReLU6(),
+            nn.Conv2d(hidden, hidden, 3, stride, 1, groups=hidden, bias=False),
+            nn.BatchNorm2d(hidden),
+            nn.ReLU6(),
+            nn.Conv2d(hidden, cout, 1, bias=False),
+            nn.BatchNorm2d(cout),
+        )
         self.residual = stride == 1 and cin == cout
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -78,9 +90,19 @@ class MobileNet(nn.Module):
 
     def __init__(self, width: int, classes: int) -> None:
         super().__init__()
-        layers: list[nn.Module] = [nn.Conv2d(3, width, 3, 2, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU6()]
+        layers: list[nn.Module] = [
+            nn.Conv2d(3, width, 3, 2, 1, bias=False),
+            nn.BatchNorm2d(width),
+            nn.ReLU6(),
+        ]
         cin = width
-        for cout, stride in [(width, 1), (width * 2, 2), (width * 2, 1), (width * 4, 2), (width * 4, 1)]:
+        for cout, stride in [
+            (width, 1),
+            (width * 2, 2),
+            (width * 2, 1),
+            (width * 4, 2),
+            (width * 4, 1),
+        ]:
             layers.append(InvertedResidual(cin, cout, stride, 6))
             cin = cout
         self.features = nn.Sequential(*layers)
@@ -97,7 +119,9 @@ class UNet(nn.Module):
         super().__init__()
 
         def double(cin: int, cout: int) -> nn.Module:
-            return nn.Sequential(nn.Conv2d(cin, cout, 3, 1, 1), nn.ReLU(), nn.Conv2d(cout, cout, 3, 1, 1), nn.ReLU())
+            return nn.Sequential(
+                nn.Conv2d(cin, cout, 3, 1, 1), nn.ReLU(), nn.Conv2d(cout, cout, 3, 1, 1), nn.ReLU()
+            )
 
         self.down1, self.down2 = double(3, width), double(width, width * 2)
         self.bottom = double(width * 2, width * 4)
@@ -150,39 +174,81 @@ def _transformer(name: str, size: str) -> Built:
     seq, vocab = (8, 32) if tiny else (128, 32000)
     ids = torch.randint(0, vocab, (1, seq))
     if name == "gpt2":
-        cfg = hf.GPT2Config(n_layer=1 if tiny else 4, n_embd=16 if tiny else 768, n_head=2 if tiny else 12,
-                            vocab_size=vocab, n_positions=seq, bos_token_id=0, eos_token_id=0)  # fmt: skip
+        cfg = hf.GPT2Config(
+            n_layer=1 if tiny else 4,
+            n_embd=16 if tiny else 768,
+            n_head=2 if tiny else 12,
+            vocab_size=vocab,
+            n_positions=seq,
+            bos_token_id=0,
+            eos_token_id=0,
+        )
         return FirstOutput(hf.GPT2LMHeadModel(cfg), "input_ids", _decoder_tokens), (ids,)
     if name == "bert":
-        cfg = hf.BertConfig(num_hidden_layers=1 if tiny else 4, hidden_size=16 if tiny else 768,
-                            num_attention_heads=2 if tiny else 12, intermediate_size=32 if tiny else 3072,
-                            vocab_size=vocab, max_position_embeddings=seq)  # fmt: skip
+        cfg = hf.BertConfig(
+            num_hidden_layers=1 if tiny else 4,
+            hidden_size=16 if tiny else 768,
+            num_attention_heads=2 if tiny else 12,
+            intermediate_size=32 if tiny else 3072,
+            vocab_size=vocab,
+            max_position_embeddings=seq,
+        )
         return FirstOutput(hf.BertModel(cfg), "input_ids", _tokens), (ids,)
     if name == "llama":
-        cfg = hf.LlamaConfig(num_hidden_layers=1 if tiny else 4, hidden_size=16 if tiny else 512,
-                             num_attention_heads=2 if tiny else 8, num_key_value_heads=1 if tiny else 8,
-                             intermediate_size=32 if tiny else 1376, vocab_size=vocab,
-                             max_position_embeddings=seq, bos_token_id=0, eos_token_id=0)  # fmt: skip
+        cfg = hf.LlamaConfig(
+            num_hidden_layers=1 if tiny else 4,
+            hidden_size=16 if tiny else 512,
+            num_attention_heads=2 if tiny else 8,
+            num_key_value_heads=1 if tiny else 8,
+            intermediate_size=32 if tiny else 1376,
+            vocab_size=vocab,
+            max_position_embeddings=seq,
+            bos_token_id=0,
+            eos_token_id=0,
+        )
         return FirstOutput(hf.LlamaForCausalLM(cfg), "input_ids", _decoder_tokens), (ids,)
     if name == "t5":
-        cfg = hf.T5Config(num_layers=1 if tiny else 4, num_decoder_layers=1 if tiny else 4,
-                          d_model=16 if tiny else 512, d_kv=8 if tiny else 64, num_heads=2 if tiny else 8,
-                          d_ff=32 if tiny else 2048, vocab_size=vocab, decoder_start_token_id=0)  # fmt: skip
+        cfg = hf.T5Config(
+            num_layers=1 if tiny else 4,
+            num_decoder_layers=1 if tiny else 4,
+            d_model=16 if tiny else 512,
+            d_kv=8 if tiny else 64,
+            num_heads=2 if tiny else 8,
+            d_ff=32 if tiny else 2048,
+            vocab_size=vocab,
+            decoder_start_token_id=0,
+        )
         return FirstOutput(hf.T5ForConditionalGeneration(cfg), "input_ids", _t5_inputs), (ids,)
     if name == "bart":
-        cfg = hf.BartConfig(encoder_layers=1 if tiny else 4, decoder_layers=1 if tiny else 4,
-                            d_model=16 if tiny else 768, encoder_attention_heads=2 if tiny else 12,
-                            decoder_attention_heads=2 if tiny else 12, encoder_ffn_dim=32 if tiny else 3072,
-                            decoder_ffn_dim=32 if tiny else 3072, vocab_size=vocab,
-                            max_position_embeddings=seq, pad_token_id=1, bos_token_id=0, eos_token_id=2,
-                            decoder_start_token_id=2)  # fmt: skip
+        cfg = hf.BartConfig(
+            encoder_layers=1 if tiny else 4,
+            decoder_layers=1 if tiny else 4,
+            d_model=16 if tiny else 768,
+            encoder_attention_heads=2 if tiny else 12,
+            decoder_attention_heads=2 if tiny else 12,
+            encoder_ffn_dim=32 if tiny else 3072,
+            decoder_ffn_dim=32 if tiny else 3072,
+            vocab_size=vocab,
+            max_position_embeddings=seq,
+            pad_token_id=1,
+            bos_token_id=0,
+            eos_token_id=2,
+            decoder_start_token_id=2,
+        )
         return FirstOutput(hf.BartForConditionalGeneration(cfg), "input_ids", _t5_inputs), (ids,)
     if name == "vit":
         image, patch = (16, 8) if tiny else (224, 16)
-        cfg = hf.ViTConfig(num_hidden_layers=1 if tiny else 4, hidden_size=16 if tiny else 768,
-                           num_attention_heads=2 if tiny else 12, intermediate_size=32 if tiny else 3072,
-                           image_size=image, patch_size=patch)  # fmt: skip
-        return FirstOutput(hf.ViTModel(cfg), "pixel_values", lambda x: {}), (torch.randn(1, 3, image, image),)
+        cfg = hf.ViTConfig(
+            num_hidden_layers=1 if tiny else 4,
+            hidden_size=16 if tiny else 768,
+            num_attention_heads=2 if tiny else 12,
+            intermediate_size=32 if tiny else 3072,
+            image_size=image,
+            patch_size=patch,
+        )
+        return FirstOutput(hf.ViTModel(cfg), "pixel_values", lambda x: {}), (
+            torch.randn(1, 3, image, image),
+        )
     raise KeyError(name)
 
 
@@ -195,7 +261,9 @@ def _cnn(name: str, size: str) -> Built:
     if name == "mobilenet":
         return MobileNet(2 if tiny else 32, 10 if tiny else 1000), (x,)
     if name == "unet":
-        return UNet(2 if tiny else 32), (torch.randn(1, 3, 16, 16) if tiny else torch.randn(1, 3, 128, 128),)
+        return UNet(2 if tiny else 32), (
+            torch.randn(1, 3, 16, 16) if tiny else torch.randn(1, 3, 128, 128),
+        )
     raise KeyError(name)
 
 
@@ -223,8 +291,16 @@ def llama_fp16(layers: int = 4, seq: int = 256) -> Built:
     import transformers as hf
 
     torch.manual_seed(0)
-    cfg = hf.LlamaConfig(num_hidden_layers=layers, hidden_size=512, num_attention_heads=8,
-                         num_key_value_heads=8, intermediate_size=1376, vocab_size=32000,
-                         max_position_embeddings=seq, bos_token_id=0, eos_token_id=0)  # fmt: skip
+    cfg = hf.LlamaConfig(
+        num_hidden_layers=layers,
+        hidden_size=512,
+        num_attention_heads=8,
+        num_key_value_heads=8,
+        intermediate_size=1376,
+        vocab_size=32000,
+        max_position_embeddings=seq,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
     model = FirstOutput(hf.LlamaForCausalLM(cfg), "input_ids", _decoder_tokens).eval().half()
     return model, (torch.randint(0, 32000, (1, seq)),)

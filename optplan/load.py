@@ -85,7 +85,12 @@ def load(
         if not values or not with_sizes:
             return replace(loaded, bounds=values)
         read = functools.partial(
-            load, path, alignment=alignment, plan_outputs=plan_outputs, inplace=inplace, with_sizes=False
+            load,
+            path,
+            alignment=alignment,
+            plan_outputs=plan_outputs,
+            inplace=inplace,
+            with_sizes=False,
         )
         return replace(loaded, bounds=values, sized_by=_sized_by(loaded, values, read))
     except InputError as error:
@@ -99,9 +104,11 @@ def load_replay(planned: Loaded, dims: dict[str, int], **options: object) -> Loa
     for name, value in sorted(dims.items()):
         bound = planned.bounds.get(name)
         if bound is None:
-            raise InputError(f"--dim {name}: the program has no symbolic dimension named {name!r}", file=planned.path)
+            message = f"--dim {name}: the program has no symbolic dimension named {name!r}"
+            raise InputError(message, file=planned.path)
         if value > bound:
-            raise InputError(f"--dim {name}={value} is above its upper bound {bound}", file=planned.path)
+            message = f"--dim {name}={value} is above its upper bound {bound}"
+            raise InputError(message, file=planned.path)
     values = {**planned.bounds, **dims}
     return load(planned.path, bounds=values, with_sizes=False, **options)  # type: ignore[arg-type]
 

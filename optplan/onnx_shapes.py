@@ -71,7 +71,9 @@ def static_types(
             break
     missing = _missing(model, types)
     if missing:
-        types.update({n: t for n, t in _symbolic(_with_folded(model, values)).items() if n in missing})
+        types.update(
+            {n: t for n, t in _symbolic(_with_folded(model, values)).items() if n in missing}
+        )
     _refuse_unknown(model, types, values)
     return types
 

@@ -62,7 +62,9 @@ def bound_pairs(node: ast.expr, file: str) -> dict[str, int]:
         if not (isinstance(key, ast.Constant) and isinstance(key.value, str)) or number is None:
             raise _error(message, value, file)
         if number < 1:
-            raise _error(f"{BOUND_ATTR} of {key.value!r} must be at least 1, found {number}", value, file)
+            raise _error(
+                f"{BOUND_ATTR} of {key.value!r} must be at least 1, found {number}", value, file
+            )
         pairs[key.value] = number
     return pairs
 

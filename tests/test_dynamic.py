@@ -53,7 +53,9 @@ def _write(tmp_path: Path, bound: int, reshape: tuple[str, str]) -> str:
     return str(path)
 
 
-@given(st.integers(1, 40), st.data(), st.sampled_from(RESHAPES), st.sampled_from(["greedy", "cpsat"]))
+@given(
+    st.integers(1, 40), st.data(), st.sampled_from(RESHAPES), st.sampled_from(["greedy", "cpsat"])
+)
 @settings(max_examples=25, deadline=None)
 @example(1, None, RESHAPES[0], "greedy")
 def test_a_plan_at_the_bound_replays_at_every_smaller_size(
@@ -66,7 +68,11 @@ def test_a_plan_at_the_bound_replays_at_every_smaller_size(
     path = _write(tmp_path_factory.mktemp("dyn"), bound, reshape)
     planned = load(path, alignment=16)
     assert planned.bounds == {"n": bound}
-    plan = get_planner(planner, time_limit=5)(planned.problem) if planner == "cpsat" else get_planner(planner)(planned.problem)
+    plan = (
+        get_planner(planner, time_limit=5)(planned.problem)
+        if planner == "cpsat"
+        else get_planner(planner)(planned.problem)
+    )
     assert validate(planned.problem, plan) == []
     n = 1 if data is None else data.draw(st.integers(1, bound), label="n")
     replay = load_replay(planned, {"n": n}, alignment=16)
@@ -92,7 +98,9 @@ def test_the_bound_sizes_the_buffers_it_names(tmp_path: Path) -> None:
 def test_an_unbounded_symbol_is_named_with_the_fix(tmp_path: Path) -> None:
     path = tmp_path / "m.py"
     path.write_text(PROGRAM.format(bound=4, wide="n", narrow="4").replace("R.func_attr", "# "))
-    with pytest.raises(InputError, match=r"symbolic dimension 'n' has no upper bound: .*--bound n=VALUE"):
+    with pytest.raises(
+        InputError, match=r"symbolic dimension 'n' has no upper bound: .*--bound n=VALUE"
+    ):
         load(str(path))
     assert load(str(path), bounds={"n": 6}).bounds == {"n": 6}
 
@@ -115,12 +123,18 @@ def test_bounds_print_as_tvm_prints_them() -> None:
 
 def test_a_match_cast_to_another_shape_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "m.py"
-    path.write_text(PROGRAM.format(bound=4, wide="n * 2", narrow="2").replace("R.Tensor((n * 2, 2), dtype=\"float32\"))", "R.Tensor((n, 4), dtype=\"float32\"))"))
+    path.write_text(
+        PROGRAM.format(bound=4, wide="n * 2", narrow="2").replace(
+            'R.Tensor((n * 2, 2), dtype="float32"))', 'R.Tensor((n, 4), dtype="float32"))'
+        )
+    )
     with pytest.raises(InputError, match="match_cast of a"):
         load(str(path))
 
 
-def test_cli_plans_at_the_bound_and_reports_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_plans_at_the_bound_and_reports_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = _write(tmp_path, 8, RESHAPES[0])
     assert main(["plan", path, "--planner", "greedy", "--bound", "n=32"]) == 0
     out = capsys.readouterr().out
@@ -130,7 +144,9 @@ def test_cli_plans_at_the_bound_and_reports_it(tmp_path: Path, capsys: pytest.Ca
 
 
 @pytest.mark.parametrize("n", [1, 17])
-def test_the_dynamic_transformer_block_replays_at_n(n: int, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_dynamic_transformer_block_replays_at_n(
+    n: int, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Planned at n = 2048 (about 150 MB of arena), replayed at n."""
     assert main(["run", str(EXAMPLE), "--planner", "greedy", "--dim", f"n={n}"]) == 0
     out = capsys.readouterr().out
@@ -138,7 +154,9 @@ def test_the_dynamic_transformer_block_replays_at_n(n: int, capsys: pytest.Captu
     assert "replay bit-for-bit equal" in out
 
 
-def test_onnx_symbolic_dims_take_a_bound(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_onnx_symbolic_dims_take_a_bound(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
 
@@ -153,6 +171,8 @@ def test_onnx_symbolic_dims_take_a_bound(tmp_path: Path, capsys: pytest.CaptureF
     )
     path = tmp_path / "m.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
-    assert main(["run", str(path), "--planner", "greedy", "--bound", "seq=64", "--dim", "seq=5"]) == 0
+    assert (
+        main(["run", str(path), "--planner", "greedy", "--bound", "seq=64", "--dim", "seq=5"]) == 0
+    )
     out = capsys.readouterr().out
     assert "planned at seq=64, replayed at seq=5" in out and "bit-for-bit equal" in out

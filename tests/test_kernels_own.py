@@ -68,7 +68,9 @@ def test_gather_elements_refuses_an_index_out_of_range() -> None:
     st.integers(1, 3), st.integers(1, 9), st.integers(1, 9), st.integers(1, 9), st.integers(0, 99)
 )
 @settings(max_examples=40, deadline=None)
-def test_float16_matmul_is_float32_rounded_once(batch: int, m: int, k: int, n: int, seed: int) -> None:
+def test_float16_matmul_is_float32_rounded_once(
+    batch: int, m: int, k: int, n: int, seed: int
+) -> None:
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((batch, m, k)).astype(np.float16)
     b = rng.standard_normal((k, n)).astype(np.float16)

@@ -44,7 +44,12 @@ def mask_model(shape: list[int | str]) -> onnx.ModelProto:
         n("Unsqueeze", ["seq", "axes0"], ["seq_1d"]),
         n("Unsqueeze", ["batch", "axes0"], ["batch_1d"]),
         n("Concat", ["seq_1d", "seq_1d"], ["square"], axis=0),
-        n("ConstantOfShape", ["square"], ["ones"], value=helper.make_tensor("v", TensorProto.FLOAT, [1], [1.0])),
+        n(
+            "ConstantOfShape",
+            ["square"],
+            ["ones"],
+            value=helper.make_tensor("v", TensorProto.FLOAT, [1], [1.0]),
+        ),
         n("Cast", ["ones"], ["ones_i"], to=TensorProto.INT64),
         n("Equal", ["ones_i", "one"], ["eq"]),
         n("Where", ["eq", "minus", "zero_f"], ["mask2d"]),
@@ -55,7 +60,12 @@ def mask_model(shape: list[int | str]) -> onnx.ModelProto:
         n("Concat", ["batch_1d", "one_1d", "seq_1d", "seq_1d"], ["target"], axis=0),
         # TorchScript's Expand target: -1 entries replaced by 1 through Where, which
         # onnx.shape_inference does not evaluate.
-        n("ConstantOfShape", ["four_1d"], ["ones4"], value=helper.make_tensor("v", TensorProto.INT64, [1], [1])),
+        n(
+            "ConstantOfShape",
+            ["four_1d"],
+            ["ones4"],
+            value=helper.make_tensor("v", TensorProto.INT64, [1], [1]),
+        ),
         n("Mul", ["ones4", "minus_one"], ["neg4"]),
         n("Equal", ["target", "neg4"], ["is_neg"]),
         n("Where", ["is_neg", "ones4", "target"], ["target_ones"]),
@@ -201,5 +211,7 @@ def test_a_shape_computed_from_data_is_refused_naming_the_node(tmp_path: Path) -
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["r", "c"])],
     )
     path = _save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path)
-    with pytest.raises(InputError, match=r"\(Reshape\): .* computed from 's', which depends on data"):
+    with pytest.raises(
+        InputError, match=r"\(Reshape\): .* computed from 's', which depends on data"
+    ):
         read_onnx(path, {})

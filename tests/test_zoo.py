@@ -50,7 +50,11 @@ def test_zoo_model_replays_bit_for_bit_and_matches_onnxruntime(name: str, planne
     assert validate(memory.problem, plan) == []
     with np.load(ZOO / f"{name}.npz") as data:
         recorded = {k: data[k] for k in data.files}
-    feeds = {model.names[k.removeprefix("input_")]: v for k, v in recorded.items() if k.startswith("input_")}
+    feeds = {
+        model.names[k.removeprefix("input_")]: v
+        for k, v in recorded.items()
+        if k.startswith("input_")
+    }
     inputs = {**model.weights, **feeds}
     reference = executor.reference_run(model.program, inputs)
     replay = executor.planned_run(model.program, memory, plan, inputs)
