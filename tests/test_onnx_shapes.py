@@ -215,3 +215,19 @@ def test_a_shape_computed_from_data_is_refused_naming_the_node(tmp_path: Path) -
         InputError, match=r"\(Reshape\): .* computed from 's', which depends on data"
     ):
         read_onnx(path, {})
+
+
+def test_onnxruntime_symbolic_inference_is_a_fallback_when_installed() -> None:
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("sympy")
+    from optplan.onnx_shapes import _symbolic
+
+    nodes = [helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Neg", ["h"], ["y"])]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])],
+    )
+    found = _symbolic(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    assert found["h"] == (TensorProto.FLOAT, (2, 3))
