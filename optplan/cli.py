@@ -218,7 +218,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(records, indent=1))
     else:
-        print(_table(loaded, records, args))
+        print(_bounds_note(loaded) + _table(loaded, records, args))
     return 1 if failed else 0
 
 
