@@ -139,6 +139,8 @@ def test_cli_plans_at_the_bound_and_reports_it(
     assert main(["plan", path, "--planner", "greedy", "--bound", "n=32"]) == 0
     out = capsys.readouterr().out
     assert "n planned at its bound 32: sizes" in out
+    assert main(["compare", path, "--planners", "naive,greedy"]) == 0
+    assert "n planned at its bound 8: sizes" in capsys.readouterr().out
     assert main(["plan", path, "--planner", "greedy", "--dim", "n=3"]) == 2
     assert "plans are made at the upper bounds" in capsys.readouterr().err
 
