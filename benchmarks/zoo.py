@@ -29,6 +29,7 @@ import contextlib
 import csv
 import io
 import os
+import re
 import sys
 import tempfile
 import time
@@ -175,7 +176,9 @@ def run_one(name: str, exporter: str, size: str, args: argparse.Namespace, work:
     try:
         export(model, inputs, exporter, path)
     except Exception as error:  # noqa: BLE001 - an exporter's failure is a row, not a crash
-        return Row(name, exporter, f"export failed: {str(error).splitlines()[0][:80]}")
+        # The exporter colours its messages; the table keeps the words.
+        first = re.sub(r"\x1b\[[0-9;]*m", "", str(error)).splitlines()[0]
+        return Row(name, exporter, f"export failed: {first[:80]}")
     feeds = {"x": inputs[0].numpy()}
     try:
         row = measure(name, exporter, path, feeds, args.time_limit)
