@@ -197,7 +197,7 @@ def _fix_input_dims(graph: onnx.GraphProto, dims: dict[str, int], path: str) -> 
             elif name:
                 raise InputError(
                     f"tensor {value.name!r} has unknown dimension {name!r}; "
-                    f"fix it with --dim {name}=VALUE",
+                    f"fix it with --dim {name}=VALUE, or plan at a bound with --bound {name}=VALUE",
                     file=path,
                 )
             else:
