@@ -231,3 +231,24 @@ def test_onnxruntime_symbolic_inference_is_a_fallback_when_installed() -> None:
     )
     found = _symbolic(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
     assert found["h"] == (TensorProto.FLOAT, (2, 3))
+
+
+def test_a_topk_whose_k_is_computed_from_data_is_refused(tmp_path: Path) -> None:
+    nodes = [
+        helper.make_node("ReduceMax", ["x"], ["top"], keepdims=1),
+        helper.make_node("Cast", ["top"], ["k"], to=TensorProto.INT64),
+        helper.make_node("TopK", ["x", "k"], ["values", "indices"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "topk",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("values", TensorProto.FLOAT, ["k"])],
+    )
+    path = _save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path)
+    with pytest.raises(InputError, match=r"\(TopK\): the shape of its output 'values' depends"):
+        read_onnx(path, {})
+    # With a constant k the same op plans.
+    graph.node[1].CopyFrom(helper.make_node("Constant", [], ["k"], value_ints=[2]))
+    path = _save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path, "c")
+    assert read_onnx(path, {}).program.main.ret_type.shape == (2,)  # type: ignore[union-attr]
