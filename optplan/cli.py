@@ -490,7 +490,10 @@ def _bounds_note(loaded: Loaded) -> str:
     """One line per symbolic dimension: its bound and the buffers it sizes."""
     lines = []
     for name, value in sorted(loaded.bounds.items()):
-        buffers = loaded.sized_by.get(name, ())
+        if name not in loaded.sized_by:
+            lines.append(f"{name} planned at its bound {value}\n")
+            continue
+        buffers = loaded.sized_by[name]
         shown = ", ".join(buffers[:8]) + (", ..." if len(buffers) > 8 else "")
         lines.append(f"{name} planned at its bound {value}: sizes {len(buffers)} buffers ({shown})\n")
     return "".join(lines)

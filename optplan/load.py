@@ -123,15 +123,19 @@ def script_bounds(program: Program) -> dict[str, int]:
 def _sized_by(
     loaded: Loaded, values: dict[str, int], read: Callable[..., Loaded]
 ) -> dict[str, tuple[str, ...]]:
-    """For each symbolic dimension, the buffers whose size changes when it is one less."""
+    """For each symbolic dimension, the buffers whose size changes when it is smaller (one
+    less, else half, else 1: a program may only be valid at even sizes, say). A dimension
+    at 1, or at no smaller value the program accepts, is left out."""
     sizes = {b.id: b.size for b in loaded.problem.buffers}
     found = {}
     for name, value in sorted(values.items()):
-        if value <= 1:
-            found[name] = ()
-            continue
-        smaller = read(bounds={**values, name: value - 1}).problem.buffers
-        found[name] = tuple(b.id for b in smaller if sizes.get(b.id) != b.size)
+        for smaller_value in sorted({value - 1, value // 2, 1} - {0, value}, reverse=True):
+            try:
+                smaller = read(bounds={**values, name: smaller_value}).problem.buffers
+            except InputError:
+                continue
+            found[name] = tuple(b.id for b in smaller if sizes.get(b.id) != b.size)
+            break
     return found
 
 

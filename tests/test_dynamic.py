@@ -178,3 +178,13 @@ def test_onnx_symbolic_dims_take_a_bound(
     )
     out = capsys.readouterr().out
     assert "planned at seq=64, replayed at seq=5" in out and "bit-for-bit equal" in out
+
+
+def test_a_program_valid_only_at_even_sizes_still_reports_its_bound(tmp_path: Path) -> None:
+    """(n, 4) -> (n // 2, 8) needs an even n: one less than the bound is refused, half is
+    read instead; a replay at an odd size is refused naming the reshape."""
+    planned = load(_write(tmp_path, 8, ("n // 2", "8")), alignment=1)
+    assert {"a", "e"} <= set(planned.sized_by["n"])
+    assert load_replay(planned, {"n": 6}).bounds == {"n": 6}
+    with pytest.raises(InputError, match="reshape of"):
+        load_replay(planned, {"n": 5})
