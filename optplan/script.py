@@ -255,6 +255,8 @@ def _program(tree: ast.Module, src: _Source) -> Program:
     for stmt in tree.body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             _check_import(stmt, src)
+        elif is_symbol_declaration(stmt):
+            continue
         elif isinstance(stmt, ast.ClassDef):
             if module is not None or statements:
                 raise _error(mixed, stmt, src)
@@ -338,7 +340,6 @@ def _function(stmt: ast.FunctionDef, src: _Source) -> Function:
             raise _error(f"parameter {arg.arg!r} appears twice", arg, src)
     ret_type = None if stmt.returns is None else _type(stmt.returns, src)
     attrs, stmts = _func_attrs(stmt.body, src)
-    stmts = [s for s in stmts if not is_symbol_declaration(s)]
     last = stmts[-1] if stmts else stmt
     if not isinstance(last, ast.Return) or last.value is None:
         raise _error(f"function {stmt.name!r} must end with 'return <value>'", last, src)
@@ -355,7 +356,9 @@ def _param(arg: ast.arg, src: _Source) -> Param:
 
 
 def _func_attrs(stmts: list[ast.stmt], src: _Source) -> tuple[Attrs, list[ast.stmt]]:
-    """`R.func_attr({...})` taken out of the body, its keys sorted."""
+    """`R.func_attr({...})` taken out of the body, its keys sorted; declarations of
+    symbolic dimensions (`n = T.int64()`) are dropped from the body too."""
+    stmts = [s for s in stmts if not is_symbol_declaration(s)]
     found = [s for s in stmts if isinstance(s, ast.Expr) and _callee(s.value) == "R.func_attr"]
     if len(found) > 1:
         raise _error("R.func_attr given twice", found[1], src)

@@ -10,7 +10,8 @@ TVM's StaticPlanBlockMemory sizes a tensor of shape `(n, 768)` by the bound that
    prints them), or `+ - * // %` of those and `T.int64(k)`; it is evaluated with the
    symbols' values (`dim_value`). A symbol without a value is an InputError that names
    it and says how to bound it.
-3. `n = T.int64()` statements, which declare the symbols in a body, are dropped.
+3. `n = T.int64()` statements, which declare the symbols in a body, and TVM's
+   module-level `n = TypeVar("n")`, are dropped.
 
 The Program read is static at those values; reading the same text with other values
 gives the same bindings at other sizes, which is how a plan made at the bound is replayed
@@ -95,15 +96,19 @@ def dim_value(node: ast.expr, dims: dict[str, int], symbols: set[str], file: str
 
 
 def is_symbol_declaration(stmt: ast.stmt) -> bool:
-    """`n = T.int64()`: a body naming a symbolic dimension of its signature."""
-    return (
+    """`n = T.int64()` (a body naming a symbolic dimension of its signature) or
+    `n = TypeVar("n")` (TVM's module-level declaration of one its functions share)."""
+    if not (
         isinstance(stmt, ast.Assign)
         and len(stmt.targets) == 1
         and isinstance(stmt.targets[0], ast.Name)
         and isinstance(stmt.value, ast.Call)
-        and _dotted(stmt.value.func) in _SYMBOL_TYPES
-        and not stmt.value.args
-    )
+    ):
+        return False
+    callee, args = _dotted(stmt.value.func), stmt.value.args
+    if callee == "TypeVar":
+        return len(args) == 1 and isinstance(args[0], ast.Constant)
+    return callee in _SYMBOL_TYPES and not args
 
 
 def _operand(node: ast.expr, dims: dict[str, int], symbols: set[str], file: str) -> int:
