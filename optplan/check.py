@@ -94,6 +94,7 @@ class CheckReport:
                 f"{self.path}: {len(self.storages)} storages, {self.arena_bytes} bytes "
                 f"(lower bound {self.lower_bound_bytes}), {self.tensors} planned tensors"
             ),
+            *(f"  storage {name}: {size} bytes" for name, size in self.storages),
             *(f"  {v}" for v in self.violations),
         ]
         if self.replay is not None:

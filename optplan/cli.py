@@ -23,6 +23,7 @@ from typing import NoReturn
 
 import numpy as np
 
+from optplan import __version__
 from optplan.errors import InputError
 from optplan.load import Loaded, load, read_plan
 from optplan.plan import Plan, validate
@@ -87,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Plan the memory of a tensor program (TVMScript .py, ONNX .onnx, or a "
         "MiniMalloc .csv problem) into one arena of minimum size, and check the plan.",
     )
+    parser.add_argument("--version", action="version", version=f"optplan {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     plan = commands.add_parser("plan", help="plan one program and print or write the plan")
@@ -127,7 +129,17 @@ def _parser() -> argparse.ArgumentParser:
     show = commands.add_parser("show", help="draw the planned arena as a picture")
     _add_input(show, json=False)
     show.add_argument("--planner", default="cpsat", help="planner to use (default: cpsat)")
-    show.add_argument("-o", "--output", required=True, help="picture to write (.png, .svg, .pdf)")
+    show.add_argument(
+        "-o", "--output", required=True, help="picture to write (.png, .svg, .pdf, or .html)"
+    )
+    show.add_argument(
+        "--html",
+        action="store_true",
+        help="write a self-contained page where hovering a tensor names it (for large plans)",
+    )
+    show.add_argument(
+        "--labels", type=int, default=12, help="name this many of the largest tensors (default 12)"
+    )
     show.set_defaults(handler=_cmd_show)
 
     check = commands.add_parser(
@@ -145,8 +157,8 @@ def _add_input(parser: argparse.ArgumentParser, *, json: bool = True) -> None:
     parser.add_argument(
         "--alignment",
         type=_positive_int,
-        default=64,
-        help="byte alignment of every offset (default: 64)",
+        help="byte alignment of every offset (default: 64 for programs, as TVM's and TFLite's "
+        "CPU runtimes; 1 for a .csv problem, whose sizes are exact byte counts)",
     )
     parser.add_argument(
         "--time-limit",
@@ -363,16 +375,21 @@ def _cmd_lower(args: argparse.Namespace) -> int:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from optplan.report import draw_arena
+    from optplan.report import arena_html, draw_arena
 
-    _check_output(args.output, PICTURES)
+    page = args.html or args.output.lower().endswith(".html")
+    _check_output(args.output, (".html",) if page else PICTURES)
     loaded = _load(args)
     plan = _solve(loaded.problem, args.planner, args.time_limit, quiet=True)
     faults = validate(loaded.problem, plan)
     if faults or not plan.status.has_plan:
         _report_faults(plan, faults)
         return 1
-    draw_arena(loaded.problem, plan, args.output, title=f"{Path(args.program).name}: {_headline(plan)}")
+    title = f"{Path(args.program).name}: {_headline(plan)}"
+    if page:
+        _write_text(args.output, arena_html(loaded.problem, plan, title=title))
+    else:
+        draw_arena(loaded.problem, plan, args.output, title=title, labels=args.labels)
     print(f"{args.output}: {_headline(plan)}")
     return 0
 
@@ -389,6 +406,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
         report = check_program(load_script(args.program), path=args.program, seed=args.seed)
     except InputError as error:
         raise error.located(args.program) from None
+    if not report.storages:
+        raise InputError(
+            "no plan in this program (no R.memory.alloc_storage holds a tensor); "
+            "'optplan lower' prints one planned",
+            file=args.program,
+        )
     print(json.dumps(report.as_dict(), indent=1) if args.json else report.summary())
     return 0 if report.valid else 1
 
@@ -397,6 +420,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _load(args: argparse.Namespace) -> Loaded:
+    if args.alignment is None:
+        args.alignment = 1 if args.program.lower().endswith(".csv") else 64
     script = args.program.lower().endswith(".py")
     if script and args.dim and args.command != "run":
         raise InputError(
@@ -506,30 +531,37 @@ def _outputs_note(loaded: Loaded, args: argparse.Namespace) -> str:
 
 
 def _table(loaded: Loaded, records: list[dict[str, object]], args: argparse.Namespace) -> str:
-    header = ("planner", "status", "arena bytes", "lower bound", "gap", "vs naive", "seconds")
+    """One row per planner; every gap is measured against the same bound, the best any of
+    them proved (never below the live-bytes lower bound)."""
+    best = max(int(r["bound_bytes"]) for r in records)  # type: ignore[call-overload]
+    header = ("planner", "status", "arena bytes", "proven bound", "gap", "vs naive", "seconds")
     rows = [header]
     for r in records:
         naive = int(r["naive_bytes"]) or 1  # type: ignore[call-overload]
+        arena = int(r["arena_bytes"])  # type: ignore[call-overload]
         has_plan = r["status"] in ("optimal", "feasible")
         rows.append(
             (
                 str(r["planner"]),
                 str(r["status"]),
-                str(r["arena_bytes"]) if has_plan else "-",
-                str(r["lower_bound_bytes"]),
-                f"{float(r['gap']):.2%}" if has_plan else "-",  # type: ignore[arg-type]
-                f"{int(r['arena_bytes']) / naive:.1%}" if has_plan else "-",  # type: ignore[call-overload]
+                str(arena) if has_plan else "-",
+                str(r["bound_bytes"]),
+                f"{(arena - best) / best:.2%}" if has_plan and best else "-",
+                f"{arena / naive:.1%}" if has_plan else "-",
                 f"{float(r['seconds']):.2f}",  # type: ignore[arg-type]
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lower = records[0]["lower_bound_bytes"]
     title = (
         f"{loaded.path}: {len(loaded.problem.buffers)} buffers, alignment {args.alignment}, "
-        f"{_outputs_note(loaded, args)}"
+        f"{_outputs_note(loaded, args)}; lower bound {lower}, gaps against the best proven "
+        f"bound {best}"
     )
     lines = [title]
     for row in rows:
-        lines.append("  ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))))
+        cells = (c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+        lines.append("  ".join(cells))
     return "\n".join(lines)
 
 
@@ -553,7 +585,7 @@ def _check_output(path: str | None, suffixes: tuple[str, ...] = ()) -> None:
         return
     target = Path(path)
     if suffixes and target.suffix.lower() not in suffixes:
-        raise InputError(f"cannot tell the picture's format; name it {' or '.join(suffixes)}", file=path)
+        raise InputError(f"cannot tell the file's format; name it {' or '.join(suffixes)}", file=path)
     if target.is_dir():
         raise InputError("is a directory; give a file name to write", file=path)
     if not target.parent.is_dir():

@@ -324,6 +324,7 @@ EDGES = [
     (["plan", "{csv}", "-o", "{tmp}/missing/dir/plan.json"], "does not exist"),
     (["plan", "{csv}", "-o", "{tmp}"], "is a directory"),
     (["show", "{csv}", "-o", "{tmp}/picture"], ".png or .svg or .pdf"),
+    (["show", "{csv}", "--html", "-o", "{tmp}/page.png"], "name it .html"),
     (["plan", "{csv}", "--time-limit", "nan"], "positive number of seconds"),
     (["plan", "{csv}", "--time-limit", "0"], "positive number of seconds"),
     (["plan", "{csv}", "--time-limit", "-3"], "positive number of seconds"),
@@ -396,3 +397,35 @@ def test_a_failed_write_leaves_no_partial_file(tmp_path: Path, capsys: pytest.Ca
     (target / "keep").write_text("")
     assert main(["plan", str(problem), "-o", str(target)]) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.csv", "plan.json"]
+
+
+def test_version_and_check_on_an_unplanned_program(capsys: pytest.CaptureFixture[str]) -> None:
+    from optplan import __version__
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"optplan {__version__}"
+    assert main(["check", str(EXAMPLE)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no plan in this program" in err, err
+
+
+def test_compare_measures_every_gap_against_one_bound(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    problem = tmp_path / "p.csv"
+    problem.write_text(CSV)
+    assert main(["compare", str(problem), "--planners", "naive,cpsat"]) == 0
+    out = capsys.readouterr().out
+    assert "alignment 1" in out.splitlines()[0]  # a CSV's sizes are exact byte counts
+    assert "gaps against the best proven bound 8" in out.splitlines()[0]
+    assert "proven bound" in out.splitlines()[1]
+
+
+def test_show_draws_a_picture_and_a_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    picture, page = tmp_path / "arena.png", tmp_path / "arena.html"
+    assert main(["show", str(EXAMPLE), "--planner", "greedy", "-o", str(picture)]) == 0
+    assert picture.read_bytes()[:4] == b"\x89PNG"
+    assert main(["show", str(EXAMPLE), "--planner", "greedy", "--html", "-o", str(page)]) == 0
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>") and "<script" not in text
+    assert text.count("<rect ") >= 10 and "live [" in text and "lower bound" in text

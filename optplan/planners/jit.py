@@ -5,8 +5,8 @@ search's kernels take it 10-50 s in a new environment. A planner with a time lim
 spend that inside the limit, so:
 
 1. `ready(module)` says whether this environment has compiled the module's kernels: a
-   stamp written after a compile, keyed (as numba's own cache is) on the source file's
-   size and modification time, and on numba's version;
+   stamp written after a compile, keyed (as numba's own cache is) on the source files'
+   sizes and modification times (every file of a package), and on numba's version;
 2. `compile_in_background(module)` starts one detached process that compiles them
    (`module.warm_kernels()`) and writes the stamp; until then callers go without;
 3. `warm(module)` compiles in this process, for tests and benchmarks that must not
@@ -23,6 +23,7 @@ import os
 import subprocess
 import sys
 import time
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -88,9 +89,12 @@ def _stamp(module: str) -> Path:
     spec = importlib.util.find_spec(module)
     assert spec is not None and spec.origin is not None
     source = Path(spec.origin)
-    info = source.stat()
+    # A package's kernels live in all its files: any of them changing means a recompile.
+    files = sorted(source.parent.glob("*.py")) if source.name == "__init__.py" else [source]
+    facts = ";".join(f"{f.name}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in files)
+    key = zlib.crc32(facts.encode())
     version = getattr(sys.modules.get("numba"), "__version__", "none")
-    name = f"{source.stem}.kernels-{info.st_size}-{info.st_mtime_ns}-{version}.ready"
+    name = f"{module.rsplit('.', 1)[-1]}.kernels-{key:08x}-{version}.ready"
     folder = source.parent / "__pycache__"
     if not os.access(source.parent, os.W_OK):
         folder = Path.home() / ".cache" / "optplan"
