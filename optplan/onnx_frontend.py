@@ -25,8 +25,9 @@ Steps of `read_onnx(path, dims)`:
 Importing this module registers an OpDef for every standard ONNX op under `onnx.<OpType>`:
 its type rule reads `out_ty`, its kernel runs the node alone in `onnx.reference`'s
 ReferenceEvaluator (a typed one-node model, built once per distinct node and input types
-and cached); the few ops that `onnx.reference` does not implement get no kernel, so the
-executor runs its mixing kernel for them. Reshape, Squeeze, Unsqueeze, Flatten and
+and cached), except where `onnx.reference` is wrong or slow (GatherElements, MatMul),
+which run optplan's own NumPy kernels; the few ops that `onnx.reference` does not
+implement get no kernel, so the executor runs its mixing kernel for them. Reshape, Squeeze, Unsqueeze, Flatten and
 Identity are views of their first input: their kernel reshapes, so the result shares it.
 """
 
