@@ -189,7 +189,15 @@ def _add_input(parser: argparse.ArgumentParser, *, json: bool = True) -> None:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="fix a symbolic dimension of an ONNX model's inputs (repeatable)",
+        help="fix a symbolic dimension of an ONNX model's inputs; for 'run', the size to "
+        "replay at, up to its bound (repeatable)",
+    )
+    parser.add_argument(
+        "--bound",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="upper bound of a symbolic dimension: tensors are planned at it (repeatable)",
     )
     parser.add_argument(
         "--inplace",
@@ -248,7 +256,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(records, indent=1))
     else:
-        print(_table(loaded, records, args))
+        print(_bounds_note(loaded) + _table(loaded, records, args))
     return 1 if failed else 0
 
 
@@ -267,6 +275,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     faults = validate(target.problem, plan)
     for fault in faults:
         print(f"invalid plan: {fault}", file=sys.stderr)
+    replay = _replay_program(loaded, args)
+    if replay is not loaded:
+        assert replay.program is not None and replay.memory is not None
+        print(f"{args.program}: planned at {_values(loaded.bounds)}, replayed at {_values(replay.bounds)}")
+        faults = validate(replay.problem, plan)
+        for fault in faults:
+            print(f"invalid plan at the replayed size: {fault}", file=sys.stderr)
+        loaded = replay
+    assert loaded.program is not None and loaded.memory is not None
     inputs = executor.make_inputs(loaded.program, seed=args.seed)
     if args.program.lower().endswith(".onnx"):
         from optplan.onnx_frontend import onnx_weights
@@ -284,6 +301,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         inputs.update(given)
     try:
         reference = executor.reference_run(loaded.program, inputs)
+    except executor.KernelFailure as error:
+        raise error.located(args.program) from None
     except InputError as error:
         # The program is already checked, so what is wrong here is a given input value.
         raise error.located(args.inputs or args.program) from None
@@ -305,6 +324,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
         f"({tensors} planned values in an arena of {plan.arena} bytes, plan by {plan.planner}{order})"
     )
     return 1 if faults else 0
+
+
+def _replay_program(loaded: Loaded, args: argparse.Namespace) -> Loaded:
+    """The program at the sizes `--dim` asks for, when they differ from the planned ones."""
+    from optplan.load import load_replay
+
+    dims = _dims(args.dim)
+    if not dims or all(loaded.bounds.get(n) == v for n, v in dims.items()):
+        return loaded
+    return load_replay(
+        loaded, dims, alignment=args.alignment, plan_outputs=args.plan_outputs, inplace=args.inplace
+    )
+
+
+def _values(values: dict[str, int]) -> str:
+    return ", ".join(f"{name}={value}" for name, value in sorted(values.items()))
 
 
 def _expected_names(args: argparse.Namespace, given: dict[str, np.ndarray]) -> set[str]:
@@ -468,12 +503,20 @@ def _cmd_check(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace) -> Loaded:
     if args.alignment is None:
         args.alignment = 1 if args.program.lower().endswith(".csv") else 64
+    script = args.program.lower().endswith(".py")
+    if script and args.dim and args.command != "run":
+        raise InputError(
+            "--dim on a TVMScript program is the size 'optplan run' replays at; "
+            "plans are made at the upper bounds (--bound)",
+            file=args.program,
+        )
     return load(
         args.program,
         alignment=args.alignment,
         plan_outputs=args.plan_outputs,
         inplace=args.inplace,
-        dims=_dims(args.dim),
+        dims={} if script else _dims(args.dim),
+        bounds=_dims(args.bound, "--bound"),
     )
 
 
@@ -511,12 +554,12 @@ def _reorder_note(result: Reordered) -> str:
     )
 
 
-def _dims(pairs: list[str]) -> dict[str, int]:
+def _dims(pairs: list[str], flag: str = "--dim") -> dict[str, int]:
     dims: dict[str, int] = {}
     for pair in pairs:
         name, _, value = pair.partition("=")
         if not name or not value.isdigit() or int(value) < 1:
-            raise InputError(f"--dim expects NAME=VALUE with a positive integer, got {pair!r}")
+            raise InputError(f"{flag} expects NAME=VALUE with a positive integer, got {pair!r}")
         dims[name] = int(value)
     return dims
 
@@ -571,18 +614,32 @@ def _record(
         "inplace": bool(args.inplace),
         "seconds": round(plan.seconds, 4),
         "offsets": dict(plan.offsets),
+        **({"bounds": loaded.bounds, "sized_by": loaded.sized_by} if loaded.bounds else {}),
     }
 
 
 def _summary(loaded: Loaded, plan: Plan, args: argparse.Namespace) -> str:
     if not plan.status.has_plan:
         return f"{loaded.path}: {plan.planner} found no plan ({plan.status.value})"
-    return (
+    return _bounds_note(loaded) + (
         f"{loaded.path}: {plan.planner} {plan.status.value}: arena {plan.arena} bytes, "
         f"lower bound {plan.lower_bound}, proven bound {max(plan.bound, plan.lower_bound)} "
         f"(gap {plan.gap:.2%}); naive {loaded.problem.naive_bytes}; "
         f"{len(loaded.problem.buffers)} buffers, {_outputs_note(loaded, args)}; {plan.seconds:.2f} s"
     )
+
+
+def _bounds_note(loaded: Loaded) -> str:
+    """One line per symbolic dimension: its bound and the buffers it sizes."""
+    lines = []
+    for name, value in sorted(loaded.bounds.items()):
+        if name not in loaded.sized_by:
+            lines.append(f"{name} planned at its bound {value}\n")
+            continue
+        buffers = loaded.sized_by[name]
+        shown = ", ".join(buffers[:8]) + (", ..." if len(buffers) > 8 else "")
+        lines.append(f"{name} planned at its bound {value}: sizes {len(buffers)} buffers ({shown})\n")
+    return "".join(lines)
 
 
 def _outputs_note(loaded: Loaded, args: argparse.Namespace) -> str:
