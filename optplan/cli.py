@@ -278,6 +278,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     replay = _replay_program(loaded, args)
     if replay is not loaded:
         assert replay.program is not None and replay.memory is not None
+        if getattr(args, "reorder", None):
+            raise InputError(
+                "--reorder with --dim replays is not supported: the order is chosen at the "
+                "bounds; replay at the bounds, or leave out --reorder",
+                file=args.program,
+            )
+        target = replay
         print(f"{args.program}: planned at {_values(loaded.bounds)}, replayed at {_values(replay.bounds)}")
         faults = validate(replay.problem, plan)
         for fault in faults:
