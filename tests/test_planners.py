@@ -20,7 +20,7 @@ from optplan.plan import Plan, Status, validate
 from optplan.planners import get_planner
 from optplan.planners.greedy import FITS, ORDERS
 from optplan.problem import Alias, Buffer, Interval, Problem, alias_classes, lower_bound, read_csv
-from tests.strategies import problems
+from optplan.strategies import problems
 
 OWN = ("naive", "greedy", "cpsat")  # the planners that honour pins, alignment and capacity
 LIMIT = 10.0  # seconds; every problem drawn here solves in a small fraction of that

@@ -16,7 +16,7 @@ from optplan.problem import (
     read_csv,
     write_csv,
 )
-from tests.problems import problems
+from optplan.strategies import problems
 
 EXAMPLE = """id,lower,upper,size
 b1,0,3,4
@@ -88,7 +88,7 @@ def test_alias_class_is_one_rectangle_counted_once() -> None:
     assert lower_bound(problem) == 20
 
 
-@given(problems())
+@given(problems(branches=False, aliases=False, pins=False, max_size=48))
 def test_csv_round_trip_keeps_single_interval_problems(problem: Problem) -> None:
     text = write_csv(problem)
     again = read_csv("round.csv", text=text)
@@ -98,7 +98,7 @@ def test_csv_round_trip_keeps_single_interval_problems(problem: Problem) -> None
         assert after.alignment == before.alignment and after.offset == before.offset
 
 
-@given(problems())
+@given(problems(branches=False, aliases=False, pins=False, max_size=48))
 def test_lower_bound_is_max_of_live_bytes_at_each_point(problem: Problem) -> None:
     classes = alias_classes(problem)
     horizon = max(c.live[-1].end for c in classes)

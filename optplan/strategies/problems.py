@@ -1,0 +1,310 @@
+"""Hypothesis strategies for allocation problems: valid by construction, shrinking locally.
+
+A problem is drawn in five steps, each valid by construction:
+
+1. Buffers: `b0`, `b1`, ...; a size (zero allowed), an alignment, and a lifetime drawn as
+   (start, length >= 1) followed by further intervals, each after a gap >= 1 (a tensor
+   live in both branches of an If). Everything shrinks towards one short interval,
+   alignment 1 and size 0.
+2. Aliases: each buffer may view at most one earlier buffer it is live with (a forest, so
+   the equations never contradict each other). The delta is a multiple of 8, or with
+   `residues=True` any small number, so that a view sits at a residue of the base's
+   alignment; the view's alignment is then redrawn among those the whole class can still
+   meet (two members with alignments a, b and deltas d, e need d = e mod gcd(a, b)).
+3. Alias classes: the union of the ties; a class is one allocation whose rectangle is the
+   union of its members' lifetimes by max(delta + size).
+4. Pins: whole classes (or, without `pinned_aliases`, only untied buffers) may be pinned.
+   Pinned classes are laid end to end from a drawn base, each at the lowest offset that
+   meets every member's alignment (by the Chinese remainder theorem), so pinned
+   rectangles never share a byte and every problem has a plan.
+5. Capacity (with `capacities=True`): none, a roomy one (every class stacked above the
+   pins: always feasible), or one below the live-bytes lower bound (never feasible).
+
+    >>> from hypothesis import given
+    >>> @given(problems(residues=True, capacities=True))
+    ... def test_my_planner(problem): ...
+
+`awkward_problems()` turns every option on; it is what `optplan fuzz` draws.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import strategies as st
+
+from optplan.problem import Alias, Buffer, Interval, Problem, lower_bound
+
+ALIGNMENTS = (1, 2, 4, 8)
+# Odd, coprime and large alignments: 3 against 4 or 8, two primes, and a runtime's 64.
+ODD_ALIGNMENTS = (1, 2, 3, 4, 8, 64, 1009, 1013)
+
+
+@st.composite
+def lifetimes(
+    draw: st.DrawFn, *, branches: bool = True, max_intervals: int = 2
+) -> tuple[Interval, ...]:
+    start = draw(st.integers(0, 10))
+    intervals = [Interval(start, start + draw(st.integers(1, 6)))]
+    if not branches:
+        return tuple(intervals)
+    for _ in range(draw(st.integers(0, max_intervals - 1))):
+        gap_start = intervals[-1].end + draw(st.integers(1, 3))
+        intervals.append(Interval(gap_start, gap_start + draw(st.integers(1, 4))))
+    return tuple(intervals)
+
+
+@st.composite
+def buffers(
+    draw: st.DrawFn,
+    index: int,
+    *,
+    alignments: bool | tuple[int, ...] = True,
+    branches: bool = True,
+    max_intervals: int = 2,
+    max_size: int = 16,
+) -> Buffer:
+    choices = _alignment_choices(alignments)
+    return Buffer(
+        f"b{index}",
+        draw(st.integers(0, max_size)),
+        draw(lifetimes(branches=branches, max_intervals=max_intervals)),
+        draw(st.sampled_from(choices)),
+    )
+
+
+def _alignment_choices(alignments: bool | tuple[int, ...]) -> tuple[int, ...]:
+    if alignments is True:
+        return ALIGNMENTS
+    return alignments or (1,)
+
+
+@st.composite
+def problems(
+    draw: st.DrawFn,
+    max_buffers: int = 8,
+    *,
+    min_buffers: int = 1,
+    alignments: bool | tuple[int, ...] = True,
+    branches: bool = True,
+    max_intervals: int = 2,
+    aliases: bool = True,
+    residues: bool = False,
+    pins: bool = True,
+    pinned_aliases: bool = False,
+    capacities: bool = False,
+    max_size: int = 16,
+) -> Problem:
+    """A problem with steps 1-5 above; every option off draws plain single-interval ones."""
+    count = draw(st.integers(min_buffers, max_buffers))
+    drawn = [
+        draw(
+            buffers(
+                i,
+                alignments=alignments,
+                branches=branches,
+                max_intervals=max_intervals,
+                max_size=max_size,
+            )
+        )
+        for i in range(count)
+    ]
+    ties: list[Alias] = []
+    if aliases:
+        drawn, ties = draw(_aliases(drawn, residues=residues))
+    if pins:
+        drawn = draw(_pins(drawn, ties, whole_classes=pinned_aliases))
+    problem = Problem(tuple(drawn), tuple(ties))
+    if capacities:
+        capacity = draw(_capacities(problem))
+        problem = Problem(problem.buffers, problem.aliases, capacity)
+    return problem
+
+
+def awkward_problems(max_buffers: int = 8, *, max_size: int = 16) -> st.SearchStrategy[Problem]:
+    """Every awkward case at once: empty problems, several intervals, odd alignments,
+    aliases at residues, pins inside alias classes, and capacities."""
+    return problems(
+        max_buffers,
+        min_buffers=0,
+        alignments=ODD_ALIGNMENTS,
+        max_intervals=3,
+        residues=True,
+        pinned_aliases=True,
+        capacities=True,
+        max_size=max_size,
+    )
+
+
+def fuzz_problems() -> st.SearchStrategy[Problem]:
+    """What `optplan fuzz` draws for a planner: mostly small awkward problems, where
+    faults shrink well, and now and then a large one (up to 60 buffers)."""
+    return st.one_of(awkward_problems(8), awkward_problems(60, max_size=256))
+
+
+# ---------------------------------------------------------------------------- aliases
+
+
+class _Classes:
+    """Union-find over buffer positions, with each member's delta from its root."""
+
+    def __init__(self, count: int) -> None:
+        self.root = list(range(count))
+        self.delta = [0] * count
+
+    def find(self, index: int) -> tuple[int, int]:
+        delta = 0
+        while self.root[index] != index:
+            delta += self.delta[index]
+            index = self.root[index]
+        return index, delta
+
+    def members(self, index: int) -> list[tuple[int, int]]:
+        """(position, delta from the root) of every member of `index`'s class."""
+        root, _ = self.find(index)
+        found = []
+        for other in range(len(self.root)):
+            other_root, delta = self.find(other)
+            if other_root == root:
+                found.append((other, delta))
+        return found
+
+
+@st.composite
+def _aliases(
+    draw: st.DrawFn, drawn: list[Buffer], *, residues: bool
+) -> tuple[list[Buffer], list[Alias]]:
+    """Each buffer may view at most one earlier buffer it is live with: a forest, so the
+    aliases never contradict each other (step 2)."""
+    classes = _Classes(len(drawn))
+    drawn = list(drawn)
+    ties = []
+    for j, view in enumerate(drawn):
+        bases = [i for i in range(j) if drawn[i].overlaps_in_time(view)]
+        if not bases or draw(st.integers(0, 3)) != 3:
+            continue
+        i = draw(st.sampled_from(bases))
+        delta = draw(st.integers(0, 24)) if residues else 8 * draw(st.integers(0, 2))
+        _, base_delta = classes.find(i)
+        view_delta = base_delta + delta
+        members = [(drawn[k].alignment, d) for k, d in classes.members(i)]
+        fits = [a for a in _alignment_choices_of(view) if _compatible(a, view_delta, members)]
+        alignment = draw(st.sampled_from(fits))
+        drawn[j] = Buffer(view.id, view.size, view.live, alignment)
+        classes.root[j], classes.delta[j] = classes.find(i)[0], view_delta
+        ties.append(Alias(drawn[i].id, view.id, delta))
+    return drawn, ties
+
+
+def _alignment_choices_of(view: Buffer) -> list[int]:
+    """The view's own drawn alignment first (no change), then 1, which always fits."""
+    return [view.alignment] + ([1] if view.alignment != 1 else [])
+
+
+def _compatible(alignment: int, delta: int, members: list[tuple[int, int]]) -> bool:
+    """Whether some root offset puts a member at `delta` on a multiple of `alignment`
+    and every other member on a multiple of its own."""
+    return all((delta - d) % math.gcd(alignment, a) == 0 for a, d in members)
+
+
+# ---------------------------------------------------------------------------- pins
+
+
+def _class_of(drawn: list[Buffer], ties: list[Alias]) -> list[list[tuple[int, int]]]:
+    """The alias classes as lists of (position, delta from the class's lowest member)."""
+    position = {b.id: k for k, b in enumerate(drawn)}
+    classes = _Classes(len(drawn))
+    for alias in ties:
+        base, view = position[alias.base], position[alias.view]
+        root, base_delta = classes.find(base)
+        classes.root[view], classes.delta[view] = root, base_delta + alias.delta
+    groups: dict[int, list[tuple[int, int]]] = {}
+    for k in range(len(drawn)):
+        root, delta = classes.find(k)
+        groups.setdefault(root, []).append((k, delta))
+    shifted = []
+    for members in groups.values():
+        low = min(d for _, d in members)
+        shifted.append([(k, d - low) for k, d in members])
+    return shifted
+
+
+def first_offset(at_least: int, members: list[tuple[int, int]]) -> int:
+    """The lowest root offset >= `at_least` that puts every member (alignment, delta) on
+    a multiple of its alignment; members must be compatible (see `_compatible`)."""
+    residue, modulus = 0, 1
+    for alignment, delta in members:
+        residue, modulus = _crt(residue, modulus, -delta % alignment, alignment)
+    return at_least + (residue - at_least) % modulus
+
+
+def _crt(r1: int, m1: int, r2: int, m2: int) -> tuple[int, int]:
+    """x = r1 mod m1 and x = r2 mod m2, as one congruence (they must agree mod gcd)."""
+    g = math.gcd(m1, m2)
+    assert (r2 - r1) % g == 0, "incompatible alignments"
+    lcm = m1 // g * m2
+    step = ((r2 - r1) // g * pow(m1 // g, -1, m2 // g)) % (m2 // g) if m2 // g > 1 else 0
+    return (r1 + m1 * step) % lcm, lcm
+
+
+@st.composite
+def _pins(
+    draw: st.DrawFn, drawn: list[Buffer], ties: list[Alias], *, whole_classes: bool
+) -> list[Buffer]:
+    """Pin some classes, end to end from a drawn base (step 4); one member of a pinned
+    class carries the pin (the others follow through the aliases)."""
+    cursor = draw(st.integers(0, 16))
+    pinned = list(drawn)
+    for members in _class_of(drawn, ties):
+        if len(members) > 1 and not whole_classes:
+            continue
+        if draw(st.integers(0, 4)) != 4:
+            continue
+        root = first_offset(cursor, [(drawn[k].alignment, d) for k, d in members])
+        cursor = root + _height(drawn, members) + draw(st.integers(0, 8))
+        k, delta = members[draw(st.integers(0, len(members) - 1))]
+        b = drawn[k]
+        pinned[k] = Buffer(b.id, b.size, b.live, b.alignment, root + delta)
+    return pinned
+
+
+# ---------------------------------------------------------------------------- capacity
+
+
+def roomy_offsets(problem: Problem) -> tuple[dict[str, int], int]:
+    """A layout that always fits, and its arena: every pinned class where its pin says,
+    every unpinned class stacked above them in turn at its lowest aligned offset."""
+    drawn = list(problem.buffers)
+    classes = _class_of(drawn, list(problem.aliases))
+    roots: dict[int, int] = {}
+    for number, members in enumerate(classes):
+        pins = [drawn[k].offset - d for k, d in members if drawn[k].offset is not None]
+        if pins:
+            roots[number] = pins[0]
+    top = max((roots[n] + _height(drawn, classes[n]) for n in roots), default=0)
+    for number, members in enumerate(classes):
+        if number not in roots:
+            roots[number] = first_offset(top, [(drawn[k].alignment, d) for k, d in members])
+            top = roots[number] + _height(drawn, members)
+    offsets = {drawn[k].id: roots[n] + d for n, members in enumerate(classes) for k, d in members}
+    return offsets, top
+
+
+def _height(drawn: list[Buffer], members: list[tuple[int, int]]) -> int:
+    return max(d + drawn[k].size for k, d in members)
+
+
+def roomy_capacity(problem: Problem) -> int:
+    """The arena of `roomy_offsets`: a capacity every problem drawn here fits in."""
+    return roomy_offsets(problem)[1]
+
+
+@st.composite
+def _capacities(draw: st.DrawFn, problem: Problem) -> int | None:
+    kind = draw(st.sampled_from(("none", "roomy", "tight")))
+    if kind == "none":
+        return None
+    if kind == "roomy":
+        return roomy_capacity(problem) + draw(st.integers(0, 16))
+    bound = lower_bound(problem)
+    return max(0, bound - draw(st.integers(1, 8))) if bound > 0 else 0
