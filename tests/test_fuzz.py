@@ -7,6 +7,7 @@ command, and Python functions right and wrong), optplan's own planners, and TVM'
 
 from __future__ import annotations
 
+import io
 import runpy
 import sys
 from pathlib import Path
@@ -149,3 +150,21 @@ def test_tvm_writes_into_a_constant_and_the_fuzzer_finds_it(tmp_path: Path) -> N
     assert text.startswith("# constant-written: ")
     bindings = [line for line in text.splitlines() if " = " in line]
     assert 1 <= len(bindings) <= 10
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_is_one_updating_line_on_a_terminal_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for terminal, expected in ((True, True), (False, False)):
+        stream = _Terminal() if terminal else io.StringIO()
+        monkeypatch.setattr(sys, "stderr", stream)
+        run_campaign(TargetSpec("planner", "naive"), Budget(examples=20), tmp_path)
+        text = stream.getvalue()
+        last = text.rsplit("\r", 1)[-1]
+        assert last.startswith("fuzz planner naive: 20 examples") == expected
+        assert text.count("\n") == (1 if expected else 0)

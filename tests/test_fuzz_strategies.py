@@ -10,10 +10,13 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from optplan.analysis.types import infer_types
 from optplan.plan import Plan, Status, validate
 from optplan.problem import Alias, Buffer, Interval, Problem, lower_bound
+from optplan.script import parse, print_program
 from optplan.strategies import awkward_problems, fuzz_problems, problems, roomy_offsets
 from optplan.strategies.problems import first_offset
+from optplan.strategies.relax import RelaxCase, relax_cases
 
 
 @given(awkward_problems())
@@ -67,3 +70,12 @@ def test_first_offset_is_the_lowest(drawn: list[tuple[int, int]], root: int, at_
     offset = first_offset(at_least, members)
     fits = [x for x in range(at_least, at_least + 100) if all((x + d) % a == 0 for a, d in members)]
     assert offset == fits[0]
+
+
+@settings(max_examples=30)
+@given(relax_cases())
+def test_relax_cases_are_well_typed_and_print_back(case: RelaxCase) -> None:
+    typed = infer_types(case.program)
+    assert parse(print_program(case.program)) == case.program
+    names = {p.var.name for p in typed.main.params}
+    assert set(case.weights) <= names and 1 <= case.bindings

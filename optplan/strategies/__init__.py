@@ -5,6 +5,7 @@
 - `optplan.strategies.programs`: random well-typed Relax programs built from IR nodes.
 - `optplan.strategies.passes`: programs rich in what the memory passes care about, and an
   independent judge of kills.
+- `optplan.strategies.relax`: high-level Relax programs that TVM's parser and passes accept.
 
 Hypothesis is an optional dependency (`pip install optplan[fuzz]`); importing this
 package without it raises ImportError naming the extra.
