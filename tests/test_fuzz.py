@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import runpy
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -19,9 +20,18 @@ from optplan.cli import main
 from optplan.fuzz import Budget, TargetSpec, run_campaign
 from optplan.fuzz.brute import brute_force
 from optplan.fuzz.relax import use_after_kill
+from optplan.fuzz.targets import over_time
 from optplan.plan import validate
 from optplan.planners import get_planner
-from optplan.problem import Problem, alias_classes, lower_bound, read_csv
+from optplan.problem import (
+    Alias,
+    Buffer,
+    Interval,
+    Problem,
+    alias_classes,
+    lower_bound,
+    read_csv,
+)
 from optplan.script import parse
 from optplan.strategies import problems
 
@@ -168,3 +178,25 @@ def test_progress_is_one_updating_line_on_a_terminal_only(
         last = text.rsplit("\r", 1)[-1]
         assert last.startswith("fuzz planner naive: 20 examples") == expected
         assert text.count("\n") == (1 if expected else 0)
+
+
+def test_time_budget_stops_the_campaign(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    started = time.monotonic()
+    assert main(["fuzz", "naive", "--time", "2", "--out", str(tmp_path)]) == 0
+    assert time.monotonic() - started < 30
+    assert "0 failures" in capsys.readouterr().out
+
+
+def test_far_past_the_time_limit_is_a_failure() -> None:
+    assert over_time(time.monotonic(), 1.0) is None
+    late = over_time(time.monotonic() - 100, 1.0)
+    assert late is not None and late.kind == "over-time"
+
+
+@pytest.mark.xfail(reason="cpsat puts a view at a residue of its base off its own alignment")
+def test_found_cpsat_keeps_a_view_at_a_residue_aligned() -> None:
+    # Found by `optplan fuzz cpsat` and shrunk to this: cpsat places v at 1.
+    live = (Interval(0, 1),)
+    problem = Problem((Buffer("b0", 0, live), Buffer("b1", 0, live, 2)), (Alias("b0", "b1", 1),))
+    plan = get_planner("cpsat", time_limit=5.0)(problem)
+    assert validate(problem, plan) == []

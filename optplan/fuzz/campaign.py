@@ -5,7 +5,9 @@ Steps:
 1. The budget (`examples` or `seconds`) is split over `workers` local processes (one
    worker runs in this process). Each worker runs rounds of hypothesis with its own
    seeds (`seed`, worker, round), each of at most `ROUND` examples, until its share is
-   spent, the time is up, or (without `keep_going`) some worker found a failure.
+   spent, the time is up, or (without `keep_going`) some worker found a failure. A
+   shrink runs at most `SHRINK_SECONDS`, and at most `SHRINK_GRACE` past the deadline;
+   then the smallest failing example found so far stands.
 2. Each example is judged by the target; a violated property raises an exception of its
    own class, so that hypothesis shrinks the example while keeping that same property
    violated, and reports the smallest example that violates it.
@@ -33,12 +35,14 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
-from hypothesis.errors import FlakyFailure, FlakyReplay
+from hypothesis.errors import Flaky
 
 from optplan.fuzz.properties import Failure
 from optplan.fuzz.targets import Target, TargetSpec, make_target
 
 ROUND = 500  # examples per hypothesis run: small enough that time limits bite quickly
+SHRINK_GRACE = 60.0  # seconds a shrink may run past the campaign's deadline
+SHRINK_SECONDS = 300.0  # seconds one shrink may run at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +186,7 @@ class _Round:
         self.examples = 0
         self.last: tuple[Failure, Any] | None = None
         self.shrinking = False
+        self.shrink_started = 0.0
 
     def run(self, seed: int, size: int) -> tuple[Failure, Any] | None:
         @settings(
@@ -200,29 +205,38 @@ class _Round:
 
         try:
             check()
-        except _Violated:
+        except (_Violated, _Halt):
             pass
-        except (FlakyFailure, FlakyReplay):
+        except Flaky:
             pass  # the last failing example stands; the target is not deterministic
         if self.last is not None:
             self.counters.shrink_size.value = -1
         return self.last
 
+    def _shrink_is_over(self) -> bool:
+        now = time.monotonic()
+        if self.deadline is not None and now > self.deadline + SHRINK_GRACE:
+            return True
+        return now > self.shrink_started + SHRINK_SECONDS
+
     def _check(self, example: Any) -> None:
         if not self.shrinking:
             late = self.deadline is not None and time.monotonic() > self.deadline
             if late or self.counters.stop.is_set():
-                return
+                raise _Halt  # ends the run at once, where returning would draw on
             self.examples += 1
             with self.counters.examples.get_lock():
                 self.counters.examples.value += 1
         else:
+            if self._shrink_is_over():
+                return  # out of time: the smallest failing example so far stands
             self.counters.shrink_steps.value += 1
         failure = self.target.judge(example)
         if failure is None or failure.kind in self.seen:
             return
         if not self.shrinking:
             self.shrinking = True
+            self.shrink_started = time.monotonic()
             with self.counters.failures.get_lock():
                 self.counters.failures.value += 1
             self.counters.shrink_steps.value = 0
@@ -230,6 +244,11 @@ class _Round:
         self.last = (failure, example)
         self.counters.shrink_size.value = self.target.size(example)
         raise _violation(failure.kind)(str(failure))
+
+
+class _Halt(BaseException):
+    """Time is up or the campaign is over: not an Exception, so hypothesis neither
+    counts it as a failure nor shrinks it, and lets it through at once."""
 
 
 class _Violated(Exception):

@@ -3,6 +3,9 @@
 - `PlannerTarget`: an optplan planner by name (`fuzz greedy`).
 - `CallableTarget`: a Python function `module:function` taking a `Problem` and returning
   offsets (a dict of buffer name to offset) or a `Plan`; None means it found no plan.
+
+Planners and functions must also answer in time: far past the time limit (`over_time`)
+is a failure of its own, as a crash is.
 - `CommandTarget`: an external program speaking MiniMalloc's CSV. Per example: the problem
   is written with `write_csv` to `{input}`, the command runs with `{capacity}` (the
   problem's, or the stacked layout's arena when it has none), and `{output}` must then be
@@ -21,6 +24,7 @@ import importlib
 import shlex
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -60,7 +64,7 @@ def make_target(spec: TargetSpec) -> Target:
     if spec.kind == "planner":
         return PlannerTarget(spec.name, spec.time_limit)
     if spec.kind == "callable":
-        return CallableTarget(spec.name)
+        return CallableTarget(spec.name, spec.time_limit)
     if spec.kind == "command":
         return CommandTarget(spec.name, spec.time_limit)
     if spec.kind == "tvm":
@@ -126,6 +130,16 @@ class _ProblemTarget:
         return Failure("bad-result", f"{name} returned {type(result).__name__}, not offsets")
 
 
+def over_time(started: float, time_limit: float) -> Failure | None:
+    """A target that runs far past its time limit hangs its users: a failure too. The
+    margin is wide, so that a loaded machine does not cry wolf."""
+    seconds = time.monotonic() - started
+    allowed = max(3 * time_limit, time_limit + 30)
+    if seconds <= allowed:
+        return None
+    return Failure("over-time", f"took {seconds:.0f} s with a time limit of {time_limit:g} s")
+
+
 def problem_reproducer(problem: Problem, failure: Failure, label: str) -> tuple[str, str]:
     """(suffix, text): a CSV when the format holds the whole problem, else Python."""
     plain = not problem.aliases and problem.capacity is None
@@ -165,16 +179,18 @@ class PlannerTarget(_ProblemTarget):
         self.label, self.stem = f"planner {self.name}", self.name
 
     def judge(self, example: Problem) -> Failure | None:
+        started = time.monotonic()
         try:
             plan = self.planner(example)
         except Exception as error:  # noqa: BLE001 - any crash of the target is the finding
             return Failure("crash", f"{type(error).__name__}: {error}")
-        return judge_plan(example, plan)
+        return over_time(started, self.time_limit) or judge_plan(example, plan)
 
 
 @dataclass
 class CallableTarget(_ProblemTarget):
     name: str
+    time_limit: float = 10.0
 
     def __post_init__(self) -> None:
         module_name, _, attribute = self.name.partition(":")
@@ -189,11 +205,12 @@ class CallableTarget(_ProblemTarget):
         self.label, self.stem = f"callable {self.name}", attribute
 
     def judge(self, example: Problem) -> Failure | None:
+        started = time.monotonic()
         try:
             result = self.function(example)
         except Exception as error:  # noqa: BLE001 - any crash of the target is the finding
             return Failure("crash", f"{type(error).__name__}: {error}")
-        return self.judge_result(example, result, self.name)
+        return over_time(started, self.time_limit) or self.judge_result(example, result, self.name)
 
 
 @dataclass

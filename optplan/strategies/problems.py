@@ -1,22 +1,27 @@
 """Hypothesis strategies for allocation problems: valid by construction, shrinking locally.
 
-A problem is drawn in five steps, each valid by construction:
+A problem is a list of records, one per buffer, each holding everything about that
+buffer, so that deleting a record deletes the buffer with its alias and its pin and
+nothing else moves. It is built in five steps, each valid by construction:
 
 1. Buffers: `b0`, `b1`, ...; a size (zero allowed), an alignment, and a lifetime drawn as
    (start, length >= 1) followed by further intervals, each after a gap >= 1 (a tensor
    live in both branches of an If). Everything shrinks towards one short interval,
    alignment 1 and size 0.
-2. Aliases: each buffer may view at most one earlier buffer it is live with (a forest, so
-   the equations never contradict each other). The delta is a multiple of 8, or with
-   `residues=True` any small number, so that a view sits at a residue of the base's
-   alignment; the view's alignment is then redrawn among those the whole class can still
-   meet (two members with alignments a, b and deltas d, e need d = e mod gcd(a, b)).
+2. Aliases: a record may make its buffer a view of an earlier buffer it is live with (a
+   forest, so the equations never contradict each other). The delta is a multiple of 8,
+   or with `residues=True` any small number, so that a view sits at a residue of the
+   base's alignment; when the view's alignment cannot be met beside the rest of the class
+   (two members with alignments a, b and deltas d, e need d = e mod gcd(a, b)), or
+   when the class's alignments would repeat only past `MAX_CLASS_PERIOD` bytes, it
+   becomes 1.
 3. Alias classes: the union of the ties; a class is one allocation whose rectangle is the
    union of its members' lifetimes by max(delta + size).
-4. Pins: whole classes (or, without `pinned_aliases`, only untied buffers) may be pinned.
-   Pinned classes are laid end to end from a drawn base, each at the lowest offset that
-   meets every member's alignment (by the Chinese remainder theorem), so pinned
-   rectangles never share a byte and every problem has a plan.
+4. Pins: a record's pin wish pins its buffer's class when it is the class's first
+   member (without `pinned_aliases`, only classes of one buffer). Pinned classes are laid
+   end to end from a drawn base, each at the lowest offset that meets every member's
+   alignment (by the Chinese remainder theorem), so pinned rectangles never share a
+   byte and every problem has a plan.
 5. Capacity (with `capacities=True`): none, a roomy one (every class stacked above the
    pins: always feasible), or one below the live-bytes lower bound (never feasible).
 
@@ -30,6 +35,7 @@ A problem is drawn in five steps, each valid by construction:
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from hypothesis import strategies as st
 
@@ -38,6 +44,9 @@ from optplan.problem import Alias, Buffer, Interval, Problem, lower_bound
 ALIGNMENTS = (1, 2, 4, 8)
 # Odd, coprime and large alignments: 3 against 4 or 8, two primes, and a runtime's 64.
 ODD_ALIGNMENTS = (1, 2, 3, 4, 8, 64, 1009, 1013)
+# An alias class whose members' alignments multiply past this (1009 x 1013 x 64 is 65 M)
+# needs an arena about that big for a few bytes: such views fall back to alignment 1.
+MAX_CLASS_PERIOD = 1 << 16
 
 
 @st.composite
@@ -96,24 +105,28 @@ def problems(
     max_size: int = 16,
 ) -> Problem:
     """A problem with steps 1-5 above; every option off draws plain single-interval ones."""
-    count = draw(st.integers(min_buffers, max_buffers))
-    drawn = [
-        draw(
-            buffers(
-                i,
-                alignments=alignments,
-                branches=branches,
-                max_intervals=max_intervals,
-                max_size=max_size,
-            )
-        )
-        for i in range(count)
-    ]
-    ties: list[Alias] = []
-    if aliases:
-        drawn, ties = draw(_aliases(drawn, residues=residues))
+    never = st.none()
+    delta = st.integers(0, 24) if residues else st.integers(0, 2).map(lambda k: 8 * k)
+    alias = st.one_of(never, never, never, st.tuples(st.integers(0, 7), delta))
+    pin = st.one_of(never, never, never, never, st.integers(0, 8))
+    record = st.tuples(
+        buffers(
+            0,
+            alignments=alignments,
+            branches=branches,
+            max_intervals=max_intervals,
+            max_size=max_size,
+        ),
+        alias if aliases else never,
+        pin if pins else never,
+    )
+    records = draw(st.lists(record, min_size=min_buffers, max_size=max_buffers))
+    drawn = [replace(b, id=f"b{i}") for i, (b, _, _) in enumerate(records)]
+    drawn, ties = _aliases(drawn, [a for _, a, _ in records])
     if pins:
-        drawn = draw(_pins(drawn, ties, whole_classes=pinned_aliases))
+        cursor = draw(st.integers(0, 16))
+        wishes = [p for _, _, p in records]
+        drawn = _pins(drawn, ties, wishes, cursor, whole_classes=pinned_aliases)
     problem = Problem(tuple(drawn), tuple(ties))
     if capacities:
         capacity = draw(_capacities(problem))
@@ -170,29 +183,26 @@ class _Classes:
         return found
 
 
-@st.composite
 def _aliases(
-    draw: st.DrawFn, drawn: list[Buffer], *, residues: bool
+    drawn: list[Buffer], wishes: list[tuple[int, int] | None]
 ) -> tuple[list[Buffer], list[Alias]]:
-    """Each buffer may view at most one earlier buffer it is live with: a forest, so the
-    aliases never contradict each other (step 2)."""
+    """Each buffer may view one earlier buffer it is live with: a forest, so the aliases
+    never contradict each other (step 2). A wish is (which base, delta)."""
     classes = _Classes(len(drawn))
     drawn = list(drawn)
     ties = []
-    for j, view in enumerate(drawn):
+    for j, (view, wish) in enumerate(zip(drawn, wishes)):
         bases = [i for i in range(j) if drawn[i].overlaps_in_time(view)]
-        if not bases or draw(st.integers(0, 3)) != 3:
+        if not bases or wish is None:
             continue
-        i = draw(st.sampled_from(bases))
-        delta = draw(st.integers(0, 24)) if residues else 8 * draw(st.integers(0, 2))
-        _, base_delta = classes.find(i)
-        view_delta = base_delta + delta
+        i = bases[wish[0] % len(bases)]
+        root, base_delta = classes.find(i)
+        view_delta = base_delta + wish[1]
         members = [(drawn[k].alignment, d) for k, d in classes.members(i)]
         fits = [a for a in _alignment_choices_of(view) if _compatible(a, view_delta, members)]
-        alignment = draw(st.sampled_from(fits))
-        drawn[j] = Buffer(view.id, view.size, view.live, alignment)
-        classes.root[j], classes.delta[j] = classes.find(i)[0], view_delta
-        ties.append(Alias(drawn[i].id, view.id, delta))
+        drawn[j] = replace(view, alignment=fits[0])
+        classes.root[j], classes.delta[j] = root, view_delta
+        ties.append(Alias(drawn[i].id, view.id, wish[1]))
     return drawn, ties
 
 
@@ -203,8 +213,11 @@ def _alignment_choices_of(view: Buffer) -> list[int]:
 
 def _compatible(alignment: int, delta: int, members: list[tuple[int, int]]) -> bool:
     """Whether some root offset puts a member at `delta` on a multiple of `alignment`
-    and every other member on a multiple of its own."""
-    return all((delta - d) % math.gcd(alignment, a) == 0 for a, d in members)
+    and every other member on a multiple of its own, with the class's alignments
+    repeating within `MAX_CLASS_PERIOD` bytes."""
+    period = math.lcm(alignment, *(a for a, _ in members))
+    fits = all((delta - d) % math.gcd(alignment, a) == 0 for a, d in members)
+    return fits and period <= MAX_CLASS_PERIOD
 
 
 # ---------------------------------------------------------------------------- pins
@@ -247,24 +260,27 @@ def _crt(r1: int, m1: int, r2: int, m2: int) -> tuple[int, int]:
     return (r1 + m1 * step) % lcm, lcm
 
 
-@st.composite
 def _pins(
-    draw: st.DrawFn, drawn: list[Buffer], ties: list[Alias], *, whole_classes: bool
+    drawn: list[Buffer],
+    ties: list[Alias],
+    wishes: list[int | None],
+    cursor: int,
+    *,
+    whole_classes: bool,
 ) -> list[Buffer]:
-    """Pin some classes, end to end from a drawn base (step 4); one member of a pinned
-    class carries the pin (the others follow through the aliases)."""
-    cursor = draw(st.integers(0, 16))
+    """Pin the classes whose first member wishes it, end to end from `cursor` (step 4);
+    that member carries the pin (the others follow through the aliases). A wish is the
+    gap left above the pinned class."""
     pinned = list(drawn)
     for members in _class_of(drawn, ties):
-        if len(members) > 1 and not whole_classes:
-            continue
-        if draw(st.integers(0, 4)) != 4:
+        first, _ = min(members)
+        gap = wishes[first]
+        if gap is None or (len(members) > 1 and not whole_classes):
             continue
         root = first_offset(cursor, [(drawn[k].alignment, d) for k, d in members])
-        cursor = root + _height(drawn, members) + draw(st.integers(0, 8))
-        k, delta = members[draw(st.integers(0, len(members) - 1))]
-        b = drawn[k]
-        pinned[k] = Buffer(b.id, b.size, b.live, b.alignment, root + delta)
+        cursor = root + _height(drawn, members) + gap
+        delta = dict(members)[first]
+        pinned[first] = replace(drawn[first], offset=root + delta)
     return pinned
 
 
