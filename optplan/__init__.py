@@ -1,3 +1,57 @@
-"""optplan: optimal static memory planning for tensor programs."""
+"""optplan: optimal static memory planning for tensor programs.
+
+The names a user needs, imported on first use (so that `import optplan` stays quick):
+
+    >>> from optplan import Buffer, Interval, Problem, get_planner
+    >>> problem = Problem((Buffer("a", 64, (Interval(0, 2),)), Buffer("b", 32, (Interval(1, 3),))))
+    >>> get_planner("greedy")(problem).arena
+    96
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "Alias": "optplan.problem",
+    "Buffer": "optplan.problem",
+    "Interval": "optplan.problem",
+    "Problem": "optplan.problem",
+    "lower_bound": "optplan.problem",
+    "read_csv": "optplan.problem",
+    "write_csv": "optplan.problem",
+    "Plan": "optplan.plan",
+    "Status": "optplan.plan",
+    "validate": "optplan.plan",
+    "PLANNERS": "optplan.planners",
+    "get_planner": "optplan.planners",
+}
+
+__all__ = [
+    "PLANNERS",
+    "Alias",
+    "Buffer",
+    "Interval",
+    "Plan",
+    "Problem",
+    "Status",
+    "get_planner",
+    "lower_bound",
+    "read_csv",
+    "validate",
+    "write_csv",
+]
+
+if TYPE_CHECKING:
+    from optplan.plan import Plan, Status, validate
+    from optplan.planners import PLANNERS, get_planner
+    from optplan.problem import Alias, Buffer, Interval, Problem, lower_bound, read_csv, write_csv
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'optplan' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -14,8 +14,9 @@ says where every tensor lives: `R.memory.alloc_storage` makes storages and
    a storage made only for a returned value (LowerAllocTensor's) is not counted.
 3. The Problem: one buffer per carved tensor, live as in step 1; the Plan: its offset is
    its storage's base plus its `alloc_tensor` offset.
-4. Validate with the independent judge (`optplan.plan.validate`), plus one check the
-   arena view cannot see: a tensor must end inside its own storage.
+4. Validate with the independent judge (`optplan.plan.validate`), plus two checks the
+   arena view cannot see: a tensor must end inside its own storage, at an offset that is
+   a multiple of its element type's alignment.
 5. Replay (`optplan.lowered.run_lowered`): the program with `kill_after_last_use`'s
    kills, run once with every tensor in fresh memory and once in the shared, poisoned
    storages; any byte that differs is reported. Kills already in the program are
@@ -31,6 +32,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from optplan.analysis.memory import Placement
 from optplan.analysis.types import infer_types
@@ -52,6 +55,7 @@ class Carved:
     storage: str
     offset: int
     size_bytes: int
+    alignment: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +94,7 @@ class CheckReport:
                 f"{self.path}: {len(self.storages)} storages, {self.arena_bytes} bytes "
                 f"(lower bound {self.lower_bound_bytes}), {self.tensors} planned tensors"
             ),
+            *(f"  storage {name}: {size} bytes" for name, size in self.storages),
             *(f"  {v}" for v in self.violations),
         ]
         if self.replay is not None:
@@ -112,6 +117,7 @@ def check_program(program: Program, *, path: str = "<program>", seed: int = 0) -
     storages = _counted_storages(typed.main, problem)
     faults = [str(v) for v in validate(problem, plan)]
     faults += _overruns(typed.main)
+    faults += _misaligned(typed.main)
     return CheckReport(
         path=path,
         arena_bytes=plan.arena,
@@ -200,7 +206,11 @@ def carved_tensors(fn: Function) -> dict[str, Carved]:
             raise _located(f"the offset of {binding.var.name!r} is not an integer", binding)
         assert isinstance(binding.type, TensorType)
         carved[binding.var.name] = Carved(
-            binding.var.name, storage.name, int(offset.value), binding.type.size_bytes
+            binding.var.name,
+            storage.name,
+            int(offset.value),
+            binding.type.size_bytes,
+            np.dtype(binding.type.dtype).alignment,
         )
     return carved
 
@@ -249,6 +259,16 @@ def _overruns(fn: Function) -> list[str]:
         f"{c.storage!r} of {sizes[c.storage]} bytes"
         for c in carved_tensors(fn).values()
         if c.offset < 0 or c.offset + c.size_bytes > sizes.get(c.storage, 0)
+    ]
+
+
+def _misaligned(fn: Function) -> list[str]:
+    """Tensors at an offset their element type cannot be read at (a float32 at byte 1)."""
+    return [
+        f"tensor {c.name!r} at offset {c.offset} of storage {c.storage!r} is not a multiple "
+        f"of {c.alignment}, the alignment of its element type"
+        for c in carved_tensors(fn).values()
+        if c.offset % c.alignment
     ]
 
 

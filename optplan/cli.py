@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
+from optplan import __version__
 from optplan.errors import InputError
 from optplan.load import Loaded, load, read_plan
 from optplan.plan import Plan, validate
@@ -32,7 +35,10 @@ DEFAULT_PLANNERS = "naive,tokens,greedy,cpsat"
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as done:  # --help, or a usage fault already printed in one line
+        return done.code if isinstance(done.code, int) else 2
     try:
         return int(args.handler(args))
     except InputError as error:
@@ -50,13 +56,41 @@ def entry() -> None:
 # ---------------------------------------------------------------------------- arguments
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage fault reported as one line and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see '{self.prog} --help')\n")
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return seconds
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="optplan",
         description="Plan the memory of a tensor program (TVMScript .py, ONNX .onnx, or a "
         "MiniMalloc .csv problem) into one arena of minimum size, and check the plan.",
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"optplan {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     plan = commands.add_parser("plan", help="plan one program and print or write the plan")
     _add_input(plan)
@@ -72,7 +106,7 @@ def _parser() -> argparse.ArgumentParser:
     compare.set_defaults(handler=_cmd_compare)
 
     run = commands.add_parser("run", help="replay the planned program in one arena, bit for bit")
-    _add_input(run)
+    _add_input(run, json=False)
     run.add_argument("--planner", default="cpsat", help="planner to use (default: cpsat)")
     run.add_argument("--plan", help="replay this plan (JSON with 'offsets') instead of planning")
     run.add_argument("--inputs", help=".npz of input values by parameter name (others are random)")
@@ -88,15 +122,25 @@ def _parser() -> argparse.ArgumentParser:
     lower = commands.add_parser(
         "lower", help="print the program lowered onto a plan (alloc_storage, alloc_tensor, kills)"
     )
-    _add_input(lower)
+    _add_input(lower, json=False)
     lower.add_argument("--planner", default="cpsat", help="planner to use (default: cpsat)")
     lower.add_argument("-o", "--output", help="write the lowered TVMScript here")
     lower.set_defaults(handler=_cmd_lower)
 
     show = commands.add_parser("show", help="draw the planned arena as a picture")
-    _add_input(show)
+    _add_input(show, json=False)
     show.add_argument("--planner", default="cpsat", help="planner to use (default: cpsat)")
-    show.add_argument("-o", "--output", required=True, help="picture to write (.png, .svg, .pdf)")
+    show.add_argument(
+        "-o", "--output", required=True, help="picture to write (.png, .svg, .pdf, or .html)"
+    )
+    show.add_argument(
+        "--html",
+        action="store_true",
+        help="write a self-contained page where hovering a tensor names it (for large plans)",
+    )
+    show.add_argument(
+        "--labels", type=int, default=12, help="name this many of the largest tensors (default 12)"
+    )
     show.set_defaults(handler=_cmd_show)
 
     check = commands.add_parser(
@@ -138,13 +182,19 @@ def _add_fuzz(commands: argparse._SubParsersAction) -> None:  # type: ignore[typ
     fuzz.set_defaults(handler=_cmd_fuzz)
 
 
-def _add_input(parser: argparse.ArgumentParser) -> None:
+def _add_input(parser: argparse.ArgumentParser, *, json: bool = True) -> None:
     parser.add_argument("program", help="a TVMScript .py, an ONNX .onnx or a MiniMalloc .csv")
     parser.add_argument(
-        "--alignment", type=int, default=64, help="byte alignment of every offset (default: 64)"
+        "--alignment",
+        type=_positive_int,
+        help="byte alignment of every offset (default: 64 for programs, as TVM's and TFLite's "
+        "CPU runtimes; 1 for a .csv problem, whose sizes are exact byte counts)",
     )
     parser.add_argument(
-        "--time-limit", type=float, default=60.0, help="seconds per planner (default: 60)"
+        "--time-limit",
+        type=_positive_seconds,
+        default=60.0,
+        help="seconds per planner (default: 60)",
     )
     parser.add_argument(
         "--plan-outputs", action="store_true", help="also plan the function's outputs"
@@ -161,13 +211,15 @@ def _add_input(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="first let elementwise ops write over inputs that die there (DataflowUseInplaceCalls)",
     )
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    if json:
+        parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
 # ---------------------------------------------------------------------------- commands
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
+    _check_output(args.output)
     loaded = _load(args)
     plan = _solve(loaded.problem, args.planner, args.time_limit, quiet=args.json)
     faults = validate(loaded.problem, plan)
@@ -187,8 +239,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
+    names = _planner_names(args.planners)
     loaded = _load(args)
-    names = [n.strip() for n in args.planners.split(",") if n.strip()]
     records, failed = [], False
     for name in names:
         plan = _solve(loaded.problem, name, args.time_limit, quiet=args.json)
@@ -223,7 +275,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         inputs.update(onnx_weights(args.program))
     if args.inputs:
-        inputs.update(_read_npz(args.inputs))
+        given = _read_npz(args.inputs)
+        unknown = sorted(set(given) - set(inputs) - _expected_names(args, given))
+        if unknown:
+            raise InputError(
+                f"{', '.join(map(repr, unknown))} is no parameter of the program "
+                f"(its parameters: {', '.join(inputs) or 'none'})",
+                file=args.inputs,
+            )
+        inputs.update(given)
     try:
         reference = executor.reference_run(loaded.program, inputs)
     except InputError as error:
@@ -245,6 +305,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         f"({tensors} planned values in an arena of {plan.arena} bytes, plan by {plan.planner})"
     )
     return 1 if faults else 0
+
+
+def _expected_names(args: argparse.Namespace, given: dict[str, np.ndarray]) -> set[str]:
+    """The outputs in an --inputs file that is also the --expect file (one .npz with both)."""
+    if not args.expect or Path(args.expect).resolve() != Path(args.inputs).resolve():
+        return set()
+    return {name for name in given if name == "output" or name.startswith("output_")}
 
 
 def _expected_outputs(outputs: tuple[object, ...], args: argparse.Namespace) -> str | None:
@@ -281,6 +348,7 @@ def _cmd_lower(args: argparse.Namespace) -> int:
     from optplan.passes import plan_memory
     from optplan.script import print_program
 
+    _check_output(args.output)
     loaded = _load(args)
     if loaded.program is None or loaded.memory is None:
         raise InputError("a CSV problem has no program to lower; give a .py or .onnx", file=args.program)
@@ -302,15 +370,21 @@ def _cmd_lower(args: argparse.Namespace) -> int:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from optplan.report import draw_arena
+    from optplan.report import arena_html, draw_arena
 
+    page = args.html or args.output.lower().endswith(".html")
+    _check_output(args.output, (".html",) if page else PICTURES)
     loaded = _load(args)
     plan = _solve(loaded.problem, args.planner, args.time_limit, quiet=True)
     faults = validate(loaded.problem, plan)
     if faults or not plan.status.has_plan:
         _report_faults(plan, faults)
         return 1
-    draw_arena(loaded.problem, plan, args.output, title=f"{Path(args.program).name}: {_headline(plan)}")
+    title = f"{Path(args.program).name}: {_headline(plan)}"
+    if page:
+        _write_text(args.output, arena_html(loaded.problem, plan, title=title))
+    else:
+        draw_arena(loaded.problem, plan, args.output, title=title, labels=args.labels)
     print(f"{args.output}: {_headline(plan)}")
     return 0
 
@@ -327,6 +401,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
         report = check_program(load_script(args.program), path=args.program, seed=args.seed)
     except InputError as error:
         raise error.located(args.program) from None
+    if not report.storages:
+        raise InputError(
+            "no plan in this program (no R.memory.alloc_storage holds a tensor); "
+            "'optplan lower' prints one planned",
+            file=args.program,
+        )
     print(json.dumps(report.as_dict(), indent=1) if args.json else report.summary())
     return 0 if report.valid else 1
 
@@ -357,6 +437,8 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
 
 
 def _load(args: argparse.Namespace) -> Loaded:
+    if args.alignment is None:
+        args.alignment = 1 if args.program.lower().endswith(".csv") else 64
     return load(
         args.program,
         alignment=args.alignment,
@@ -376,6 +458,18 @@ def _dims(pairs: list[str]) -> dict[str, int]:
     return dims
 
 
+def _planner_names(text: str) -> list[str]:
+    from optplan.planners import PLANNERS
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise InputError(f"--planners names no planner; choose from {', '.join(sorted(PLANNERS))}")
+    for name in names:
+        if name not in PLANNERS:
+            raise InputError(f"unknown planner {name!r}; choose from {', '.join(sorted(PLANNERS))}")
+    return names
+
+
 def _solve(problem: Problem, name: str, time_limit: float, *, quiet: bool) -> Plan:
     from optplan.planners import PLANNERS, get_planner
 
@@ -385,7 +479,14 @@ def _solve(problem: Problem, name: str, time_limit: float, *, quiet: bool) -> Pl
     planner = get_planner(name, time_limit=time_limit) if "time_limit" in options else get_planner(name)
     if not quiet and "time_limit" in options:
         print(f"planning with {name} (time limit {time_limit:g} s)...", file=sys.stderr, flush=True)
-    return planner(problem)
+    plan = planner(problem)
+    if plan.detail.get("search") == "compiling":
+        print(
+            "optplan: note: the exact search is being compiled for first use in the background "
+            "(10-50 s, once); this plan was made without it",
+            file=sys.stderr,
+        )
+    return plan
 
 
 def _record(loaded: Loaded, plan: Plan, args: argparse.Namespace) -> dict[str, object]:
@@ -425,30 +526,37 @@ def _outputs_note(loaded: Loaded, args: argparse.Namespace) -> str:
 
 
 def _table(loaded: Loaded, records: list[dict[str, object]], args: argparse.Namespace) -> str:
-    header = ("planner", "status", "arena bytes", "lower bound", "gap", "vs naive", "seconds")
+    """One row per planner; every gap is measured against the same bound, the best any of
+    them proved (never below the live-bytes lower bound)."""
+    best = max(int(r["bound_bytes"]) for r in records)  # type: ignore[call-overload]
+    header = ("planner", "status", "arena bytes", "proven bound", "gap", "vs naive", "seconds")
     rows = [header]
     for r in records:
         naive = int(r["naive_bytes"]) or 1  # type: ignore[call-overload]
+        arena = int(r["arena_bytes"])  # type: ignore[call-overload]
         has_plan = r["status"] in ("optimal", "feasible")
         rows.append(
             (
                 str(r["planner"]),
                 str(r["status"]),
-                str(r["arena_bytes"]) if has_plan else "-",
-                str(r["lower_bound_bytes"]),
-                f"{float(r['gap']):.2%}" if has_plan else "-",  # type: ignore[arg-type]
-                f"{int(r['arena_bytes']) / naive:.1%}" if has_plan else "-",  # type: ignore[call-overload]
+                str(arena) if has_plan else "-",
+                str(r["bound_bytes"]),
+                f"{(arena - best) / best:.2%}" if has_plan and best else "-",
+                f"{arena / naive:.1%}" if has_plan else "-",
                 f"{float(r['seconds']):.2f}",  # type: ignore[arg-type]
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lower = records[0]["lower_bound_bytes"]
     title = (
         f"{loaded.path}: {len(loaded.problem.buffers)} buffers, alignment {args.alignment}, "
-        f"{_outputs_note(loaded, args)}"
+        f"{_outputs_note(loaded, args)}; lower bound {lower}, gaps against the best proven "
+        f"bound {best}"
     )
     lines = [title]
     for row in rows:
-        lines.append("  ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))))
+        cells = (c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+        lines.append("  ".join(cells))
     return "\n".join(lines)
 
 
@@ -463,17 +571,39 @@ def _write_plan(path: str, problem: Problem, plan: Plan, record: dict[str, objec
     _write_text(path, text)
 
 
+PICTURES = (".png", ".svg", ".pdf")
+
+
+def _check_output(path: str | None, suffixes: tuple[str, ...] = ()) -> None:
+    """Refuse an output path that cannot be written, before any work is done."""
+    if path is None:
+        return
+    target = Path(path)
+    if suffixes and target.suffix.lower() not in suffixes:
+        raise InputError(f"cannot tell the file's format; name it {' or '.join(suffixes)}", file=path)
+    if target.is_dir():
+        raise InputError("is a directory; give a file name to write", file=path)
+    if not target.parent.is_dir():
+        raise InputError(f"directory {str(target.parent)!r} does not exist", file=path)
+
+
 def _write_text(path: str, text: str) -> None:
     """Write through a temporary file, so an interrupted write leaves nothing half-done."""
     target = Path(path)
     partial = target.with_name(target.name + ".partial")
-    partial.write_text(text + ("" if text.endswith("\n") else "\n"))
-    partial.replace(target)
+    try:
+        partial.write_text(text + ("" if text.endswith("\n") else "\n"))
+        partial.replace(target)
+    except OSError as error:
+        partial.unlink(missing_ok=True)
+        raise InputError(f"cannot write: {error.strerror}", file=path) from None
 
 
 def _read_npz(path: str) -> dict[str, np.ndarray]:
     try:
-        with np.load(path) as data:
+        with np.load(path, allow_pickle=False) as data:
             return {name: data[name] for name in data.files}
-    except (OSError, ValueError) as error:
-        raise InputError(f"cannot read inputs: {error}", file=path) from None
+    except OSError as error:
+        raise InputError(f"cannot read: {error.strerror or error}", file=path) from None
+    except (ValueError, AttributeError):
+        raise InputError("not an .npz archive of arrays (numpy.savez)", file=path) from None

@@ -7,10 +7,13 @@ to replay. Every fault becomes an InputError that names the file.
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import ModuleType
 
 from optplan.analysis.liveness import build_memory
 from optplan.analysis.memory import Memory
@@ -47,13 +50,13 @@ def load(
     suffix = Path(path).suffix.lower()
     try:
         if suffix == ".csv":
+            _refuse_options(dims=dims, inplace=inplace, plan_outputs=plan_outputs)
             return Loaded(path, _realign(read_csv(path), alignment))
         if suffix == ".py":
+            _refuse_options(dims=dims)
             program = _read_script(path)
         elif suffix == ".onnx":
-            from optplan.onnx_frontend import load_onnx
-
-            program = load_onnx(path, dims or {})
+            program = _onnx_frontend().load_onnx(path, dims or {})
         else:
             raise InputError(f"unknown kind of file {suffix!r}; expected .py, .onnx or .csv")
         _refuse_planned(program)
@@ -64,6 +67,25 @@ def load(
         return _from_program(path, program, alignment, plan_outputs)
     except InputError as error:
         raise error.located(path) from None
+
+
+def _refuse_options(**given: object) -> None:
+    """Options that mean nothing for this kind of input are an error, not ignored."""
+    for name, value in given.items():
+        if value:
+            flag = "--dim" if name == "dims" else "--" + name.replace("_", "-")
+            meaning = "fixes a dimension of an ONNX model's inputs" if name == "dims" else "acts on a program"
+            raise InputError(f"{flag} {meaning}; this input has none to act on")
+
+
+def _onnx_frontend() -> ModuleType:
+    """The ONNX reader, or a clear error when the onnx package is missing."""
+    try:
+        return importlib.import_module("optplan.onnx_frontend")
+    except ModuleNotFoundError as error:
+        if error.name != "onnx":
+            raise
+        raise InputError("reading .onnx models needs the onnx package: pip install 'optplan[onnx]'") from None
 
 
 def load_program(path: str) -> Program:
@@ -132,8 +154,15 @@ def read_plan(path: str, problem: Problem) -> Plan:
     sizes = {b.id: b.size for b in problem.buffers}
     reach = max((offsets[n] + sizes.get(n, 0) for n in offsets), default=0)
     arena = data.get("arena_bytes", reach)
-    if not isinstance(arena, int):
-        raise InputError(f"arena_bytes is not an integer: {arena!r}", file=path)
+    if not isinstance(arena, int) or isinstance(arena, bool) or arena < 0:
+        raise InputError(f"arena_bytes is not a non-negative integer: {arena!r}", file=path)
+    memory = _machine_bytes()
+    if arena > memory:
+        raise InputError(
+            f"arena_bytes {arena} is more than this machine's memory ({memory} bytes); "
+            "such a plan cannot be replayed here",
+            file=path,
+        )
     from optplan.problem import lower_bound
 
     return Plan(
@@ -143,3 +172,11 @@ def read_plan(path: str, problem: Problem) -> Plan:
         planner=str(data.get("planner", Path(path).name)),
         lower_bound=lower_bound(problem),
     )
+
+
+def _machine_bytes() -> int:
+    """The physical memory of this machine (2**62 where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62

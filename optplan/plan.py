@@ -7,12 +7,15 @@ alias grouping, and compares buffers by a plain sweep over time.
 Checks, in order: a status without a plan has no offsets to check; every buffer has an
 offset, that offset is >= 0, a multiple of the buffer's alignment, and equal to the pin if
 the buffer is pinned; the buffer ends inside the arena (and the arena inside the capacity);
-every alias equation holds; no two buffers live at the same point share a byte unless
-they are tied by aliases (a view and its base do share bytes).
+every alias equation holds; no two alias classes live at the same point share a byte. A
+class (buffers tied by aliases, a single buffer otherwise) is one allocation: from its
+lowest member offset to its highest member end, reserved while any member is live, as
+`lower_bound` counts it; its members share those bytes with each other.
 """
 
 from __future__ import annotations
 
+import bisect
 import enum
 from dataclasses import dataclass, field
 
@@ -37,6 +40,8 @@ class Plan:
     `lower_bound` is the live-bytes bound of the problem; `bound` the best lower bound on
     the optimal arena that the planner proved (at least `lower_bound`). A planner that found
     nothing returns status INFEASIBLE or UNKNOWN with empty offsets and arena 0.
+    `storages` cuts the arena into separate storages, as (offset, size in bytes) pairs, for
+    planners that allocate several (TVM's tokens); empty means one storage, the arena.
     """
 
     offsets: dict[str, int]
@@ -47,6 +52,7 @@ class Plan:
     seconds: float = 0.0
     bound: int = 0
     detail: dict[str, object] = field(default_factory=dict)
+    storages: tuple[tuple[int, int], ...] = ()
 
     @property
     def gap(self) -> float:
@@ -148,45 +154,70 @@ def _tied_groups(problem: Problem) -> dict[str, int]:
 
 
 def _overlaps(problem: Problem, offsets: dict[str, int]) -> list[Violation]:
-    """Pairs of buffers live at one point whose bytes intersect, by a sweep over time.
+    """Pairs of alias classes live at one point whose bytes intersect.
 
-    Intervals are half-open, so at equal points an end is handled before a start: a buffer
-    ending at t and one starting at t never conflict.
+    A class (buffers tied by aliases) is one allocation: it reserves the bytes from its
+    lowest member offset to its highest member end at every point where any member is
+    live. Sweep over time, ends before starts at equal points (half-open intervals), with
+    the reserved byte ranges of the live classes kept sorted by offset. While no overlap
+    has been seen those ranges are disjoint, so a new range can only meet its neighbours;
+    after the first overlap every live range is compared.
     """
     group = _tied_groups(problem)
-    events: list[tuple[int, int, int, str]] = []
+    low: dict[int, int] = {}
+    high: dict[int, int] = {}
+    lives: dict[int, list[tuple[int, int]]] = {}
+    names: dict[int, str] = {}
     for b in problem.buffers:
-        if b.id not in offsets or b.size == 0:
+        if b.id not in offsets:
             continue
-        for number, iv in enumerate(b.live):
-            events.append((iv.start, 1, number, b.id))
-            events.append((iv.end, 0, number, b.id))
+        number = group[b.id]
+        names.setdefault(number, b.id)
+        low[number] = min(low.get(number, offsets[b.id]), offsets[b.id])
+        high[number] = max(high.get(number, offsets[b.id] + b.size), offsets[b.id] + b.size)
+        lives.setdefault(number, []).extend((iv.start, iv.end) for iv in b.live)
+    events: list[tuple[int, int, int]] = []
+    for number, intervals in lives.items():
+        if high[number] > low[number]:
+            for start, end in _union(intervals):
+                events.append((start, 1, number))
+                events.append((end, 0, number))
     events.sort()
-    active: dict[tuple[str, int], None] = {}
-    reported: set[tuple[str, str]] = set()
+    active: list[tuple[int, int, int]] = []
+    reported: set[tuple[int, int]] = set()
     faults: list[Violation] = []
-    for _, is_start, number, name in events:
-        key = (name, number)
+    for _, is_start, number in events:
+        entry = (low[number], high[number], number)
+        at = bisect.bisect_left(active, entry)
         if not is_start:
-            active.pop(key, None)
+            del active[at]
             continue
-        low = offsets[name]
-        high = low + problem.buffer(name).size
-        for other, _ in active:
-            if other == name or group[other] == group[name]:
-                continue
-            other_low = offsets[other]
-            other_high = other_low + problem.buffer(other).size
-            pair = (min(name, other), max(name, other))
-            if low < other_high and other_low < high and pair not in reported:
+        neighbours = active if faults else active[max(at - 1, 0) : at + 1]
+        for other_low, other_high, other in neighbours:
+            pair = (min(number, other), max(number, other))
+            if entry[0] < other_high and other_low < entry[1] and pair not in reported:
                 reported.add(pair)
-                faults.append(
-                    Violation(
-                        "overlap",
-                        pair,
-                        f"buffers {pair[0]!r} and {pair[1]!r} are live at the same time and share "
-                        f"bytes [{max(low, other_low)}, {min(high, other_high)})",
-                    )
-                )
-        active[key] = None
+                faults.append(_overlap(names[pair[0]], names[pair[1]], entry, (other_low, other_high)))
+        active.insert(at, entry)
     return faults
+
+
+def _union(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Intervals merged where they overlap or touch."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _overlap(first: str, second: str, a: tuple[int, ...], b: tuple[int, ...]) -> Violation:
+    pair = (min(first, second), max(first, second))
+    return Violation(
+        "overlap",
+        pair,
+        f"buffers {pair[0]!r} and {pair[1]!r} are live at the same time and share bytes "
+        f"[{max(a[0], b[0])}, {min(a[1], b[1])})",
+    )

@@ -140,6 +140,9 @@ class AliasClass:
 
     `members` maps each buffer id to its delta from the class's root; `size` is the height
     of the rectangle (max of delta + size), `live` the union of the members' lifetimes.
+    The class is one allocation: the whole rectangle is reserved while any member is live.
+    `pins` are the distinct class offsets that pinned members imply (more than one: the
+    pins contradict each other and no plan exists).
     """
 
     root: str
@@ -147,7 +150,12 @@ class AliasClass:
     size: int
     live: tuple[Interval, ...]
     alignment: int
-    offset: int | None
+    pins: tuple[int, ...]
+
+    @property
+    def offset(self) -> int | None:
+        """The class offset its pins fix, when they agree."""
+        return self.pins[0] if len(self.pins) == 1 else None
 
 
 def alias_classes(problem: Problem) -> list[AliasClass]:
@@ -186,11 +194,11 @@ def alias_classes(problem: Problem) -> list[AliasClass]:
         shifted = tuple((name, delta - low) for name, delta in members)
         buffers = [problem.buffer(name) for name, _ in shifted]
         alignment = 1
-        pinned: int | None = None
+        pins: set[int] = set()
         for buffer, (_, delta) in zip(buffers, shifted):
             alignment = math.lcm(alignment, buffer.alignment)
             if buffer.offset is not None:
-                pinned = buffer.offset - delta
+                pins.add(buffer.offset - delta)
         classes.append(
             AliasClass(
                 root=shifted[0][0],
@@ -198,7 +206,7 @@ def alias_classes(problem: Problem) -> list[AliasClass]:
                 size=max(b.size + d for b, (_, d) in zip(buffers, shifted)),
                 live=merge_intervals([iv for b in buffers for iv in b.live]),
                 alignment=alignment,
-                offset=pinned,
+                pins=tuple(sorted(pins)),
             )
         )
     return classes

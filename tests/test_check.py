@@ -141,6 +141,18 @@ def test_overrunning_a_storage_is_invalid() -> None:
     assert not report.valid
 
 
+def test_a_tensor_off_its_element_alignment_is_invalid() -> None:
+    """A float32 tensor at byte 1 of its storage cannot be read there, whatever else holds."""
+    program = infer_types(load(GOLDEN / "lower.in.py"))
+    memory = build_memory(program, alignment=1)
+    lowered = plan_memory(program, memory, get_planner("greedy")(memory.problem))
+    text = print_program(lowered)
+    assert "R.memory.alloc_tensor(storage, 0," in text
+    report = check_program(parse(text.replace("R.memory.alloc_tensor(storage, 0,", "R.memory.alloc_tensor(storage, 1,", 1)))
+    assert any("is not a multiple of 4, the alignment of its element type" in v for v in report.violations)
+    assert not report.valid
+
+
 @needs_data
 @pytest.mark.parametrize(("planner", "arena"), [("tokens", 4919296), ("greedy", 4014080)])
 def test_lowered_resnet18_checks_back_to_its_plan(planner: str, arena: int) -> None:

@@ -308,3 +308,124 @@ def test_inputs_of_the_wrong_shape_are_bad_input(
     assert main(["run", str(EXAMPLE), "--inputs", str(given)]) == 2
     err = capsys.readouterr().err
     assert f"{given}: input 'x' is (2, 2) float32, but the program declares" in err
+
+
+# ---------------------------------------------------------------------------- edges of the command line
+
+
+def _numpy_file(path: Path, **arrays: object) -> Path:
+    import numpy as np
+
+    np.savez(path, **arrays)
+    return path
+
+
+EDGES = [
+    (["plan", "{csv}", "-o", "{tmp}/missing/dir/plan.json"], "does not exist"),
+    (["plan", "{csv}", "-o", "{tmp}"], "is a directory"),
+    (["show", "{csv}", "-o", "{tmp}/picture"], ".png or .svg or .pdf"),
+    (["show", "{csv}", "--html", "-o", "{tmp}/page.png"], "name it .html"),
+    (["plan", "{csv}", "--time-limit", "nan"], "positive number of seconds"),
+    (["plan", "{csv}", "--time-limit", "0"], "positive number of seconds"),
+    (["plan", "{csv}", "--time-limit", "-3"], "positive number of seconds"),
+    (["plan", "{csv}", "--alignment", "0"], "at least 1"),
+    (["compare", "{csv}", "--planners", ","], "names no planner"),
+    (["compare", "{csv}", "--planners", "greedy,magic"], "unknown planner 'magic'"),
+    (["run", "{example}", "--json"], "unrecognized arguments: --json"),
+    (["lower", "{example}", "--json"], "unrecognized arguments: --json"),
+    (["show", "{example}", "--json", "-o", "{tmp}/a.png"], "unrecognized arguments: --json"),
+    (["plan", "{csv}", "--dim", "n=3"], "--dim fixes a dimension"),
+    (["plan", "{csv}", "--inplace"], "--inplace acts on a program"),
+    (["plan", "{csv}", "--plan-outputs"], "--plan-outputs acts on a program"),
+    (["run", "{example}", "--plan", "{negative_arena}"], "not a non-negative integer: -5"),
+    (["run", "{example}", "--plan", "{huge_arena}"], "more than this machine's memory"),
+    (["run", "{example}", "--inputs", "{not_npz}"], "not an .npz archive"),
+    (["run", "{example}", "--inputs", "{stranger}"], "'nope' is no parameter of the program"),
+]
+
+
+@pytest.mark.parametrize(("argv", "what"), EDGES)
+def test_edges_are_one_line_status_two_and_write_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], what: str
+) -> None:
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / "ok.csv").write_text(CSV)
+    (inputs / "neg.json").write_text('{"offsets": {}, "arena_bytes": -5}')
+    (inputs / "huge.json").write_text('{"offsets": {}, "arena_bytes": 10000000000000000}')
+    (inputs / "x.npz").write_text("hello")
+    _numpy_file(inputs / "stranger.npz", nope=[1.0])
+    out = tmp_path / "out"
+    out.mkdir()
+    names = {
+        "csv": inputs / "ok.csv",
+        "example": EXAMPLE,
+        "tmp": out,
+        "negative_arena": inputs / "neg.json",
+        "huge_arena": inputs / "huge.json",
+        "not_npz": inputs / "x.npz",
+        "stranger": inputs / "stranger.npz",
+    }
+    assert main([arg.format(**names) for arg in argv]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert what in err, err
+    assert "Traceback" not in err
+    assert list(out.iterdir()) == []
+
+
+def test_onnx_without_the_onnx_package_names_the_extra(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    model = tmp_path / "model.onnx"
+    model.write_bytes(b"\x08\x07")
+    monkeypatch.setitem(sys.modules, "onnx", None)  # as if it were not installed
+    monkeypatch.delitem(sys.modules, "optplan.onnx_frontend", raising=False)
+    assert main(["plan", str(model)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "pip install 'optplan[onnx]'" in err, err
+
+
+def test_a_failed_write_leaves_no_partial_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    problem = tmp_path / "ok.csv"
+    problem.write_text(CSV)
+    target = tmp_path / "plan.json"
+    target.mkdir()  # plan.json exists as a directory, found only when the plan is written
+    (target / "keep").write_text("")
+    assert main(["plan", str(problem), "-o", str(target)]) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.csv", "plan.json"]
+
+
+def test_version_and_check_on_an_unplanned_program(capsys: pytest.CaptureFixture[str]) -> None:
+    from optplan import __version__
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"optplan {__version__}"
+    assert main(["check", str(EXAMPLE)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no plan in this program" in err, err
+
+
+def test_compare_measures_every_gap_against_one_bound(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    problem = tmp_path / "p.csv"
+    problem.write_text(CSV)
+    assert main(["compare", str(problem), "--planners", "naive,cpsat"]) == 0
+    out = capsys.readouterr().out
+    assert "alignment 1" in out.splitlines()[0]  # a CSV's sizes are exact byte counts
+    assert "gaps against the best proven bound 8" in out.splitlines()[0]
+    assert "proven bound" in out.splitlines()[1]
+
+
+def test_show_draws_a_picture_and_a_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    picture, page = tmp_path / "arena.png", tmp_path / "arena.html"
+    assert main(["show", str(EXAMPLE), "--planner", "greedy", "-o", str(picture)]) == 0
+    assert picture.read_bytes()[:4] == b"\x89PNG"
+    assert main(["show", str(EXAMPLE), "--planner", "greedy", "--html", "-o", str(page)]) == 0
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>") and "<script" not in text
+    assert text.count("<rect ") >= 10 and "live [" in text and "lower bound" in text

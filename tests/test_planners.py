@@ -1,16 +1,8 @@
-"""Every planner, every option combination, judged by `validate` and by brute force.
-
-The brute force shares nothing with the planners. It tries every order of the alias
-classes and drops each, in turn, to the lowest aligned offset that clears the classes
-already placed and live with it. That is exact: in an optimal placement, take the classes
-by offset; dropping each one in that order never lifts it above where it was (everything
-placed before it sits no higher than before and ended below it), so some order reproduces
-an arena no larger than the optimum.
-"""
+"""Every planner, every option combination, judged by `validate` and by brute force
+(`tests/brute.py`, which shares nothing with the planners)."""
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 
 import pytest
@@ -19,8 +11,9 @@ from hypothesis import example, given
 from optplan.plan import Plan, Status, validate
 from optplan.planners import get_planner
 from optplan.planners.greedy import FITS, ORDERS
-from optplan.problem import Alias, Buffer, Interval, Problem, alias_classes, lower_bound, read_csv
+from optplan.problem import Alias, Buffer, Interval, Problem, lower_bound, read_csv
 from optplan.strategies import problems
+from tests.brute import brute_force
 
 OWN = ("naive", "greedy", "cpsat")  # the planners that honour pins, alignment and capacity
 LIMIT = 10.0  # seconds; every problem drawn here solves in a small fraction of that
@@ -54,50 +47,6 @@ def plan_with(name: str, options: dict[str, object], problem: Problem) -> Plan:
         assert plan.arena >= plan.bound
         assert set(plan.offsets) == {b.id for b in problem.buffers}
     return plan
-
-
-def brute_force(problem: Problem) -> int:
-    """The smallest arena of any valid placement, by trying every order of the classes."""
-    classes = alias_classes(problem)
-    alignment = {b.id: b.alignment for b in problem.buffers}
-
-    def aligned(members: tuple[tuple[str, int], ...], offset: int) -> bool:
-        return all((offset + delta) % alignment[name] == 0 for name, delta in members)
-
-    def lowest(cls, placed: list[tuple[int, int, tuple[Interval, ...]]]) -> int:
-        offset = 0
-        while True:
-            if not aligned(cls.members, offset):
-                offset += 1
-                continue
-            blockers = [
-                low + size
-                for low, size, live in placed
-                if low < offset + cls.size
-                and offset < low + size
-                and any(a.overlaps(b) for a in live for b in cls.live)
-            ]
-            if not blockers:
-                return offset
-            offset = max(blockers)
-
-    pinned = [(c.offset, c.size, c.live) for c in classes if c.offset is not None]
-    free = [c for c in classes if c.offset is None and c.size > 0]
-    floor = max([low + size for low, size, _ in pinned], default=0)
-    floor = max([floor] + [lowest(c, []) for c in classes if c.offset is None and c.size == 0])
-    best = None
-    for order in itertools.permutations(free):
-        placed = [p for p in pinned if p[1] > 0]
-        arena = floor
-        for cls in order:
-            offset = lowest(cls, placed)
-            placed.append((offset, cls.size, cls.live))
-            arena = max(arena, offset + cls.size)
-            if best is not None and arena >= best:
-                break
-        best = arena if best is None else min(best, arena)
-    assert best is not None
-    return best
 
 
 # ---------------------------------------------------------------------------- properties

@@ -13,9 +13,15 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from optplan.plan import Plan, Status, validate
-from optplan.planners import search as search_module
-from optplan.planners.bounds import best_bound, window_problem
-from optplan.planners.search import SearchStatus, granularity, minimise, search
+from optplan.planners.search import (
+    SearchStatus,
+    driver,
+    granularity,
+    minimise,
+    parts,
+    search,
+)
+from optplan.planners.search import order as order_search
 from optplan.problem import (
     Alias,
     Buffer,
@@ -102,19 +108,19 @@ def order_search_fits(problem: Problem, capacity: int) -> bool:
     of its orders: they must agree, and every packing found must be valid."""
     classes = alias_classes(problem)
     class_offsets = {cls.root: 0 for cls in classes}
-    for group in search_module._split([cls for cls in classes if cls.size > 0]):
-        part = search_module._build_part(group, 0)
+    for group in parts._split([cls for cls in classes if cls.size > 0]):
+        part = parts._build_part(group, 0)
         codes = set()
         for order in (3, 4, 5):
-            runner = search_module._OrderRunner(part, capacity, order)
-            while runner.step(10_000) == search_module._RUNNING:
+            runner = order_search._OrderRunner(part, capacity, order)
+            while runner.step(10_000) == parts._RUNNING:
                 pass
             codes.add(runner.code)
-            if runner.code == search_module._FOUND:
+            if runner.code == parts._FOUND:
                 for cls, offset in zip(group, runner.offsets):
                     class_offsets[cls.root] = int(offset)
         assert len(codes) == 1
-        if codes == {search_module._EXHAUSTED}:
+        if codes == {parts._EXHAUSTED}:
             return False
     offsets = {name: class_offsets[c.root] + delta for c in classes for name, delta in c.members}
     assert_valid(problem, offsets, capacity)
@@ -218,19 +224,6 @@ def test_granularity_divides_every_size(a: int, b: int) -> None:
     assert step % 4 == 0 and (4 * a) % step == 0 and (4 * b) % step == 0
 
 
-def test_bounds_are_never_above_the_optimum() -> None:
-    problem = Problem((buffer("a", 0, 2, 1, 4), buffer("b", 1, 3, 1, 4), buffer("c", 5, 6, 2)))
-    bound = best_bound(problem, time_limit=5)
-    assert lower_bound(problem) <= bound.value <= brute_force_peak(problem)
-    assert bound.value == 5 and bound.name in {"window", "search"}
-
-
-def test_a_window_keeps_only_what_is_live_in_it() -> None:
-    problem = Problem((buffer("a", 0, 4, 2), buffer("b", 5, 6, 3)))
-    window = window_problem(problem, 2, 5)
-    assert [(b.id, b.live) for b in window.buffers] == [("a", (Interval(2, 4),))]
-
-
 MINIMALLOC_K = (
     Path(__file__).parent.parent.parent / "shared/data/minimalloc/challenging/K.1048576.csv"
 )
@@ -244,3 +237,38 @@ def test_minimalloc_k_fits_at_its_lower_bound() -> None:
     result = search(problem, 1048576, time_limit=60)
     assert result.status is SearchStatus.FOUND
     assert_valid(problem, result.offsets, 1048576)
+
+
+@given(problems(max_buffers=8, aliases=False, pins=False))
+def test_reading_the_clock_more_often_changes_no_answer(problem: Problem) -> None:
+    """A turn split into one-node chunks gives the same answer as one long kernel call:
+    the kernels resume exactly where they stopped."""
+    capacity = lower_bound(problem)
+    whole = search(problem, capacity, time_limit=10.0)
+    saved = driver._CHUNK_SECONDS, driver._FIRST_CHUNK
+    try:
+        driver._CHUNK_SECONDS, driver._FIRST_CHUNK = 0.0, 1
+        chunked = search(problem, capacity, time_limit=10.0)
+    finally:
+        driver._CHUNK_SECONDS, driver._FIRST_CHUNK = saved
+    assert (chunked.status, chunked.offsets, chunked.nodes) == (whole.status, whole.offsets, whole.nodes)
+
+
+def test_cpsat_never_compiles_inside_its_time_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before the search is compiled here, cpsat starts a compile elsewhere and plans with
+    CP-SAT alone, saying so in the plan."""
+    from optplan.planners import get_planner, jit
+
+    started: list[str] = []
+    monkeypatch.setattr(jit, "ready", lambda module: False)
+    monkeypatch.setattr(jit, "compile_in_background", lambda module: started.append(module))
+    # No placement meets the lower bound (4 bytes live at every point, 5 needed), so cpsat
+    # would hand the problem to the search.
+    rows = [("a", 3, 0, 1), ("c", 2, 1, 2), ("b", 1, 0, 3), ("f", 1, 2, 3)]
+    rows += [("g", 2, 3, 4), ("d", 1, 1, 4), ("e", 1, 2, 5), ("h", 3, 4, 5)]
+    problem = Problem(tuple(Buffer(n, size, (Interval(s, e),)) for n, size, s, e in rows))
+    plan = get_planner("cpsat", time_limit=5.0)(problem)
+    assert (plan.arena, plan.status) == (5, Status.OPTIMAL)
+    assert started == ["optplan.planners.search"]
+    assert plan.detail["search"] == "compiling"
+    assert validate(problem, plan) == []

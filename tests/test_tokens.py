@@ -23,13 +23,13 @@ def buf(name: str, size: int, start: int, end: int, dtype: str = "float32") -> B
 def test_dead_token_is_reused_by_the_next_tensor() -> None:
     problem = Problem((buf("a", 64, 0, 2), buf("b", 64, 1, 3), buf("c", 64, 2, 4)))
     plan = plan_tokens(problem)
-    assert plan.detail["storages"] == [64, 64]
+    assert [size for _, size in plan.storages] == [64, 64]
     assert plan.offsets["c"] == plan.offsets["a"] == 0
 
 
 def test_reuse_is_per_dtype() -> None:
     problem = Problem((buf("a", 64, 0, 2), buf("b", 64, 2, 4, "int32")))
-    assert plan_tokens(problem).detail["storages"] == [64, 64]
+    assert [size for _, size in plan_tokens(problem).storages] == [64, 64]
 
 
 def test_smallest_fit_within_sixteen_times_else_grow_largest_smaller() -> None:
@@ -46,12 +46,12 @@ def test_smallest_fit_within_sixteen_times_else_grow_largest_smaller() -> None:
     assert plan.offsets["want150"] == plan.offsets["mid"]
     assert plan.offsets["want120"] == plan.offsets["big"]
     grow = Problem((buf("a", 100, 0, 2), buf("b", 300, 2, 4)))
-    assert plan_tokens(grow).detail["storages"] == [300]
+    assert [size for _, size in plan_tokens(grow).storages] == [300]
 
 
 def test_never_read_tensor_keeps_its_own_token() -> None:
     problem = Problem((buf("unused", 64, 0, 1), buf("b", 64, 1, 3)))
-    assert plan_tokens(problem).detail["storages"] == [64, 64]
+    assert [size for _, size in plan_tokens(problem).storages] == [64, 64]
 
 
 @given(problems(branches=False, aliases=False, pins=False, max_size=48))

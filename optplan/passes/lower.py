@@ -4,9 +4,9 @@ Input: a program, the Memory of its entry function (`build_memory`) and a plan o
 Memory's problem, from any planner. Output: the entry function in TVM's planned form:
 
 1. Storages. One `R.memory.alloc_storage` of `plan.arena` bytes; or, when the plan says
-   how its arena splits into storages (`plan.detail["storages"]`, the token sizes of the
-   `tokens` planner, laid end to end with the buffers' alignment), one per storage, each
-   buffer going to the storage whose bytes hold its offset. All are allocated on entry.
+   how its arena splits into storages (`plan.storages`, the tokens of the `tokens`
+   planner), one per storage, each buffer going to the storage whose bytes hold its
+   offset. All are allocated on entry.
 2. Every call that makes new buffers becomes a destination-passing call: one
    `R.memory.alloc_tensor(storage, offset, R.shape(shape), R.dtype(dtype), 0)` per
    planned output, bound to the call's own variable (a tuple output gets one tensor per
@@ -61,8 +61,6 @@ from optplan.passes.kill import BARE, kill_after_last_use
 from optplan.passes.names import fresh_name
 from optplan.plan import Plan
 from optplan.planners import Planner
-from optplan.planners.tokens import lay_end_to_end
-from optplan.problem import Problem
 
 STORAGE = "storage"
 
@@ -84,7 +82,7 @@ def plan_memory(program: Program, memory: Memory, plan: Plan) -> Program:
         )
     fn = infer_types(program).main
     taken = {b.var.name for b in iter_bindings(fn.body)} | {p.var.name for p in fn.params}
-    storages = storages_of(memory.problem, plan, taken)
+    storages = storages_of(plan, taken)
     lowering = _Lowering(memory, plan, storages, taken)
     bindings = [_alloc_storage(s) for s in storages] + lowering.seq(fn.body)
     body = SeqExpr((Block(tuple(bindings)),), fn.body.body)
@@ -105,16 +103,12 @@ def lower_program(
     return plan_memory(typed, memory, plan), plan
 
 
-def storages_of(problem: Problem, plan: Plan, taken: set[str]) -> list[Storage]:
+def storages_of(plan: Plan, taken: set[str]) -> list[Storage]:
     """The storages the plan's arena is cut into (step 1), named apart from `taken`."""
-    sizes = plan.detail.get("storages")
-    if not isinstance(sizes, list) or not sizes:
-        sizes = [plan.arena]
-    # Laid out as the tokens planner lays its storages out, so its offsets fall inside them.
-    bases, _ = lay_end_to_end(problem, [int(size) for size in sizes])
+    storages = plan.storages or ((0, plan.arena),)
     return [
-        Storage(fresh_name(f"{STORAGE}{index or ''}", taken, "_"), int(size), base)
-        for index, (size, base) in enumerate(zip(sizes, bases))
+        Storage(fresh_name(f"{STORAGE}{index or ''}", taken, "_"), size, base)
+        for index, (base, size) in enumerate(storages)
     ]
 
 

@@ -15,6 +15,7 @@ that share a byte while live together.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -27,7 +28,8 @@ class Rect:
     """One alias class as a rectangle: live over `live`, `size` bytes tall.
 
     Its offset must be `residue (mod modulus)`; `pin` fixes it. `residue` is None when no
-    offset satisfies every member's alignment.
+    offset satisfies every member's alignment; `pins` holds every class offset that a
+    pinned member implies (two or more: the pins contradict each other).
     """
 
     index: int
@@ -37,7 +39,12 @@ class Rect:
     live: tuple[Interval, ...]
     modulus: int
     residue: int | None
-    pin: int | None
+    pins: tuple[int, ...]
+
+    @property
+    def pin(self) -> int | None:
+        """The offset the pins fix, when they agree."""
+        return self.pins[0] if len(self.pins) == 1 else None
 
     @property
     def start(self) -> int:
@@ -76,7 +83,7 @@ def rectangles(problem: Problem) -> list[Rect]:
                 live=b.live if len(b.live) == 1 else merge_intervals(list(b.live)),
                 modulus=b.alignment,
                 residue=0,
-                pin=b.offset,
+                pins=() if b.offset is None else (b.offset,),
             )
             for index, b in enumerate(problem.buffers)
         ]
@@ -91,28 +98,42 @@ def rectangles(problem: Problem) -> list[Rect]:
                 size=cls.size,
                 live=cls.live,
                 modulus=cls.alignment,
-                residue=_residue(alignments, cls.alignment),
-                pin=cls.offset,
+                residue=_residue(alignments),
+                pins=cls.pins,
             )
         )
     return rects
 
 
-def _residue(alignments: list[tuple[int, int]], modulus: int) -> int | None:
-    """The least r in [0, modulus) with (r + delta) % alignment == 0 for every member.
+def _residue(alignments: list[tuple[int, int]]) -> int | None:
+    """The least r >= 0 with (r + delta) % alignment == 0 for every (delta, alignment), by
+    the Chinese remainder theorem; None when the congruences contradict each other.
 
     Usually 0; an alias whose delta is not a multiple of the view's alignment moves it.
+    Each step merges r = residue (mod modulus) with r = -delta (mod alignment).
     """
-    for residue in range(modulus):
-        if all((residue + delta) % alignment == 0 for delta, alignment in alignments):
-            return residue
-    return None
+    residue, modulus = 0, 1
+    for delta, alignment in alignments:
+        want = -delta % alignment
+        common = math.gcd(modulus, alignment)
+        if (want - residue) % common:
+            return None
+        # residue + modulus * k = want (mod alignment): solve for k modulo alignment / common.
+        step = alignment // common
+        k = (want - residue) // common * pow(modulus // common, -1, step) % step if step > 1 else 0
+        residue += modulus * k
+        modulus *= step
+        residue %= modulus
+    return residue
 
 
 def pin_fault(rects: list[Rect]) -> str | None:
     """Why no plan can exist, judged from alignments and pins alone; None if none found."""
     pinned = []
     for rect in rects:
+        if len(rect.pins) > 1:
+            at = " and ".join(str(pin) for pin in rect.pins)
+            return f"alias class {rect.root!r} is pinned at {at} at once by its members"
         if rect.residue is None:
             return f"no offset satisfies the alignments of alias class {rect.root!r}"
         if rect.pin is not None:
@@ -196,6 +217,7 @@ def make_plan(
     bound: int = 0,
     status: Status | None = None,
     detail: dict[str, object] | None = None,
+    storages: tuple[tuple[int, int], ...] = (),
 ) -> Plan:
     """A Plan from one offset per rectangle (None: no plan, with `status` saying why).
 
@@ -215,7 +237,7 @@ def make_plan(
         return Plan({}, 0, Status.UNKNOWN, planner, floor, seconds, bound, detail)
     if status is None:
         status = Status.OPTIMAL if arena <= bound else Status.FEASIBLE
-    return Plan(expand(rects, offsets), arena, status, planner, floor, seconds, bound, detail)
+    return Plan(expand(rects, offsets), arena, status, planner, floor, seconds, bound, detail, storages)
 
 
 def no_plan(

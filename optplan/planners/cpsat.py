@@ -30,8 +30,12 @@ Steps:
    no-overlap-2D model alone stays 3-29 % above them after a minute: CP-SAT's search has
    no notion of canonical packings or of section-by-section pruning. CP-SAT then starts
    from that placement with the time left, and settles what the search left open.
-   Problems with pinned buffers, or parts of more than SEARCH_MAX_PART rectangles, skip
-   the search.
+   Until numba has compiled the search in this environment (once, 10-50 s, in a
+   background process that the first call starts), CP-SAT plans alone and the plan's
+   detail says `"search": "compiling"`.
+   Problems with pinned buffers or with classes whose offsets must sit off a multiple of
+   their alignment (a view at an odd delta), or parts of more than SEARCH_MAX_PART
+   rectangles, skip the search.
 3. The classes are split into independent parts: a part ends where no class is live
    across a point (a class live over several intervals ties the parts it touches).
 
@@ -78,6 +82,7 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from optplan.plan import Plan, Status
+from optplan.planners import jit
 from optplan.planners.common import (
     Rect,
     live_peak,
@@ -197,6 +202,8 @@ def plan_cpsat(problem: Problem, options: CpSat = CpSat()) -> Plan:
     )
 
 
+SEARCH = "optplan.planners.search"
+
 # Above this many rectangles in one part the skyline search explores too few nodes a
 # second to be worth its share of the time; such parts go to CP-SAT directly.
 SEARCH_MAX_PART = 2000
@@ -220,8 +227,15 @@ def _search_first(
     under the capacity, the proven bound, and what it did for the plan's detail. `offsets`
     (one per rectangle) is updated in place with the better placement.
     """
-    if any(r.pin is not None for r in rects) or max(map(len, parts), default=0) > SEARCH_MAX_PART:
+    # The search places a class at multiples of its alignment only: pinned classes, and
+    # classes whose aliases shift their allowed offsets off zero, are CP-SAT's alone.
+    placed_apart = any(r.pin is not None or r.residue for r in rects)
+    if placed_apart or max(map(len, parts), default=0) > SEARCH_MAX_PART:
         return None, bound, {"search": "skipped"}
+    if not jit.ready(SEARCH):
+        # Compiling would eat the time limit: CP-SAT plans alone until it is done.
+        jit.compile_in_background(SEARCH)
+        return None, bound, {"search": "compiling"}
     capacity = problem.capacity
     if capacity is None:
         proven, found = _search_parts(problem, offsets, parts, bound, deadline, options.random_seed)

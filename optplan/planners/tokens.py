@@ -4,7 +4,8 @@ TVM gives each tensor a storage token and places every tensor at offset 0 of its
 tokens never share bytes. Walking program points in order:
 
 1. release: tokens of tensors whose last use was the previous point go back to a free pool
-   kept per dtype, ordered by size (earlier releases first among equal sizes);
+   kept per dtype (and per allowed offset residue, so that reuse keeps every alignment),
+   ordered by size (earlier releases first among equal sizes);
 2. request, for each tensor defined here, in buffer order:
    - a tensor that is never read gets a fresh token that is never released;
    - else the smallest free token of its dtype with size in [request, 16 x request];
@@ -13,7 +14,9 @@ tokens never share bytes. Walking program points in order:
    - else a fresh token of the request's size.
 
 The arena is the tokens laid end to end (each aligned), so its size is TVM's total of
-storage bytes. An alias class (a view, an in-place output) shares one token, as TVM's
+storage bytes; `Plan.storages` gives each token's bytes. Pinned classes stay at their pins
+and the tokens start above them; pins that contradict each other or the alignments, and
+an arena over the capacity, are reported as every planner reports them. An alias class (a view, an in-place output) shares one token, as TVM's
 tensors that share a storage do; a class live in several intervals (If branches) holds its
 token from its first point to its last.
 
@@ -26,11 +29,11 @@ token from its first point to its last.
 from __future__ import annotations
 
 import bisect
-import time
 from dataclasses import dataclass, field
 
 from optplan.plan import Plan, Status
-from optplan.problem import AliasClass, Problem, alias_classes, lower_bound
+from optplan.planners.common import Rect, make_plan, no_plan, now, pin_fault, rectangles
+from optplan.problem import Problem
 
 MATCH_RANGE = 16
 
@@ -39,23 +42,23 @@ MATCH_RANGE = 16
 class _Token:
     number: int
     size: int
-    dtype: str
+    kind: tuple[str, int, int]
 
 
 @dataclass(slots=True)
 class _Pools:
-    """Free tokens per dtype, as sorted (size, release order, token number) triples."""
+    """Free tokens per kind, as sorted (size, release order, token number) triples."""
 
-    free: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict)
+    free: dict[tuple[str, int, int], list[tuple[int, int, int]]] = field(default_factory=dict)
     released: int = 0
 
     def release(self, token: _Token) -> None:
-        bisect.insort(self.free.setdefault(token.dtype, []), (token.size, self.released, token.number))
+        bisect.insort(self.free.setdefault(token.kind, []), (token.size, self.released, token.number))
         self.released += 1
 
-    def reuse(self, size: int, dtype: str) -> int | None:
+    def reuse(self, size: int, kind: tuple[str, int, int]) -> int | None:
         """The token number to reuse for a request of `size` bytes, taken out of the pool."""
-        pool = self.free.get(dtype, [])
+        pool = self.free.get(kind, [])
         low = bisect.bisect_left(pool, (size // MATCH_RANGE, -1, -1))
         mid = bisect.bisect_left(pool, (size, -1, -1))
         high = bisect.bisect_right(pool, (size * MATCH_RANGE, self.released, 1 << 62))
@@ -67,78 +70,62 @@ class _Pools:
 
 
 def plan_tokens(problem: Problem) -> Plan:
-    started = time.perf_counter()
-    classes = alias_classes(problem)
+    started = now()
+    rects = rectangles(problem)
+    fault = pin_fault(rects)
+    if fault is not None:
+        return no_plan(problem, "tokens", rects, started=started, status=Status.INFEASIBLE, reason=fault)
+    free = [r for r in rects if r.pin is None]
     tokens: list[_Token] = []
     token_of: dict[int, int] = {}
     pools = _Pools()
-    starts: dict[int, list[int]] = {}
-    ends: dict[int, list[int]] = {}
-    for index, cls in enumerate(classes):
-        starts.setdefault(cls.live[0].start, []).append(index)
-        ends.setdefault(cls.live[-1].end, []).append(index)
+    starts: dict[int, list[Rect]] = {}
+    ends: dict[int, list[Rect]] = {}
+    for rect in free:
+        starts.setdefault(rect.start, []).append(rect)
+        ends.setdefault(rect.end, []).append(rect)
     for point in sorted(set(starts) | set(ends)):
-        for index in ends.get(point, []):
-            if _is_read(classes[index]):
-                pools.release(tokens[token_of[index]])
-        for index in starts.get(point, []):
-            cls = classes[index]
-            dtype = _dtype(problem, cls)
-            number = pools.reuse(cls.size, dtype) if _is_read(cls) else None
+        for rect in ends.get(point, []):
+            if _is_read(rect):
+                pools.release(tokens[token_of[rect.index]])
+        for rect in starts.get(point, []):
+            kind = _kind(problem, rect)
+            number = pools.reuse(rect.size, kind) if _is_read(rect) else None
             if number is None:
                 number = len(tokens)
-                tokens.append(_Token(number, cls.size, dtype))
-            tokens[number].size = max(tokens[number].size, cls.size)
-            token_of[index] = number
-    return _lay_out(problem, classes, tokens, token_of, time.perf_counter() - started)
+                tokens.append(_Token(number, rect.size, kind))
+            tokens[number].size = max(tokens[number].size, rect.size)
+            token_of[rect.index] = number
+    floor = max((r.pin + r.size for r in rects if r.pin is not None), default=0)
+    storages = lay_end_to_end([(t.size, t.kind[1], t.kind[2]) for t in tokens], floor)
+    offsets = [
+        r.pin if r.pin is not None else storages[token_of[r.index]][0] for r in rects
+    ]
+    return make_plan(problem, "tokens", rects, offsets, started=started, storages=tuple(storages))
 
 
-def _is_read(cls: AliasClass) -> bool:
+def _is_read(rect: Rect) -> bool:
     """A class live at one point only was written and never read."""
-    return cls.live[-1].end - cls.live[0].start > 1
+    return rect.end - rect.start > 1
 
 
-def _dtype(problem: Problem, cls: AliasClass) -> str:
-    return problem.buffer(cls.root).dtype
+def _kind(problem: Problem, rect: Rect) -> tuple[str, int, int]:
+    """What a token is pooled by: the dtype, as TVM does, and the offsets it may take
+    (residue and modulus), so that every class reusing a token stays aligned."""
+    assert rect.residue is not None
+    return problem.buffer(rect.root).dtype, rect.residue, rect.modulus
 
 
-def lay_end_to_end(problem: Problem, sizes: list[int]) -> tuple[list[int], int]:
-    """Storages of `sizes` bytes one after another, each starting at a multiple of the
-    problem's largest alignment: their base offsets and the arena they span."""
-    alignment = max((b.alignment for b in problem.buffers), default=1)
-    bases: list[int] = []
-    arena = 0
-    for size in sizes:
-        arena = -(-arena // alignment) * alignment
-        bases.append(arena)
-        arena += size
-    return bases, arena
-
-
-def _lay_out(
-    problem: Problem,
-    classes: list[AliasClass],
-    tokens: list[_Token],
-    token_of: dict[int, int],
-    seconds: float,
-) -> Plan:
-    base, arena = lay_end_to_end(problem, [t.size for t in tokens])
-    offsets = {
-        name: base[token_of[index]] + delta
-        for index, cls in enumerate(classes)
-        for name, delta in cls.members
-    }
-    bound = lower_bound(problem)
-    return Plan(
-        offsets=offsets,
-        arena=arena,
-        status=Status.OPTIMAL if arena == bound else Status.FEASIBLE,
-        planner="tokens",
-        lower_bound=bound,
-        seconds=seconds,
-        bound=bound,
-        detail={"storages": [t.size for t in tokens]},
-    )
+def lay_end_to_end(tokens: list[tuple[int, int, int]], floor: int = 0) -> list[tuple[int, int]]:
+    """Storages of (size, residue, modulus) one after another from `floor`, each at the
+    lowest offset its residue allows: their (offset, size) pairs."""
+    storages: list[tuple[int, int]] = []
+    cursor = floor
+    for size, residue, modulus in tokens:
+        base = cursor + (residue - cursor) % modulus
+        storages.append((base, size))
+        cursor = base + size
+    return storages
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ from optplan.strategies.problems import (
     problems,
     roomy_capacity,
     roomy_offsets,
+    tiny_awkward_problems,
 )
 
 __all__ = [
@@ -45,4 +46,5 @@ __all__ = [
     "problems",
     "roomy_capacity",
     "roomy_offsets",
+    "tiny_awkward_problems",
 ]

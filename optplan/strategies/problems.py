@@ -324,3 +324,36 @@ def _capacities(draw: st.DrawFn, problem: Problem) -> int | None:
         return roomy_capacity(problem) + draw(st.integers(0, 16))
     bound = lower_bound(problem)
     return max(0, bound - draw(st.integers(1, 8))) if bound > 0 else 0
+
+
+# ---------------------------------------------------------------------------- tiny awkward problems
+#
+# Tiny problems where no plan need exist, for judging statuses against a brute force:
+# aliases at any delta (the class offset then sits at a residue of its alignment), odd
+# and coprime alignments, pins on members of alias classes (which may contradict each
+# other, the alignments, or another pin), capacities, and lifetimes with a gap.
+
+TINY_ALIGNMENTS = (1, 1, 2, 3, 4, 5, 8)
+
+
+@st.composite
+def tiny_awkward_problems(draw: st.DrawFn, max_buffers: int = 5) -> Problem:
+    """Unlike `awkward_problems`, not valid by construction: some have no plan at all."""
+    count = draw(st.integers(1, max_buffers))
+    drawn = [
+        Buffer(
+            f"b{i}",
+            draw(st.integers(0, 12)),
+            draw(lifetimes()),
+            draw(st.sampled_from(TINY_ALIGNMENTS)),
+            draw(st.none() | st.integers(0, 24)) if draw(st.integers(0, 5)) == 5 else None,
+        )
+        for i in range(count)
+    ]
+    ties = []
+    for j, view in enumerate(drawn):
+        if j and draw(st.integers(0, 2)) == 2:
+            base = draw(st.sampled_from(drawn[:j]))
+            ties.append(Alias(base.id, view.id, draw(st.integers(0, 12))))
+    capacity = draw(st.none() | st.integers(0, 60))
+    return Problem(tuple(drawn), tuple(ties), capacity)

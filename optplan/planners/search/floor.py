@@ -1,0 +1,566 @@
+"""The floor search: a depth-first search that keeps a floor per section and places
+rectangles bottom-up, with conflict-directed backjumping and a memo of failed states (the
+kernel, compiled by numba), and `_Runner`, one configuration of it, resumable in slices.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from optplan.planners.jit import njit
+from optplan.planners.search.order import (
+    _released_fit,
+)
+from optplan.planners.search.parts import (
+    _BIT,
+    _CONFLICT_WORDS,
+    _DEPTH,
+    _DEPTH_CAP,
+    _EXHAUSTED,
+    _FEWEST,
+    _FOUND,
+    _H1,
+    _H2,
+    _H3,
+    _INF,
+    _LEFT,
+    _MEMO,
+    _MEMO_SLOTS,
+    _NODES,
+    _OVERFLOW,
+    _PRIMES,
+    _ROOMIEST,
+    _RULE,
+    _RUNNING,
+    _STAMP,
+    _domains,
+    _Part,
+)
+
+# ---------------------------------------------------------------------------- the kernel
+#
+# The kernel is plain loops over int64 arrays so that numba compiles it; without numba it
+# runs unchanged as Python. All state lives in arrays owned by the caller, so a call can
+# stop after a budget of nodes and the next call resumes where it stopped. Sets of
+# sections (the conflict sets) are bitsets of `words` int64 words.
+
+
+@njit(cache=True)
+def _term(section, floor, multipliers, prime):
+    return (floor % prime) * multipliers[section] % prime
+
+
+@njit(cache=True)
+def _set_floor(section, floor, floors, mult, scalars):
+    """Move one floor, keeping the three hashes of the state up to date."""
+    old = floors[section]
+    for h in range(3):
+        prime = (2147483647, 2147483629, 2147483587)[h]
+        value = scalars[_H1 + h] - _term(section, old, mult[h], prime)
+        scalars[_H1 + h] = (value + _term(section, floor, mult[h], prime)) % prime
+    floors[section] = floor
+
+
+@njit(cache=True)
+def _memo(table, scalars, insert):
+    """Look the state's hashes up in the open-addressed table of failed states; with
+    `insert`, add them. Returns True when they were already there."""
+    slots = table.shape[0]
+    k1, k2, k3 = scalars[_H1] + 1, scalars[_H2], scalars[_H3]  # +1: zero marks empty
+    slot = (k1 * 40503 + k2) % slots
+    while table[slot, 0] != 0:
+        if table[slot, 0] == k1 and table[slot, 1] == k2 and table[slot, 2] == k3:
+            return True
+        slot = (slot + 1) % slots
+    if insert:
+        if scalars[_MEMO] * 10 >= slots * 6:
+            table[:, :] = 0  # full enough to slow probing: forget everything
+            scalars[_MEMO] = 0
+            slot = (k1 * 40503 + k2) % slots
+        table[slot, 0] = k1
+        table[slot, 1] = k2
+        table[slot, 2] = k3
+        scalars[_MEMO] += 1
+    return False
+
+
+@njit(cache=True)
+def _blame_section(conflict, section, geometry, placed):
+    """Add to `conflict` a section and every section of the rectangles left in it: all
+    that decides what can go there."""
+    rect_start, rect_sections, section_start, section_rects = (
+        geometry[4],
+        geometry[5],
+        geometry[6],
+        geometry[7],
+    )
+    conflict[section >> 6] |= _BIT[section & 63]
+    for j in range(section_start[section], section_start[section + 1]):
+        r = section_rects[j]
+        if placed[r]:
+            continue
+        for q in range(rect_start[r], rect_start[r + 1]):
+            t = rect_sections[q]
+            conflict[t >> 6] |= _BIT[t & 63]
+
+
+@njit(cache=True)
+def _next_offset(r, low, domains):
+    """The lowest offset >= `low` that rectangle r can take (_INF if none).
+
+    Row r of `domains` holds the granule (0 when r has no domain), then the offsets /
+    granule allowed, as a bitset: in a section that the capacity fills exactly, what
+    lies below r fills it exactly, so r's offset is a sum of the others' sizes."""
+    step = domains[r, 0]
+    if step == 0:
+        return low
+    granule = (low + step - 1) // step
+    words = domains.shape[1] - 1
+    while (granule >> 6) < words:
+        word = domains[r, 1 + (granule >> 6)]
+        if word == 0:
+            granule = ((granule >> 6) + 1) << 6
+            continue
+        if word & _BIT[granule & 63] != 0:
+            return granule * step
+        granule += 1
+    return _INF
+
+
+@njit(cache=True)
+def _fills_run(r, run_first, run_last, geometry):
+    """Whether rectangle r spans exactly the sections `run_first..run_last`."""
+    rect_start, rect_sections = geometry[4], geometry[5]
+    return (
+        rect_sections[rect_start[r]] == run_first
+        and rect_sections[rect_start[r + 1] - 1] == run_last
+    )
+
+
+@njit(cache=True)
+def _dominates(r, geometry, placed):
+    """Whether rectangle r, sitting at the floor, is as good as any other move.
+
+    It is when r spans its sections without a hole and every rectangle left in them
+    lies wholly inside that span: in any packing, r can then swap places with what lies
+    below it in its column (they only shift up by r's height, inside r's own time), so
+    a packing with r at the bottom exists whenever any does. Shifting could break an
+    alignment, so only with alignment 1 throughout.
+    """
+    alignments, rect_start, rect_sections, section_start, section_rects = (
+        geometry[1],
+        geometry[4],
+        geometry[5],
+        geometry[6],
+        geometry[7],
+    )
+    first = rect_sections[rect_start[r]]
+    last = rect_sections[rect_start[r + 1] - 1]
+    if last - first + 1 != rect_start[r + 1] - rect_start[r] or alignments[r] != 1:
+        return False
+    for s in range(first, last + 1):
+        for j in range(section_start[s], section_start[s + 1]):
+            y = section_rects[j]
+            if placed[y] or y == r:
+                continue
+            if alignments[y] != 1:
+                return False
+            if rect_sections[rect_start[y]] < first or rect_sections[rect_start[y + 1] - 1] > last:
+                return False
+    return True
+
+
+@njit(cache=True)
+def _expand(depth, geometry, state, stacks, conflicts, capacity, domains):
+    """Write the moves of the current state at `depth`; returns how many.
+
+    A move is (rectangle, offset) to place a rectangle, or (-1, floor) to lift the chosen
+    section's floor. `conflicts[depth]` gets the sections the moves depend on.
+    """
+    sizes, alignments, rank, twin, rect_start, rect_sections, section_start, section_rects = (
+        geometry
+    )
+    floors, load, placed, _, scalars, twin_mark, candidates, keys = state
+    move_rect, move_offset, move_end, chosen, pit_floor = (
+        stacks[0],
+        stacks[1],
+        stacks[2],
+        stacks[3],
+        stacks[4],
+    )
+    sections = floors.shape[0]
+    floor = _INF
+    for s in range(sections):
+        floor = min(floor, floors[s])
+    lowest = 0
+    fewest = _INF
+    for s in range(sections):
+        if floors[s] != floor:
+            continue
+        room = capacity - floor - load[s]
+        if scalars[_RULE] == _ROOMIEST:
+            # The least room to spare: a section with none must be covered right at the
+            # floor, so it branches least.
+            choices = room
+        else:
+            # The fewest choices: rectangles that can sit right there, plus one if the
+            # section has room to waste.
+            choices = 1 if room > 0 else 0
+            for j in range(section_start[s], section_start[s + 1]):
+                r = section_rects[j]
+                if placed[r]:
+                    continue
+                level = True
+                for q in range(rect_start[r], rect_start[r + 1]):
+                    if floors[rect_sections[q]] != floor:
+                        level = False
+                        break
+                if level:
+                    choices += 1
+        if choices < fewest:
+            fewest = choices
+            lowest = s
+    chosen[depth] = lowest
+    pit_floor[depth] = floor
+    conflict = conflicts[depth]
+    conflict[:] = 0
+    _blame_section(conflict, lowest, geometry, placed)
+    stamp = scalars[_STAMP] + 1
+    scalars[_STAMP] = stamp
+    # Candidates: rectangles in the section whose every section is at this floor. Any
+    # other rectangle there reaches higher; the lowest of them bounds a lift.
+    run_first = lowest
+    while run_first > 0 and floors[run_first - 1] == floor:
+        run_first -= 1
+    run_last = lowest
+    while run_last + 1 < sections and floors[run_last + 1] == floor:
+        run_last += 1
+    found = 0
+    lift = _INF
+    for j in range(section_start[lowest], section_start[lowest + 1]):
+        r = section_rects[j]
+        if placed[r]:
+            continue
+        reach = floor
+        for q in range(rect_start[r], rect_start[r + 1]):
+            reach = max(reach, floors[rect_sections[q]])
+        if reach == floor:
+            # Rectangles that cover the whole run of sections at this floor come first:
+            # any other leaves a sliver that something narrower must fill exactly.
+            fills = _fills_run(r, run_first, run_last, geometry)
+            key = rank[r] - (rank.shape[0] if fills else 0)
+            keys[r] = key
+            position = found  # insertion by key: the order never depends on visiting
+            while position > 0 and keys[candidates[position - 1]] > key:
+                candidates[position] = candidates[position - 1]
+                position -= 1
+            candidates[position] = r
+            found += 1
+        else:
+            lift = min(lift, reach)
+    if found:
+        # If nothing sits right at the floor here, the lowest rectangle here rests on one
+        # placed later beside it: at least the floor plus the smallest rectangle left in
+        # a section of a candidate.
+        for c in range(found):
+            r = candidates[c]
+            for q in range(rect_start[r], rect_start[r + 1]):
+                t = rect_sections[q]
+                for i in range(section_start[t], section_start[t + 1]):
+                    y = section_rects[i]
+                    if not placed[y]:
+                        lift = min(lift, floor + sizes[y])
+    base = move_end[depth - 1] if depth > 0 else 0
+    for c in range(found):
+        r = candidates[c]
+        if _dominates(r, geometry, placed):
+            move_rect[base] = r
+            move_offset[base] = floor
+            move_end[depth] = base + 1
+            return 1
+    moves = 0
+    for c in range(found):
+        r = candidates[c]
+        if twin_mark[twin[r]] == stamp:
+            continue  # an identical rectangle is tried at this very spot already
+        twin_mark[twin[r]] = stamp
+        offset = (floor + alignments[r] - 1) // alignments[r] * alignments[r]
+        if _next_offset(r, offset, domains) != offset:
+            continue  # a full section below it could not add up to this offset
+        if offset > floor:
+            # Padding below the rectangle is wasted in every section it covers.
+            heaviest = 0
+            for q in range(rect_start[r], rect_start[r + 1]):
+                heaviest = max(heaviest, load[rect_sections[q]])
+            if offset + heaviest > capacity:
+                continue
+        move_rect[base + moves] = r
+        move_offset[base + moves] = offset
+        moves += 1
+    if lift < _INF and lift + load[lowest] <= capacity:
+        move_rect[base + moves] = -1
+        move_offset[base + moves] = lift
+        moves += 1
+    move_end[depth] = base + moves
+    return moves
+
+
+@njit(cache=True)
+def _apply(depth, move, geometry, state, stacks, mult, zobrist, undo):
+    """Place a rectangle or lift the chosen section (`undo` reverses it)."""
+    sizes, rect_start, rect_sections = geometry[0], geometry[4], geometry[5]
+    floors, load, placed, offsets, scalars = state[0], state[1], state[2], state[3], state[4]
+    move_rect, move_offset, chosen, pit_floor = stacks[0], stacks[1], stacks[3], stacks[4]
+    r = move_rect[move]
+    if r < 0:
+        floor = pit_floor[depth] if undo else move_offset[move]
+        _set_floor(chosen[depth], floor, floors, mult, scalars)
+        return
+    size = sizes[r]
+    sign = -1 if undo else 1
+    for q in range(rect_start[r], rect_start[r + 1]):
+        t = rect_sections[q]
+        load[t] -= sign * size
+        if undo:
+            floor = pit_floor[depth]  # a candidate's sections were all at the floor
+        elif load[t] > 0:
+            floor = move_offset[move] + size
+        else:
+            floor = _INF  # nothing left here: never the lowest section again
+        _set_floor(t, floor, floors, mult, scalars)
+    placed[r] = 0 if undo else 1
+    offsets[r] = move_offset[move]
+    scalars[_LEFT] -= sign
+    for h in range(3):
+        prime = (2147483647, 2147483629, 2147483587)[h]
+        scalars[_H1 + h] = (scalars[_H1 + h] + sign * zobrist[h, r]) % prime
+
+
+@njit(cache=True)
+def _overfull(geometry, state, reach, capacity, conflict, domains):
+    """A section whose rectangles left cannot stack in it, or -1 when all can.
+
+    Each rectangle goes at or above the highest floor it covers (its reach). In one
+    section the rectangles left are jobs on one machine with release times and a common
+    deadline: for every height h, those reaching h or higher must fit between h and the
+    capacity. On failure `conflict` gets the sections that decided it.
+    """
+    rect_start, rect_sections = geometry[4], geometry[5]
+    section_start, section_rects = geometry[6], geometry[7]
+    floors, load, placed = state[0], state[1], state[2]
+    heights, queue = reach[0], reach[1]
+    for r in range(heights.shape[0]):
+        if placed[r]:
+            continue
+        high = 0
+        for q in range(rect_start[r], rect_start[r + 1]):
+            high = max(high, floors[rect_sections[q]])
+        heights[r] = _next_offset(r, high, domains)
+    for s in range(floors.shape[0]):
+        if load[s] == 0:
+            continue
+        low = _INF
+        high = 0
+        for j in range(section_start[s], section_start[s + 1]):
+            r = section_rects[j]
+            if not placed[r]:
+                low = min(low, heights[r])
+                high = max(high, heights[r])
+        failed = low + load[s] > capacity
+        if not failed and high + load[s] > capacity:
+            failed = not _released_fit(s, 0, geometry, heights, placed, capacity, queue)
+        if failed:
+            conflict[:] = 0
+            _blame_section(conflict, s, geometry, placed)
+            return s
+    return -1
+
+
+@njit(cache=True)
+def _touches(depth, move, geometry, stacks, conflict):
+    """Whether the move made at `depth` changed a section in `conflict`."""
+    rect_start, rect_sections = geometry[4], geometry[5]
+    r = stacks[0][move]
+    if r < 0:
+        s = stacks[3][depth]
+        return conflict[s >> 6] & _BIT[s & 63] != 0
+    for q in range(rect_start[r], rect_start[r + 1]):
+        t = rect_sections[q]
+        if conflict[t >> 6] & _BIT[t & 63] != 0:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _child_failed(depth, failed, geometry, stacks, control, conflicts):
+    """The move at `depth` led to a failure whose reasons are `conflicts[failed]`.
+
+    If that move changed none of those sections, every other move here fails the same
+    way: the node fails at once with the same reasons (a backjump). Otherwise the
+    reasons join the node's own."""
+    move_next, applied = control[0], control[1]
+    if not _touches(depth, applied[depth], geometry, stacks, conflicts[failed]):
+        conflicts[depth, :] = conflicts[failed, :]
+        move_next[depth] = stacks[2][depth]
+    else:
+        conflicts[depth, :] |= conflicts[failed, :]
+
+
+@njit(cache=True)
+def _run(
+    geometry,
+    state,
+    stacks,
+    control,
+    conflicts,
+    mult,
+    zobrist,
+    table,
+    capacity,
+    budget,
+    reach,
+    domains,
+):
+    """Depth-first search for up to `budget` more nodes; returns a _RUNNING/_FOUND/
+    _EXHAUSTED/_OVERFLOW code. Resumable: all state is in the arrays."""
+    move_end = stacks[2]
+    move_next, applied = control[0], control[1]
+    scalars = state[4]
+    rectangles = geometry[0].shape[0]
+    limit = scalars[_NODES] + budget
+    while True:
+        depth = scalars[_DEPTH]
+        if move_next[depth] == move_end[depth]:
+            if applied[depth] >= 0:
+                _apply(depth, applied[depth], geometry, state, stacks, mult, zobrist, True)
+                applied[depth] = -1
+            _memo(table, scalars, True)
+            if depth == 0:
+                return _EXHAUSTED
+            scalars[_DEPTH] = depth - 1
+            _child_failed(depth - 1, depth, geometry, stacks, control, conflicts)
+            continue
+        if applied[depth] >= 0:
+            _apply(depth, applied[depth], geometry, state, stacks, mult, zobrist, True)
+            applied[depth] = -1
+        if scalars[_NODES] >= limit:
+            return _RUNNING
+        move = move_next[depth]
+        move_next[depth] += 1
+        _apply(depth, move, geometry, state, stacks, mult, zobrist, False)
+        applied[depth] = move
+        scalars[_NODES] += 1
+        scalars[_FEWEST] = min(scalars[_FEWEST], scalars[_LEFT])
+        if scalars[_LEFT] == 0:
+            return _FOUND
+        child = depth + 1
+        if child + 1 >= move_next.shape[0] or move_end[depth] + rectangles + 1 > stacks[0].shape[0]:
+            return _OVERFLOW
+        if _memo(table, scalars, False):
+            conflicts[child, :] = -1  # reasons not kept: blame everything
+            _child_failed(depth, child, geometry, stacks, control, conflicts)
+            continue
+        if _overfull(geometry, state, reach, capacity, conflicts[child], domains) >= 0:
+            _memo(table, scalars, True)
+            _child_failed(depth, child, geometry, stacks, control, conflicts)
+            continue
+        if _expand(child, geometry, state, stacks, conflicts, capacity, domains) == 0:
+            _memo(table, scalars, True)
+            _child_failed(depth, child, geometry, stacks, control, conflicts)
+            continue
+        move_next[child] = move_end[depth]
+        applied[child] = -1
+        scalars[_DEPTH] = child
+
+
+class _Runner:
+    """One configuration of the kernel on one part: its arrays, resumable slice by slice."""
+
+    def __init__(self, part: _Part, capacity: int, order: int, rule: int) -> None:
+        rectangles, sections = len(part.sizes), len(part.section_bytes)
+        rng = np.random.default_rng(0x5EED)  # fixed: hashes must not change the search
+        primes = np.array(_PRIMES, dtype=np.int64)
+        self.mult = rng.integers(1, primes[:, None], size=(3, sections), dtype=np.int64)
+        self.zobrist = rng.integers(0, primes[:, None], size=(3, rectangles), dtype=np.int64)
+        floors = np.where(part.section_bytes > 0, 0, _INF).astype(np.int64)
+        scalars = np.zeros(10, dtype=np.int64)
+        scalars[_LEFT] = rectangles
+        scalars[_FEWEST] = rectangles
+        scalars[_RULE] = rule
+        for h, prime in enumerate(_PRIMES):
+            terms = (int(f) % prime * int(m) % prime for f, m in zip(floors, self.mult[h]))
+            scalars[_H1 + h] = sum(terms) % prime
+        self.scalars = scalars
+        self.state = (
+            floors,
+            part.section_bytes.copy(),
+            np.zeros(rectangles, dtype=np.int64),  # placed
+            np.zeros(rectangles, dtype=np.int64),  # offsets
+            scalars,
+            np.zeros(rectangles, dtype=np.int64),  # twin marks
+            np.zeros(rectangles, dtype=np.int64),  # candidates
+            np.zeros(rectangles, dtype=np.int64),  # candidate keys
+        )
+        # Every move places a rectangle or lifts a floor by at least the granularity.
+        step = int(np.gcd.reduce(part.sizes)) if rectangles else 1
+        lifts = sections * (capacity // max(step, 1) + 1)
+        depth_limit = min(rectangles + lifts, _DEPTH_CAP) + 16
+        words = (sections + 63) // 64
+        depth_limit = min(depth_limit, _CONFLICT_WORDS // words)
+        move_room = depth_limit * 4 + min(rectangles, 4096) * 64
+        self.stacks = (
+            np.zeros(move_room, dtype=np.int64),  # move rectangle
+            np.zeros(move_room, dtype=np.int64),  # move offset
+            np.zeros(depth_limit, dtype=np.int64),  # end of each depth's moves
+            np.zeros(depth_limit, dtype=np.int64),  # each depth's chosen section
+            np.zeros(depth_limit, dtype=np.int64),  # the floor there
+        )
+        self.conflicts = np.zeros((depth_limit, words), dtype=np.int64)
+        self.control = (
+            np.zeros(depth_limit, dtype=np.int64),  # next move at each depth
+            np.full(depth_limit, -1, dtype=np.int64),  # move applied at each depth
+        )
+        self.geometry = (
+            part.sizes,
+            part.alignments,
+            part.ranks[order],
+            part.twin,
+            part.rect_start,
+            part.rect_sections,
+            part.section_start,
+            part.section_rects,
+        )
+        self.domains = _domains(part, capacity)
+        self.table = np.zeros((_MEMO_SLOTS, 3), dtype=np.int64)
+        self.reach = np.zeros((2, rectangles), dtype=np.int64)  # reach, and a queue
+        self.capacity = capacity
+        moves = _expand(
+            0, self.geometry, self.state, self.stacks, self.conflicts, capacity, self.domains
+        )
+        self.code = _RUNNING if moves else _EXHAUSTED
+
+    def step(self, nodes: int) -> int:
+        if self.code == _RUNNING:
+            self.code = _run(
+                self.geometry,
+                self.state,
+                self.stacks,
+                self.control,
+                self.conflicts,
+                self.mult,
+                self.zobrist,
+                self.table,
+                self.capacity,
+                nodes,
+                self.reach,
+                self.domains,
+            )
+        return self.code
+
+    @property
+    def offsets(self) -> np.ndarray:
+        return self.state[3]
+
+    @property
+    def nodes(self) -> int:
+        return int(self.scalars[_NODES])
