@@ -114,16 +114,20 @@ def run_campaign(spec: TargetSpec, budget: Budget, out_dir: Path) -> Outcome:
         process.start()
     progress = _Progress(counters, started, target.label)
     progress.start()
+    received: list[tuple[Any, ...]] = []
     try:
         _run_worker(target, budget, shares[0], counters, results)
         for process in processes:
-            process.join()
+            # Drain while waiting: a child with unread results on the queue cannot exit.
+            while process.is_alive():
+                received += _drain(results)
+                process.join(0.2)
     finally:
         for process in processes:
             if process.is_alive():
                 process.terminate()
         progress.finish()
-    found = _write_found(results, target, out_dir)
+    found = _write_found(received + _drain(results), target, out_dir)
     return Outcome(counters.examples.value, time.monotonic() - started, budget.workers, found)
 
 
@@ -267,15 +271,22 @@ def _violation(kind: str) -> type[_Violated]:
     return _CLASSES[kind]
 
 
-def _write_found(results: Any, target: Target, out_dir: Path) -> tuple[Found, ...]:
+def _drain(results: Any) -> list[tuple[Any, ...]]:
+    drained = []
+    while True:
+        try:
+            drained.append(results.get(timeout=0.05))
+        except queue.Empty:
+            return drained
+
+
+def _write_found(
+    received: list[tuple[Any, ...]], target: Target, out_dir: Path
+) -> tuple[Found, ...]:
     """Write each failure's reproducer (step 3), one per property."""
     found: list[Found] = []
     kinds: set[str] = set()
-    while True:
-        try:
-            failure, suffix, text, size, seed, worker, seconds = results.get(timeout=0.1)
-        except queue.Empty:
-            break
+    for failure, suffix, text, size, seed, worker, seconds in received:
         if failure.kind in kinds:
             continue
         kinds.add(failure.kind)
