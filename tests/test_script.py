@@ -430,7 +430,10 @@ def test_symbolic_dim_is_named() -> None:
     """,
         "x.py",
     )
-    assert message == "x.py:2:23: symbolic dimension 'n': optplan plans static shapes only"
+    assert message == (
+        "x.py:2:23: symbolic dimension 'n' has no upper bound: add "
+        'R.func_attr({"tir_var_upper_bound": {"n": ...}}) to the function or give --bound n=VALUE'
+    )
 
 
 def test_malformed_tensor_type() -> None:

@@ -15,7 +15,6 @@ class Module:
     @R.function
     def main(x: R.Tensor((2, 4), dtype="float32"), w: R.Tensor((4, 4), dtype="float32"), b: R.Tensor((4,), dtype="float32")) -> R.Tensor((2, 4), dtype="float32"):
         R.func_attr({"num_input": 1})
-        cls = Module
         with R.dataflow():
             w2: R.Tensor((4, 4), dtype="float32") = w
             lv = R.call_tir(cls.fused_dense, (x, w2, b, metadata["ir.GenericConst"][0]), out_ty=R.Tensor((2, 4), dtype="float32"), layout_free_buffers=[1, 2, 3])
