@@ -7,6 +7,7 @@
     optplan show PROGRAM [--planner cpsat] -o arena.png
     optplan check PLANNED_PROGRAM
     optplan reorder PROGRAM [--reorder auto] [-o OUT.py]
+    optplan fuzz TARGET [--examples N | --time S] [--seed S] [--workers N]
 
 `--reorder [auto|program|exact|cpsat|heuristic]` on plan, compare, run, lower and show
 first runs each dataflow block in the order that needs the least memory.
@@ -164,7 +165,36 @@ def _parser() -> argparse.ArgumentParser:
     _add_input(reorder)
     reorder.add_argument("-o", "--output", help="write the reordered program here (.py, or .onnx)")
     reorder.set_defaults(handler=_cmd_reorder)
+    _add_fuzz(commands)
     return parser
+
+
+def _add_fuzz(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    fuzz = commands.add_parser(
+        "fuzz", help="search for inputs on which a planner's plan is wrong, and shrink them"
+    )
+    fuzz.add_argument(
+        "target", nargs="?", help="a planner (greedy, cpsat, ...), module:function, or tvm"
+    )
+    fuzz.add_argument(
+        "--command", help='a MiniMalloc-CSV planner: "prog --capacity={capacity} '
+        '--input={input} --output={output}"'
+    )
+    budget = fuzz.add_mutually_exclusive_group()
+    budget.add_argument("--examples", type=int, help="examples to try in all (default: 1000)")
+    budget.add_argument("--time", type=float, help="seconds to run instead of --examples")
+    fuzz.add_argument("--seed", type=int, default=0, help="seed of the campaign (default: 0)")
+    fuzz.add_argument("--workers", type=int, default=1, help="local processes (default: 1)")
+    fuzz.add_argument(
+        "--time-limit", type=float, default=10.0, help="seconds per example (default: 10)"
+    )
+    fuzz.add_argument(
+        "--out", default="fuzz-failures", help="folder for reproducers (default: fuzz-failures)"
+    )
+    fuzz.add_argument(
+        "--keep-going", action="store_true", help="go on after a failure (one per property)"
+    )
+    fuzz.set_defaults(handler=_cmd_fuzz)
 
 
 def _add_input(parser: argparse.ArgumentParser, *, json: bool = True) -> None:
@@ -502,6 +532,28 @@ def _cmd_check(args: argparse.Namespace) -> int:
         )
     print(json.dumps(report.as_dict(), indent=1) if args.json else report.summary())
     return 0 if report.valid else 1
+
+
+def _cmd_fuzz(args: argparse.Namespace) -> int:
+    try:
+        from optplan.fuzz import Budget, parse_target, run_campaign
+    except ImportError as error:
+        raise InputError(f"optplan fuzz needs hypothesis: pip install 'optplan[fuzz]' ({error})")
+    for name in ("examples", "time", "workers", "time_limit"):
+        value = getattr(args, name)
+        if value is not None and value <= 0:
+            raise InputError(f"--{name.replace('_', '-')} must be positive, got {value:g}")
+    spec = parse_target(args.target, args.command, args.time_limit)
+    examples = args.examples if args.examples or args.time else 1000
+    budget = Budget(examples, args.time, args.seed, args.workers, args.keep_going)
+    outcome = run_campaign(spec, budget, Path(args.out))
+    for found in outcome.found:
+        print(
+            f"{found.path}: {found.failure} (shrunk to size {found.size}, seed {found.seed}, "
+            f"found and shrunk after {found.seconds:.1f} s)"
+        )
+    print(outcome.summary(spec.kind if spec.kind in ("tvm", "command") else spec.name))
+    return 1 if outcome.found else 0
 
 
 # ---------------------------------------------------------------------------- helpers

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from optplan.errors import InputError
 from optplan.problem import Interval, Problem, read_csv, write_csv
 from optplan.problem_csv import read_rows
-from tests.problems import problems
+from optplan.strategies import problems
 
 HEADER = "id,lower,upper,size\n"
 
@@ -76,7 +76,7 @@ def test_quoted_cells_are_read() -> None:
     assert problem.buffer("b,c").size == 3
 
 
-@given(problems(), st.data())
+@given(problems(branches=False, aliases=False, pins=False, max_size=48), st.data())
 def test_numpy_reader_agrees_with_row_reader(problem: Problem, data: st.DataObject) -> None:
     """The same Problem, or the same error, from both readers, on written files with one
     cell (perhaps) spoiled."""

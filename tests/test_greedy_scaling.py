@@ -26,7 +26,7 @@ from optplan.planners.greedy import (
     place,
 )
 from optplan.problem import Buffer, Interval, Problem
-from tests.strategies import problems
+from optplan.strategies import problems
 
 pytestmark = pytest.mark.skipif(not greedy_kernel.COMPILED, reason="numba is not installed")
 

@@ -11,7 +11,7 @@ from optplan.planners import cpsat, lns
 from optplan.planners.common import live_peak, make_plan, now, rectangles, split, top
 from optplan.planners.greedy import best_offsets
 from optplan.problem import Buffer, Interval, Problem
-from tests.strategies import problems
+from optplan.strategies import problems
 
 
 @settings(deadline=None, max_examples=40)

@@ -12,8 +12,8 @@ from optplan.plan import Plan, Status, validate
 from optplan.planners import get_planner
 from optplan.planners.greedy import FITS, ORDERS
 from optplan.problem import Alias, Buffer, Interval, Problem, lower_bound, read_csv
+from optplan.strategies import problems
 from tests.brute import brute_force
-from tests.strategies import problems
 
 OWN = ("naive", "greedy", "cpsat")  # the planners that honour pins, alignment and capacity
 LIMIT = 10.0  # seconds; every problem drawn here solves in a small fraction of that

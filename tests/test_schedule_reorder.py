@@ -20,8 +20,8 @@ from optplan.problem import lower_bound
 from optplan.schedule import SCHEDULERS, Scheduler
 from optplan.schedule.graph import is_valid_order
 from optplan.script import parse
-from tests.strategies_ir import programs
-from tests.strategies_passes import straight_programs
+from optplan.strategies.passes import straight_programs
+from optplan.strategies.programs import programs
 
 FAST = [Scheduler(name, time_limit=1.0) for name in SCHEDULERS]
 

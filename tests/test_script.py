@@ -38,7 +38,7 @@ from optplan.ir import (
     Var,
 )
 from optplan.script import load, parse, print_program
-from tests.strategies_ir import attrs, programs
+from optplan.strategies.programs import attrs, programs
 
 DATA = Path(__file__).parents[2] / "shared" / "data"
 F32 = "float32"

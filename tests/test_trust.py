@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from optplan.plan import Plan, Status, validate
 from optplan.planners import PLANNERS, get_planner
 from optplan.problem import Alias, Buffer, Interval, Problem, alias_classes, lower_bound
+from optplan.strategies import tiny_awkward_problems as awkward_problems
 from tests.brute import brute_force
-from tests.strategies import awkward_problems
 
 LIMIT = 10.0
 
