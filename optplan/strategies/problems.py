@@ -294,7 +294,7 @@ def roomy_offsets(problem: Problem) -> tuple[dict[str, int], int]:
     classes = _class_of(drawn, list(problem.aliases))
     roots: dict[int, int] = {}
     for number, members in enumerate(classes):
-        pins = [drawn[k].offset - d for k, d in members if drawn[k].offset is not None]
+        pins = [pin - d for k, d in members if (pin := drawn[k].offset) is not None]
         if pins:
             roots[number] = pins[0]
     top = max((roots[n] + _height(drawn, classes[n]) for n in roots), default=0)

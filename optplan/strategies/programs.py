@@ -184,7 +184,7 @@ def _call_tir(draw: st.DrawFn, scope: _Scope, source: str) -> tuple[Expr, Type]:
     others = draw(st.lists(st.sampled_from(scope.tensors()), max_size=2))
     meta = st.builds(MetaConst, st.just("ir.GenericConst"), st.integers(0, 9))
     metas = draw(st.lists(meta, max_size=1))
-    args = tuple([Var(source)] + [Var(n) for n in others] + metas)
+    args: tuple[Expr, ...] = (Var(source), *(Var(n) for n in others), *metas)
     kernel = draw(st.sampled_from(KERNELS))
     if draw(st.booleans()):
         ty = scope.types[source]
@@ -276,7 +276,9 @@ def _lowered_binding(draw: st.DrawFn, scope: _Scope) -> Binding:
     kind = draw(st.sampled_from(("storage", "tensor", "kernel", "kill")))
     if kind == "storage":
         size = ShapeExpr((ty.size_bytes,))
-        args = (size, Literal("prim", 0), Literal("str", "global"), Literal("dtype", "uint8"))
+        args: tuple[Expr, ...] = (
+            size, Literal("prim", 0), Literal("str", "global"), Literal("dtype", "uint8")
+        )
         var = scope.fresh()
         scope.types[var.name] = ObjectType()
         return Binding(var, Call("memory.alloc_storage", args), ObjectType())
