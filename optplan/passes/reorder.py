@@ -209,7 +209,9 @@ def block_graph(bindings: tuple[Binding, ...], facts: _Facts) -> Graph:
         sizes=tuple(facts.sizes[buf] for buf in buffers),
         creates=tuple(tuple(ids[buf] for buf in bufs) for bufs in creates),
         reads=tuple(tuple(ids[buf] for buf in sorted(bufs) if buf in ids) for bufs in reads),
-        preds=_edges(bindings, reads, facts),
+        # In-place order is about every buffer overwritten, planned or not (one that
+        # becomes a returned value is not planned, yet its earlier readers come first).
+        preds=_edges(bindings, [_read_buffers(b.value, facts, planned=False) for b in bindings], facts),
         live_in=tuple(ids[buf] for buf in live_in),
         live_out=frozenset(ids[buf] for buf in buffers if last + 1 in facts.occupied[buf]),
         base_bytes=base,
@@ -314,11 +316,12 @@ def _flat(value: Value) -> set[str]:
     return set()
 
 
-def _read_buffers(expr: Expr, facts: _Facts) -> set[str]:
-    """Planned buffers an expression reads; a tuple item reads only that item's."""
+def _read_buffers(expr: Expr, facts: _Facts, *, planned: bool = True) -> set[str]:
+    """Buffers an expression reads (the planned ones only, unless `planned` is False); a
+    tuple item reads only that item's."""
     if isinstance(expr, (Call, Tuple)):
-        return set().union(*(_read_buffers(sub, facts) for sub in operands(expr)))
-    return {b for b in _flat(_value_of(expr, facts.values)) if b in facts.sizes}
+        return set().union(*(_read_buffers(sub, facts, planned=planned) for sub in operands(expr)))
+    return {b for b in _flat(_value_of(expr, facts.values)) if b in facts.sizes or not planned}
 
 
 def _new_buffers(binding: Binding, facts: _Facts) -> set[str]:
