@@ -275,13 +275,14 @@ def _order_run(
     jump, record_mark, covered = frames[9], frames[10], frames[11]
     limit = scalars[_NODES] + budget
     while True:
+        # Stop before touching the frame, so that the next call starts from exactly here.
+        if scalars[_NODES] >= limit:
+            return _RUNNING
         depth = scalars[_DEPTH]
         # Nothing left shares a section with a rectangle tried here: where it sits
         # cannot matter to the rest, so its failure is every other move's too.
         alone = chosen[depth] >= 0 and not covered[depth]
         _order_unwind(depth, depth - 1, geometry, neighbours, order_state, trails, frames)
-        if scalars[_NODES] >= limit:
-            return _RUNNING
         r = -1 if alone else _order_next(depth, geometry, order_state, frames)
         if r < 0:
             if depth == 0:
