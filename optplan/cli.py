@@ -6,6 +6,11 @@
     optplan lower PROGRAM [--planner cpsat] [-o OUT]
     optplan show PROGRAM [--planner cpsat] -o arena.png
     optplan check PLANNED_PROGRAM
+    optplan reorder PROGRAM [--reorder auto] [-o OUT.py]
+    optplan fuzz TARGET [--examples N | --time S] [--seed S] [--workers N]
+
+`--reorder [auto|program|exact|cpsat|heuristic]` on plan, compare, run, lower and show
+first runs each dataflow block in the order that needs the least memory.
 
 Exit status: 0 on success; 1 when a check fails (a plan is invalid, a replay differs);
 2 for bad input, printed as one line `file:line:col: what is wrong`.
@@ -19,7 +24,7 @@ import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import numpy as np
 
@@ -29,7 +34,11 @@ from optplan.load import Loaded, load, read_plan
 from optplan.plan import Plan, validate
 from optplan.problem import Problem, write_csv
 
+if TYPE_CHECKING:
+    from optplan.passes.reorder import Reordered
+
 DEFAULT_PLANNERS = "naive,tokens,greedy,cpsat"
+REORDERS = ("auto", "program", "exact", "cpsat", "heuristic", "improve", "lpmf", "bfs", "dfs")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -149,7 +158,43 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")
     check.add_argument("--json", action="store_true", help="print JSON instead of text")
     check.set_defaults(handler=_cmd_check)
+
+    reorder = commands.add_parser(
+        "reorder", help="run each dataflow block in the order that needs the least memory"
+    )
+    _add_input(reorder)
+    reorder.add_argument("-o", "--output", help="write the reordered program here (.py, or .onnx)")
+    reorder.set_defaults(handler=_cmd_reorder)
+    _add_fuzz(commands)
     return parser
+
+
+def _add_fuzz(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    fuzz = commands.add_parser(
+        "fuzz", help="search for inputs on which a planner's plan is wrong, and shrink them"
+    )
+    fuzz.add_argument(
+        "target", nargs="?", help="a planner (greedy, cpsat, ...), module:function, or tvm"
+    )
+    fuzz.add_argument(
+        "--command", help='a MiniMalloc-CSV planner: "prog --capacity={capacity} '
+        '--input={input} --output={output}"'
+    )
+    budget = fuzz.add_mutually_exclusive_group()
+    budget.add_argument("--examples", type=int, help="examples to try in all (default: 1000)")
+    budget.add_argument("--time", type=float, help="seconds to run instead of --examples")
+    fuzz.add_argument("--seed", type=int, default=0, help="seed of the campaign (default: 0)")
+    fuzz.add_argument("--workers", type=int, default=1, help="local processes (default: 1)")
+    fuzz.add_argument(
+        "--time-limit", type=float, default=10.0, help="seconds per example (default: 10)"
+    )
+    fuzz.add_argument(
+        "--out", default="fuzz-failures", help="folder for reproducers (default: fuzz-failures)"
+    )
+    fuzz.add_argument(
+        "--keep-going", action="store_true", help="go on after a failure (one per property)"
+    )
+    fuzz.set_defaults(handler=_cmd_fuzz)
 
 
 def _add_input(parser: argparse.ArgumentParser, *, json: bool = True) -> None:
@@ -174,7 +219,15 @@ def _add_input(parser: argparse.ArgumentParser, *, json: bool = True) -> None:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="fix a symbolic dimension of an ONNX model's inputs (repeatable)",
+        help="fix a symbolic dimension of an ONNX model's inputs; for 'run', the size to "
+        "replay at, up to its bound (repeatable)",
+    )
+    parser.add_argument(
+        "--bound",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="upper bound of a symbolic dimension: tensors are planned at it (repeatable)",
     )
     parser.add_argument(
         "--inplace",
@@ -183,6 +236,13 @@ def _add_input(parser: argparse.ArgumentParser, *, json: bool = True) -> None:
     )
     if json:
         parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument(
+        "--reorder",
+        nargs="?",
+        const="auto",
+        choices=REORDERS,
+        help="first reorder each dataflow block for the least memory (default scheduler: auto)",
+    )
 
 
 # ---------------------------------------------------------------------------- commands
@@ -190,7 +250,7 @@ def _add_input(parser: argparse.ArgumentParser, *, json: bool = True) -> None:
 
 def _cmd_plan(args: argparse.Namespace) -> int:
     _check_output(args.output)
-    loaded = _load(args)
+    loaded = _target(args, _load(args))
     plan = _solve(loaded.problem, args.planner, args.time_limit, quiet=args.json)
     faults = validate(loaded.problem, plan)
     if faults:
@@ -212,17 +272,21 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     names = _planner_names(args.planners)
     loaded = _load(args)
     records, failed = [], False
-    for name in names:
-        plan = _solve(loaded.problem, name, args.time_limit, quiet=args.json)
-        faults = validate(loaded.problem, plan)
-        if faults:
-            _report_faults(plan, faults)
-            failed = True
-        records.append(_record(loaded, plan, args))
+    targets = [(loaded, None)]
+    if args.reorder:
+        targets.append((_target(args, loaded), args.reorder))
+    for target, reordered in targets:
+        for name in names:
+            plan = _solve(target.problem, name, args.time_limit, quiet=args.json)
+            faults = validate(target.problem, plan)
+            if faults:
+                _report_faults(plan, faults)
+                failed = True
+            records.append(_record(target, plan, args, reorder=reordered))
     if args.json:
         print(json.dumps(records, indent=1))
     else:
-        print(_table(loaded, records, args))
+        print(_bounds_note(loaded) + _table(loaded, records, args))
     return 1 if failed else 0
 
 
@@ -232,13 +296,31 @@ def _cmd_run(args: argparse.Namespace) -> int:
     loaded = _load(args)
     if loaded.program is None or loaded.memory is None:
         raise InputError("a CSV problem has no program to replay; give a .py or .onnx", file=args.program)
+    # The reordered program replays against the original program's reference run.
+    target = _target(args, loaded)
     if args.plan:
-        plan = read_plan(args.plan, loaded.problem)
+        plan = read_plan(args.plan, target.problem)
     else:
-        plan = _solve(loaded.problem, args.planner, args.time_limit, quiet=True)
-    faults = validate(loaded.problem, plan)
+        plan = _solve(target.problem, args.planner, args.time_limit, quiet=True)
+    faults = validate(target.problem, plan)
     for fault in faults:
         print(f"invalid plan: {fault}", file=sys.stderr)
+    replay = _replay_program(loaded, args)
+    if replay is not loaded:
+        assert replay.program is not None and replay.memory is not None
+        if getattr(args, "reorder", None):
+            raise InputError(
+                "--reorder with --dim replays is not supported: the order is chosen at the "
+                "bounds; replay at the bounds, or leave out --reorder",
+                file=args.program,
+            )
+        target = replay
+        print(f"{args.program}: planned at {_values(loaded.bounds)}, replayed at {_values(replay.bounds)}")
+        faults = validate(replay.problem, plan)
+        for fault in faults:
+            print(f"invalid plan at the replayed size: {fault}", file=sys.stderr)
+        loaded = replay
+    assert loaded.program is not None and loaded.memory is not None
     inputs = executor.make_inputs(loaded.program, seed=args.seed)
     if args.program.lower().endswith(".onnx"):
         from optplan.onnx_frontend import onnx_weights
@@ -256,6 +338,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         inputs.update(given)
     try:
         reference = executor.reference_run(loaded.program, inputs)
+    except executor.KernelFailure as error:
+        raise error.located(args.program) from None
     except InputError as error:
         # The program is already checked, so what is wrong here is a given input value.
         raise error.located(args.inputs or args.program) from None
@@ -264,17 +348,35 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if mismatch:
             print(f"{args.program}: {mismatch}")
             return 1
-    planned = executor.planned_run(loaded.program, loaded.memory, plan, inputs)
+    assert target.program is not None and target.memory is not None
+    planned = executor.planned_run(target.program, target.memory, plan, inputs)
     difference = executor.compare(reference, planned)
     if difference is not None:
         print(f"{args.program}: replay differs: {difference}")
         return 1
-    tensors = len(loaded.memory.placements)
+    tensors = len(target.memory.placements)
+    order = f", reordered by {args.reorder}" if args.reorder else ""
     print(
         f"{args.program}: replay bit-for-bit equal to the reference run "
-        f"({tensors} planned values in an arena of {plan.arena} bytes, plan by {plan.planner})"
+        f"({tensors} planned values in an arena of {plan.arena} bytes, plan by {plan.planner}{order})"
     )
     return 1 if faults else 0
+
+
+def _replay_program(loaded: Loaded, args: argparse.Namespace) -> Loaded:
+    """The program at the sizes `--dim` asks for, when they differ from the planned ones."""
+    from optplan.load import load_replay
+
+    dims = _dims(args.dim)
+    if not dims or all(loaded.bounds.get(n) == v for n, v in dims.items()):
+        return loaded
+    return load_replay(
+        loaded, dims, alignment=args.alignment, plan_outputs=args.plan_outputs, inplace=args.inplace
+    )
+
+
+def _values(values: dict[str, int]) -> str:
+    return ", ".join(f"{name}={value}" for name, value in sorted(values.items()))
 
 
 def _expected_names(args: argparse.Namespace, given: dict[str, np.ndarray]) -> set[str]:
@@ -319,7 +421,7 @@ def _cmd_lower(args: argparse.Namespace) -> int:
     from optplan.script import print_program
 
     _check_output(args.output)
-    loaded = _load(args)
+    loaded = _target(args, _load(args))
     if loaded.program is None or loaded.memory is None:
         raise InputError("a CSV problem has no program to lower; give a .py or .onnx", file=args.program)
     plan = _solve(loaded.problem, args.planner, args.time_limit, quiet=True)
@@ -344,7 +446,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
     page = args.html or args.output.lower().endswith(".html")
     _check_output(args.output, (".html",) if page else PICTURES)
-    loaded = _load(args)
+    loaded = _target(args, _load(args))
     plan = _solve(loaded.problem, args.planner, args.time_limit, quiet=True)
     faults = validate(loaded.problem, plan)
     if faults or not plan.status.has_plan:
@@ -361,6 +463,57 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 def _headline(plan: Plan) -> str:
     return f"{plan.planner} {plan.status.value}, {plan.arena} bytes, lower bound {plan.lower_bound}"
+
+
+def _cmd_reorder(args: argparse.Namespace) -> int:
+    from optplan.passes.reorder import reorder
+    from optplan.schedule import Scheduler
+    from optplan.script import print_program
+
+    _check_output(args.output)
+    loaded = _load(args)
+    if loaded.program is None:
+        raise InputError("a CSV problem has no operator order to change; give a .py or .onnx", file=args.program)
+    scheduler = Scheduler(args.reorder or "auto", time_limit=args.time_limit)
+    result = reorder(loaded.program, scheduler, plan_outputs=args.plan_outputs)
+    output = args.output or ""
+    if output.lower().endswith(".onnx"):
+        if not args.program.lower().endswith(".onnx"):
+            raise InputError("an .onnx output needs an .onnx model as input", file=args.program)
+        from optplan.passes.reorder_onnx import write_reordered_onnx
+
+        write_reordered_onnx(args.program, result.program, output, _dims(args.dim))
+    else:
+        try:
+            text = print_program(result.program)
+        except ValueError as error:
+            raise InputError(f"cannot print the reordered program: {error}", file=args.program) from None
+        if output:
+            _write_text(output, text)
+        elif not args.json:
+            print(text)
+    if args.json:
+        print(json.dumps(_reorder_record(loaded, result, scheduler.name), indent=1))
+    else:
+        note = f"{loaded.path}: {_reorder_note(result)}"
+        print(note + (f"; written to {output}" if output else ""), file=sys.stdout if output else sys.stderr)
+    return 0
+
+
+def _reorder_record(loaded: Loaded, result: Reordered, scheduler: str) -> dict[str, object]:
+    return {
+        "program": loaded.path,
+        "reorder": scheduler,
+        "program_order_peak_bytes": result.original_peak_bytes,
+        "peak_bytes": result.peak_bytes,
+        "bound_bytes": result.bound_bytes,
+        "optimal": result.optimal,
+        "blocks": [
+            {"ops": len(s.order), "peak_bytes": s.peak_bytes, "bound_bytes": s.bound_bytes, "seconds": round(s.seconds, 4)}
+            for s in result.blocks
+        ],
+        "seconds": round(result.seconds, 4),
+    }
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -381,27 +534,91 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return 0 if report.valid else 1
 
 
+def _cmd_fuzz(args: argparse.Namespace) -> int:
+    try:
+        from optplan.fuzz import Budget, parse_target, run_campaign
+    except ImportError as error:
+        raise InputError(f"optplan fuzz needs hypothesis: pip install 'optplan[fuzz]' ({error})")
+    for name in ("examples", "time", "workers", "time_limit"):
+        value = getattr(args, name)
+        if value is not None and value <= 0:
+            raise InputError(f"--{name.replace('_', '-')} must be positive, got {value:g}")
+    spec = parse_target(args.target, args.command, args.time_limit)
+    examples = args.examples if args.examples or args.time else 1000
+    budget = Budget(examples, args.time, args.seed, args.workers, args.keep_going)
+    outcome = run_campaign(spec, budget, Path(args.out))
+    for found in outcome.found:
+        print(
+            f"{found.path}: {found.failure} (shrunk to size {found.size}, seed {found.seed}, "
+            f"found and shrunk after {found.seconds:.1f} s)"
+        )
+    print(outcome.summary(spec.kind if spec.kind in ("tvm", "command") else spec.name))
+    return 1 if outcome.found else 0
+
+
 # ---------------------------------------------------------------------------- helpers
 
 
 def _load(args: argparse.Namespace) -> Loaded:
     if args.alignment is None:
         args.alignment = 1 if args.program.lower().endswith(".csv") else 64
+    script = args.program.lower().endswith(".py")
+    if script and args.dim and args.command != "run":
+        raise InputError(
+            "--dim on a TVMScript program is the size 'optplan run' replays at; "
+            "plans are made at the upper bounds (--bound)",
+            file=args.program,
+        )
     return load(
         args.program,
         alignment=args.alignment,
         plan_outputs=args.plan_outputs,
         inplace=args.inplace,
-        dims=_dims(args.dim),
+        dims={} if script else _dims(args.dim),
+        bounds=_dims(args.bound, "--bound"),
     )
 
 
-def _dims(pairs: list[str]) -> dict[str, int]:
+def _target(args: argparse.Namespace, loaded: Loaded) -> Loaded:
+    """`loaded` with its dataflow blocks reordered when `--reorder` asks for it (and made
+    in place again, when `--inplace`, since the new order may let more ops run in place)."""
+    if not getattr(args, "reorder", None):
+        return loaded
+    from optplan.analysis.liveness import build_memory
+    from optplan.passes.reorder import reorder
+    from optplan.schedule import Scheduler
+
+    if loaded.program is None:
+        raise InputError("a CSV problem has no operator order to change; give a .py or .onnx", file=args.program)
+    result = reorder(
+        loaded.program, Scheduler(args.reorder, time_limit=args.time_limit), plan_outputs=args.plan_outputs
+    )
+    program = result.program
+    if args.inplace:
+        from optplan.passes import use_inplace_calls
+
+        program = use_inplace_calls(program)
+    if not getattr(args, "json", False):
+        print(f"{loaded.path}: {_reorder_note(result)}", file=sys.stderr)
+    memory = build_memory(program, plan_outputs=args.plan_outputs, alignment=args.alignment)
+    return Loaded(loaded.path, memory.problem, program, memory)
+
+
+def _reorder_note(result: Reordered) -> str:
+    saved = 1 - result.peak_bytes / result.original_peak_bytes if result.original_peak_bytes else 0.0
+    proof = "optimal" if result.optimal else f"proven bound {result.bound_bytes}"
+    return (
+        f"reordered: live-bytes peak {result.original_peak_bytes} -> {result.peak_bytes} bytes "
+        f"({saved:.1%} less, {proof}; {len(result.blocks)} dataflow blocks, {result.seconds:.2f} s)"
+    )
+
+
+def _dims(pairs: list[str], flag: str = "--dim") -> dict[str, int]:
     dims: dict[str, int] = {}
     for pair in pairs:
         name, _, value = pair.partition("=")
         if not name or not value.isdigit() or int(value) < 1:
-            raise InputError(f"--dim expects NAME=VALUE with a positive integer, got {pair!r}")
+            raise InputError(f"{flag} expects NAME=VALUE with a positive integer, got {pair!r}")
         dims[name] = int(value)
     return dims
 
@@ -437,10 +654,13 @@ def _solve(problem: Problem, name: str, time_limit: float, *, quiet: bool) -> Pl
     return plan
 
 
-def _record(loaded: Loaded, plan: Plan, args: argparse.Namespace) -> dict[str, object]:
+def _record(
+    loaded: Loaded, plan: Plan, args: argparse.Namespace, *, reorder: str | None = "args"
+) -> dict[str, object]:
     return {
         "program": loaded.path,
         "planner": plan.planner,
+        "reorder": getattr(args, "reorder", None) if reorder == "args" else reorder,
         "status": plan.status.value,
         "arena_bytes": plan.arena,
         "lower_bound_bytes": plan.lower_bound,
@@ -453,18 +673,32 @@ def _record(loaded: Loaded, plan: Plan, args: argparse.Namespace) -> dict[str, o
         "inplace": bool(args.inplace),
         "seconds": round(plan.seconds, 4),
         "offsets": dict(plan.offsets),
+        **({"bounds": loaded.bounds, "sized_by": loaded.sized_by} if loaded.bounds else {}),
     }
 
 
 def _summary(loaded: Loaded, plan: Plan, args: argparse.Namespace) -> str:
     if not plan.status.has_plan:
         return f"{loaded.path}: {plan.planner} found no plan ({plan.status.value})"
-    return (
+    return _bounds_note(loaded) + (
         f"{loaded.path}: {plan.planner} {plan.status.value}: arena {plan.arena} bytes, "
         f"lower bound {plan.lower_bound}, proven bound {max(plan.bound, plan.lower_bound)} "
         f"(gap {plan.gap:.2%}); naive {loaded.problem.naive_bytes}; "
         f"{len(loaded.problem.buffers)} buffers, {_outputs_note(loaded, args)}; {plan.seconds:.2f} s"
     )
+
+
+def _bounds_note(loaded: Loaded) -> str:
+    """One line per symbolic dimension: its bound and the buffers it sizes."""
+    lines = []
+    for name, value in sorted(loaded.bounds.items()):
+        if name not in loaded.sized_by:
+            lines.append(f"{name} planned at its bound {value}\n")
+            continue
+        buffers = loaded.sized_by[name]
+        shown = ", ".join(buffers[:8]) + (", ..." if len(buffers) > 8 else "")
+        lines.append(f"{name} planned at its bound {value}: sizes {len(buffers)} buffers ({shown})\n")
+    return "".join(lines)
 
 
 def _outputs_note(loaded: Loaded, args: argparse.Namespace) -> str:
@@ -485,7 +719,7 @@ def _table(loaded: Loaded, records: list[dict[str, object]], args: argparse.Name
         has_plan = r["status"] in ("optimal", "feasible")
         rows.append(
             (
-                str(r["planner"]),
+                str(r["planner"]) + (f" (reorder {r['reorder']})" if r.get("reorder") else ""),
                 str(r["status"]),
                 str(arena) if has_plan else "-",
                 str(r["bound_bytes"]),

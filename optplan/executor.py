@@ -107,6 +107,20 @@ class ReplayFailure(Exception):
         self.loc = loc
 
 
+class KernelFailure(InputError):
+    """A kernel raised on the values it was given: one line naming the binding, its op
+    and the fault, located at the binding when it has a place in a file."""
+
+    @classmethod
+    def of(cls, call: Call, binding: Binding | None, error: Exception) -> KernelFailure:
+        name = f"{binding.var.name!r} = " if binding is not None else ""
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        fault = f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+        loc = (binding.loc if binding is not None else None) or call.loc or Loc()
+        message = f"{name}{call.op}: the kernel failed: {fault}"
+        return cls(message, file=loc.file or "", line=loc.line, col=loc.col)
+
+
 # ---------------------------------------------------------------------------- inputs
 
 
@@ -403,13 +417,18 @@ class _Machine:
             return self.kill(call, args)
         op = lookup(call.op)
         overwritten = overwritten_args(call)
-        if isinstance(placement, Placement) and op is not None and op.into is not None and not overwritten:
-            # Destination passing proper: the kernel writes its output view, no copy.
-            view = self.view(placement, out_type)
-            with np.errstate(all="ignore"):
-                if op.into(call, args, view):
-                    return view
-        result = evaluate(call, args, out_type)
+        try:
+            if isinstance(placement, Placement) and op is not None and op.into is not None and not overwritten:
+                # Destination passing proper: the kernel writes its output view, no copy.
+                view = self.view(placement, out_type)
+                with np.errstate(all="ignore"):
+                    if op.into(call, args, view):
+                        return view
+            result = evaluate(call, args, out_type)
+        except (InputError, ReplayFailure):
+            raise
+        except Exception as error:  # noqa: BLE001 - any kernel fault is one line naming the node
+            raise KernelFailure.of(call, binding, error) from None
         if overwritten:
             return self.overwrite(call, args, result, placement, out_type, loc)
         if op is not None and op.view:

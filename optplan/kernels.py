@@ -161,6 +161,43 @@ def rms_norm(x: np.ndarray, weight: np.ndarray, axes: Sequence[int], epsilon: fl
     return (wide / np.sqrt(square_mean + epsilon) * _wide(weight)).astype(x.dtype)
 
 
+# ---------------------------------------------------------------------------- matmul
+
+
+def compute_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype a product or sum is computed in: float16 goes through float32.
+
+    NumPy has no float16 matrix kernel (it loops element by element, about 100 times
+    slower than float32), so float16 products are computed in float32 and rounded once to
+    float16. Both the reference run and the replay use this, so they stay bit for bit.
+    """
+    return np.dtype(np.float32) if np.dtype(dtype) == np.float16 else np.dtype(dtype)
+
+
+def matmul(a: np.ndarray, b: np.ndarray, out_dtype: np.dtype | str) -> np.ndarray:
+    """`a @ b` in `out_dtype`, computed in `compute_dtype` of the widest operand type."""
+    out = np.dtype(out_dtype)
+    wide = compute_dtype(np.result_type(a.dtype, b.dtype, out))
+    result = np.matmul(a.astype(wide, copy=False), b.astype(wide, copy=False))
+    return result.astype(out, copy=False)
+
+
+def gather_elements(data: np.ndarray, indices: np.ndarray, axis: int) -> np.ndarray:
+    """ONNX GatherElements: `out[i][j][k] = data[indices[i][j][k]][j][k]` along `axis`,
+    negative indices counting from the end; an index out of range is an IndexError. On the
+    other axes `indices` may be shorter than `data`: only the leading part of `data` is
+    read there."""
+    axis = axis % max(data.ndim, 1)
+    size = data.shape[axis]
+    index = indices.astype(np.int64, copy=False)
+    if index.size and (index.min() < -size or index.max() >= size):
+        raise IndexError(f"an index is outside [-{size}, {size}) on axis {axis}")
+    window = tuple(
+        slice(None) if d == axis else slice(0, index.shape[d]) for d in range(data.ndim)
+    )
+    return np.take_along_axis(data[window], np.where(index < 0, index + size, index), axis=axis)
+
+
 # ---------------------------------------------------------------------------- convolution
 
 
@@ -197,7 +234,7 @@ def conv2d(
     per_group = out_channels // groups
     weights = w.reshape(groups, per_group, group_channels * kh * kw).transpose(0, 2, 1)
     # Sums in the widest of the operands' and the output's type, as out_dtype asks.
-    acc_dtype = np.result_type(x.dtype, w.dtype, np.dtype(out_dtype))
+    acc_dtype = compute_dtype(np.result_type(x.dtype, w.dtype, np.dtype(out_dtype)))
     out = np.matmul(cols.astype(acc_dtype, copy=False), weights.astype(acc_dtype, copy=False))
     out = out.transpose(0, 1, 3, 2).reshape(n, out_channels, oh, ow)
     return np.asarray(out, dtype=out_dtype, order="C")

@@ -7,11 +7,12 @@ to replay. Every fault becomes an InputError that names the file.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
-import math
 import os
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 
@@ -31,6 +32,10 @@ class Loaded:
     problem: Problem
     program: Program | None = None
     memory: Memory | None = None
+    # Symbolic dimensions at the values the program was read at (their upper bounds when
+    # planning), and for each the buffers whose size it sets.
+    bounds: dict[str, int] = field(default_factory=dict)
+    sized_by: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def load(
@@ -40,9 +45,16 @@ def load(
     plan_outputs: bool = False,
     dims: dict[str, int] | None = None,
     inplace: bool = False,
+    bounds: dict[str, int] | None = None,
+    with_sizes: bool = True,
 ) -> Loaded:
     """Read `path` by its extension (.py, .onnx, .csv) into a Problem; with `inplace`,
-    elementwise ops first take over dying inputs (`use_inplace_calls`)."""
+    elementwise ops first take over dying inputs (`use_inplace_calls`).
+
+    Symbolic dimensions are read at `bounds` (`--bound`), else at a TVMScript function's
+    `tir_var_upper_bound`, else (ONNX inputs) at `dims` (`--dim`); `dims` of a TVMScript
+    program are for replays (`load_replay`). With `with_sizes`, `Loaded.sized_by` says
+    which buffers each symbolic dimension sizes (one more read per dimension)."""
     if alignment < 1:
         raise InputError(f"alignment must be at least 1, got {alignment}")
     if not Path(path).is_file():
@@ -50,13 +62,15 @@ def load(
     suffix = Path(path).suffix.lower()
     try:
         if suffix == ".csv":
-            _refuse_options(dims=dims, inplace=inplace, plan_outputs=plan_outputs)
-            return Loaded(path, _realign(read_csv(path), alignment))
+            _refuse_options(dims=dims, bound=bounds, inplace=inplace, plan_outputs=plan_outputs)
+            return Loaded(path, read_csv(path, alignment=alignment))
+        values = dict(bounds or {})
         if suffix == ".py":
             _refuse_options(dims=dims)
-            program = _read_script(path)
+            program = _read_script(path, values)
         elif suffix == ".onnx":
-            program = _onnx_frontend().load_onnx(path, dims or {})
+            values = {**(dims or {}), **values}
+            program = _onnx_frontend().load_onnx(path, values)
         else:
             raise InputError(f"unknown kind of file {suffix!r}; expected .py, .onnx or .csv")
         _refuse_planned(program)
@@ -64,9 +78,64 @@ def load(
             from optplan.passes import use_inplace_calls
 
             program = use_inplace_calls(program)
-        return _from_program(path, program, alignment, plan_outputs)
+        loaded = _from_program(path, program, alignment, plan_outputs)
+        if suffix == ".py":
+            values = {**script_bounds(program), **values}
+        if not values or not with_sizes:
+            return replace(loaded, bounds=values)
+        read = functools.partial(
+            load,
+            path,
+            alignment=alignment,
+            plan_outputs=plan_outputs,
+            inplace=inplace,
+            with_sizes=False,
+        )
+        return replace(loaded, bounds=values, sized_by=_sized_by(loaded, values, read))
     except InputError as error:
         raise error.located(path) from None
+
+
+def load_replay(planned: Loaded, dims: dict[str, int], **options: object) -> Loaded:
+    """The program of `planned` read again with its symbolic dimensions at `dims` (each at
+    most its bound), for replaying the plan made at the bounds; the buffers are the same,
+    no larger."""
+    for name, value in sorted(dims.items()):
+        bound = planned.bounds.get(name)
+        if bound is None:
+            message = f"--dim {name}: the program has no symbolic dimension named {name!r}"
+            raise InputError(message, file=planned.path)
+        if value > bound:
+            message = f"--dim {name}={value} is above its upper bound {bound}"
+            raise InputError(message, file=planned.path)
+    values = {**planned.bounds, **dims}
+    return load(planned.path, bounds=values, with_sizes=False, **options)  # type: ignore[arg-type]
+
+
+def script_bounds(program: Program) -> dict[str, int]:
+    """The `tir_var_upper_bound` of the entry function, as a dict."""
+    pairs = program.main.attr("tir_var_upper_bound") or ()
+    assert isinstance(pairs, tuple)
+    return {str(p[0]): int(p[1]) for p in pairs if isinstance(p, tuple)}  # type: ignore[arg-type]
+
+
+def _sized_by(
+    loaded: Loaded, values: dict[str, int], read: Callable[..., Loaded]
+) -> dict[str, tuple[str, ...]]:
+    """For each symbolic dimension, the buffers whose size changes when it is smaller (one
+    less, else half, else 1: a program may only be valid at even sizes, say). A dimension
+    at 1, or at no smaller value the program accepts, is left out."""
+    sizes = {b.id: b.size for b in loaded.problem.buffers}
+    found = {}
+    for name, value in sorted(values.items()):
+        for smaller_value in sorted({value - 1, value // 2, 1} - {0, value}, reverse=True):
+            try:
+                smaller = read(bounds={**values, name: smaller_value}).problem.buffers
+            except InputError:
+                continue
+            found[name] = tuple(b.id for b in smaller if sizes.get(b.id) != b.size)
+            break
+    return found
 
 
 def _refuse_options(**given: object) -> None:
@@ -96,11 +165,11 @@ def load_program(path: str) -> Program:
         raise error.located(path) from None
 
 
-def _read_script(path: str) -> Program:
+def _read_script(path: str, dims: dict[str, int] | None = None) -> Program:
     from optplan.analysis.types import infer_types, verify
     from optplan.script import load as load_script
 
-    program = load_script(path)
+    program = load_script(path, dims)
     verify(program)
     return infer_types(program)
 
@@ -123,15 +192,6 @@ def _refuse_planned(program: Program) -> None:
 def _from_program(path: str, program: Program, alignment: int, plan_outputs: bool) -> Loaded:
     memory = build_memory(program, plan_outputs=plan_outputs, alignment=alignment)
     return Loaded(path, memory.problem, program, memory)
-
-
-def _realign(problem: Problem, alignment: int) -> Problem:
-    if alignment == 1:
-        return problem
-    buffers = tuple(
-        replace(b, alignment=math.lcm(b.alignment, alignment)) for b in problem.buffers
-    )
-    return replace(problem, buffers=buffers)
 
 
 def read_plan(path: str, problem: Problem) -> Plan:

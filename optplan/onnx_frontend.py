@@ -6,8 +6,10 @@ Steps of `read_onnx(path, dims)`:
    does not know, or a node the checker rejects is one InputError naming the file.
 2. Fix symbolic dimensions of the graph inputs from `dims` (`--dim NAME=VALUE`); an input
    dimension still unknown is an InputError that says which `--dim` fixes it.
-3. Infer shapes (`strict_mode`, with data propagation so that `Shape -> ... -> Reshape`
-   chains resolve); every node output must then have a static tensor type.
+3. Static shapes of every tensor (`optplan.onnx_shapes`): ONNX shape inference, plus the
+   shape computations the graph does itself folded from the static input shapes, plus
+   the model's own `value_info`; a shape that truly depends on data is refused naming
+   the op.
 4. Name every value: ONNX names ("/layer1/Conv_output_0", "input.1") become unique Python
    identifiers; `OnnxModel.names` maps one to the other.
 5. Parameters: the graph inputs first (`num_input` of them), then the weights: the
@@ -23,8 +25,9 @@ Steps of `read_onnx(path, dims)`:
 Importing this module registers an OpDef for every standard ONNX op under `onnx.<OpType>`:
 its type rule reads `out_ty`, its kernel runs the node alone in `onnx.reference`'s
 ReferenceEvaluator (a typed one-node model, built once per distinct node and input types
-and cached); the few ops that `onnx.reference` does not implement get no kernel, so the
-executor runs its mixing kernel for them. Reshape, Squeeze, Unsqueeze, Flatten and
+and cached), except where `onnx.reference` is wrong or slow (GatherElements, MatMul),
+which run optplan's own NumPy kernels; the few ops that `onnx.reference` does not
+implement get no kernel, so the executor runs its mixing kernel for them. Reshape, Squeeze, Unsqueeze, Flatten and
 Identity are views of their first input: their kernel reshapes, so the result shares it.
 """
 
@@ -33,7 +36,7 @@ from __future__ import annotations
 import functools
 import keyword
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,6 +46,7 @@ from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import RuntimeImplementationError
 from onnx.reference.ops import load_op
 
+from optplan import kernels
 from optplan.errors import InputError
 from optplan.ir import (
     AttrValue,
@@ -61,6 +65,7 @@ from optplan.ir import (
     Type,
     Var,
 )
+from optplan.onnx_shapes import ShapeFault, static_types
 from optplan.ops import OpDef, fail, register
 
 PREFIX = "onnx."
@@ -117,9 +122,9 @@ def read_onnx(path: str, dims: dict[str, int], *, with_weights: bool = True) -> 
     """The Program of the model at `path`, with its weights unless `with_weights` is False."""
     model = _read_checked(path, load_data=with_weights)
     opset = _opset(model)
+    declared = {v.name: v.type for v in model.graph.value_info}
     _fix_input_dims(model.graph, dims, path)
-    model = _infer_shapes(model, path)
-    types = _static_types(model, path)
+    types = _static_types(model, declared, path, trust_declared=not dims)
     names = _names(model.graph)
     fn = _function(model.graph, types, names, opset)
     weights = _weights(model, names, opset) if with_weights else {}
@@ -193,7 +198,7 @@ def _fix_input_dims(graph: onnx.GraphProto, dims: dict[str, int], path: str) -> 
             elif name:
                 raise InputError(
                     f"tensor {value.name!r} has unknown dimension {name!r}; "
-                    f"fix it with --dim {name}=VALUE",
+                    f"fix it with --dim {name}=VALUE, or plan at a bound with --bound {name}=VALUE",
                     file=path,
                 )
             else:
@@ -208,31 +213,21 @@ def _fix_input_dims(graph: onnx.GraphProto, dims: dict[str, int], path: str) -> 
     del graph.value_info[:]
 
 
-def _infer_shapes(model: onnx.ModelProto, path: str) -> onnx.ModelProto:
+def _static_types(
+    model: onnx.ModelProto, declared: dict[str, onnx.TypeProto], path: str, *, trust_declared: bool
+) -> dict[str, TensorType]:
+    """The static tensor type of every value the graph reads or writes (`onnx_shapes`)."""
     try:
-        return onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+        found = static_types(model, declared, trust_declared=trust_declared)
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as error:
         raise InputError(f"shape inference failed: {_first_line(error)}", file=path) from None
-
-
-def _static_types(model: onnx.ModelProto, path: str) -> dict[str, TensorType]:
-    """The static tensor type of every value the graph reads or writes."""
-    graph = model.graph
-    declared = {v.name: v.type for v in [*graph.input, *graph.value_info, *graph.output]}
+    except ShapeFault as error:
+        raise InputError(str(error), file=path) from None
     types = {
-        init.name: _tensor_type(init.name, init.data_type, tuple(init.dims), path)
-        for init in graph.initializer
+        name: _tensor_type(name, elem_type, shape, path) for name, (elem_type, shape) in found.items()
     }
-    for value in _graph_inputs(graph):
+    for value in _graph_inputs(model.graph):
         types[value.name] = _declared_type(value.name, value.type, path)
-    for node in graph.node:
-        for name in node.output:
-            if not name:
-                continue
-            if name not in declared:
-                message = f"tensor {name!r} ({node.op_type}) has no inferred type"
-                raise InputError(message, file=path)
-            types[name] = _declared_type(name, declared[name], path)
     return types
 
 
@@ -464,12 +459,33 @@ def _kernel(call: Call, args: Sequence[object]) -> object:
         # Each view op only reinterprets its first input's bytes in a new shape; reshaping
         # keeps the result a view of them, as the memory plan assumes.
         return arrays_in[0].reshape(spec.out_types[0].shape)
+    own = _OWN_KERNELS.get(spec.op_type)
+    if own is not None:
+        results = own(dict(spec.attributes), arrays_in)
+        arrays = tuple(np.asarray(r, dtype=t.dtype) for r, t in zip(results, spec.out_types))
+        return arrays if isinstance(call.attr("out_ty"), TupleType) else arrays[0]
     in_types = tuple(TensorType(a.shape, a.dtype.name) for a in arrays_in)
     feeds = {f"i{p}": a for p, a in zip(spec.inputs, arrays_in)}
-    results = _evaluator(spec, in_types).run(None, feeds)
+    reference = list(_evaluator(spec, in_types).run(None, feeds))
     # Copies in the declared dtype: a reference op may hand back its input or a wider type.
-    arrays = tuple(np.array(r, dtype=t.dtype) for r, t in zip(results, spec.out_types))
+    arrays = tuple(np.array(r, dtype=t.dtype) for r, t in zip(reference, spec.out_types))
     return arrays if isinstance(call.attr("out_ty"), TupleType) else arrays[0]
+
+
+def _own_gather_elements(attrs: dict[str, AttrValue], args: list[np.ndarray]) -> list[object]:
+    return [kernels.gather_elements(args[0], args[1], _int(attrs.get("axis", 0)))]
+
+
+def _own_matmul(attrs: dict[str, AttrValue], args: list[np.ndarray]) -> list[object]:
+    return [kernels.matmul(args[0], args[1], args[0].dtype)]
+
+
+# Ops whose `onnx.reference` implementation is wrong (GatherElements cannot broadcast a
+# one-element index) or slow (MatMul in float16): optplan's own NumPy kernels.
+_OWN_KERNELS: dict[str, Callable[[dict[str, AttrValue], list[np.ndarray]], list[object]]] = {
+    "GatherElements": _own_gather_elements,
+    "MatMul": _own_matmul,
+}
 
 
 @functools.lru_cache(maxsize=4096)

@@ -412,11 +412,9 @@ def _infer_matmul(call: Call, arg_types: Sequence[Type | None]) -> Type:
 
 def _matmul_kernel(call: Call, args: Sequence[object]) -> object:
     a, b = array(args, 0), array(args, 1)
-    out_dtype = np.dtype(str(call.attr("out_dtype") or a.dtype))
-    if out_dtype == a.dtype:
-        return np.matmul(a, b)
-    # A wider out_dtype is the accumulation type (fp16 inputs, fp32 sums).
-    return np.matmul(a.astype(out_dtype), b.astype(out_dtype)).astype(out_dtype, copy=False)
+    # A wider out_dtype is the accumulation type (fp16 inputs, fp32 sums); float16 is
+    # computed in float32 and rounded, the same way in every run.
+    return kernels.matmul(a, b, str(call.attr("out_dtype") or a.dtype))
 
 
 register(OpDef("matmul", _infer_matmul, _matmul_kernel))
@@ -522,7 +520,20 @@ def _view(name: str, infer: Infer) -> None:
     register(OpDef(name, infer, kernel, view=True))
 
 
+def _infer_match_cast(call: Call, arg_types: Sequence[Type | None]) -> Type:
+    """`R.match_cast(x, T)`: x itself, which must have type T (shapes are static here, so
+    the cast is a check)."""
+    x = tensor_arg(call, arg_types, 0)
+    cast = call.attr("struct_info")
+    if not isinstance(cast, TensorType):
+        raise fail(call, "match_cast needs a tensor type to cast to")
+    if cast != x:
+        raise fail(call, f"match_cast of a {x.shape} {x.dtype} tensor to {cast.shape} {cast.dtype}")
+    return cast
+
+
 _view("reshape", _infer_reshape)
+_view("match_cast", _infer_match_cast)
 _view("expand_dims", _infer_expand_dims)
 _view("squeeze", _infer_squeeze)
 _view("flatten", _infer_flatten)

@@ -16,13 +16,11 @@ once); no arena can be smaller. `read_csv` / `write_csv` speak MiniMalloc's form
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from optplan.errors import InputError
+import numpy as np
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -230,151 +228,85 @@ def merge_intervals(intervals: list[Interval]) -> tuple[Interval, ...]:
 def live_profile(problem: Problem) -> list[tuple[int, int]]:
     """`(point, live bytes)` at every point where the live set changes, alias classes
     counted once, by a sweep over interval ends before starts."""
-    events: list[tuple[int, int]] = []
-    for cls in alias_classes(problem):
-        for iv in cls.live:
-            events.append((iv.start, cls.size))
-            events.append((iv.end, -cls.size))
-    events.sort(key=lambda event: (event[0], event[1]))
-    profile: list[tuple[int, int]] = []
-    live = 0
-    for point, change in events:
-        live += change
-        if profile and profile[-1][0] == point:
-            profile[-1] = (point, live)
-        else:
-            profile.append((point, live))
-    return profile
+    points, live = _live_steps(problem)
+    return list(zip(points.tolist(), live.tolist()))
 
 
 def lower_bound(problem: Problem) -> int:
     """The most bytes live at any one point; no valid arena is smaller."""
-    return max((live for _, live in live_profile(problem)), default=0)
+    _, live = _live_steps(problem)
+    return int(live.max()) if len(live) else 0
+
+
+def _live_steps(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
+    """The sweep in NumPy: events sorted by point and summed; the last sum at each point
+    is the live bytes from there on (half-open: what ends there is gone). Without aliases
+    every buffer is its own class, so the classes need not be built (at 1,000,000
+    buffers that took 18 s of the 25 s the Python sweep took). Sums that might not fit
+    in int64 are taken over Python integers."""
+    table = _spans(problem)
+    if not len(table):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    points = np.concatenate((table[:, 0], table[:, 1]))
+    changes = np.concatenate((table[:, 2], -table[:, 2]))
+    # Only the last sum at each point is kept, so the order within a point is free.
+    order = np.argsort(points, kind="stable")
+    points, live = points[order], np.cumsum(changes[order])
+    last = np.append(np.asarray(points[1:] != points[:-1], dtype=bool), True)
+    return points[last], live[last]
+
+
+def _spans(problem: Problem) -> np.ndarray:
+    """Rows (start, end, size), one per live interval of each alias class: int64 when
+    every sum of sizes fits, Python integers otherwise."""
+    buffers = problem.buffers
+    if not problem.aliases and all(len(b.live) == 1 for b in buffers):
+        # Column by column, with no tuple per buffer: 4.8 s -> 1.7 s at 1,000,000.
+        columns = (
+            (b.live[0].start for b in buffers),
+            (b.live[0].end for b in buffers),
+            (b.size for b in buffers),
+        )
+        try:
+            table = np.stack([np.fromiter(c, np.int64, len(buffers)) for c in columns], axis=1)
+            if float(table[:, 2].sum(dtype=np.float64)) < 2.0**62:
+                return table
+        except OverflowError:
+            pass
+        spans = [(b.live[0].start, b.live[0].end, b.size) for b in buffers]
+    elif problem.aliases:
+        spans = [(iv.start, iv.end, c.size) for c in alias_classes(problem) for iv in c.live]
+    else:
+        spans = [
+            (iv.start, iv.end, b.size) for b in buffers for iv in merge_intervals(list(b.live))
+        ]
+    try:
+        table = np.array(spans, dtype=np.int64).reshape(-1, 3)
+        if float(table[:, 2].sum(dtype=np.float64)) < 2.0**62:
+            return table
+    except OverflowError:
+        pass
+    return np.array(spans, dtype=object).reshape(-1, 3)
 
 
 # ---------------------------------------------------------------------------- CSV
 
 
-_REQUIRED = ("id", "lower", "upper", "size")
-_SYNONYMS = {"buffer": "id", "buffer_id": "id", "start": "lower", "begin": "lower"}
-
-
-def read_csv(path: str | Path, *, text: str | None = None) -> Problem:
+def read_csv(path: str | Path, *, text: str | None = None, alignment: int = 1) -> Problem:
     """Read a MiniMalloc CSV (`id,lower,upper,size[,alignment][,offset]`).
 
     The header may use MiniMalloc's older names (`buffer`, `start`, and an inclusive
-    `end`). Any fault raises InputError naming the file, the line and the column.
+    `end`). Any fault raises InputError naming the file, the line and the column. Every
+    buffer's alignment is made a multiple of `alignment`. `optplan.problem_csv` does the
+    work.
     """
-    name = str(path)
-    if text is None:
-        try:
-            text = Path(path).read_text()
-        except OSError as error:
-            raise InputError(f"cannot read: {error.strerror}", file=name) from None
-    rows = list(csv.reader(io.StringIO(text)))
-    if not rows:
-        raise InputError("empty file; expected a header 'id,lower,upper,size'", file=name, line=1)
-    header = [_SYNONYMS.get(h.strip().lower(), h.strip().lower()) for h in rows[0]]
-    inclusive_end = "end" in header and "upper" not in header
-    header = ["upper" if h == "end" and inclusive_end else h for h in header]
-    for column in _REQUIRED:
-        if column not in header:
-            raise InputError(
-                f"header lacks column {column!r} (found {','.join(rows[0])})", file=name, line=1
-            )
-    buffers: list[Buffer] = []
-    seen: dict[str, int] = {}
-    for line_no, row in enumerate(rows[1:], start=2):
-        if not row or all(not cell.strip() for cell in row):
-            continue
-        if len(row) != len(header):
-            raise InputError(
-                f"expected {len(header)} fields, found {len(row)}", file=name, line=line_no
-            )
-        cells = {h: cell.strip() for h, cell in zip(header, row)}
-        buffer_id = cells["id"]
-        if buffer_id in seen:
-            raise InputError(
-                f"buffer {buffer_id!r} already defined on line {seen[buffer_id]}",
-                file=name,
-                line=line_no,
-            )
-        seen[buffer_id] = line_no
+    from optplan.problem_csv import read_csv as read
 
-        row_at = _Row(cells, header, buffer_id, name, line_no)
-        lower, upper, size = row_at.number("lower"), row_at.number("upper"), row_at.number("size")
-        assert lower is not None and upper is not None and size is not None
-        if inclusive_end:
-            upper += 1
-        alignment = row_at.number("alignment", 1)
-        offset = row_at.number("offset")
-        assert alignment is not None
-        fault = None
-        if size < 0:
-            fault = ("size", f"negative size {size}")
-        elif upper <= lower:
-            fault = ("upper", f"empty lifetime [{lower}, {upper})")
-        elif alignment < 1:
-            fault = ("alignment", f"alignment {alignment} < 1")
-        elif offset is not None and offset < 0:
-            fault = ("offset", f"negative offset {offset}")
-        if fault:
-            column, what = fault
-            raise InputError(
-                f"buffer {buffer_id!r} has {what}",
-                file=name,
-                line=line_no,
-                col=header.index(column) + 1,
-            )
-        buffers.append(Buffer(buffer_id, size, (Interval(lower, upper),), alignment, offset))
-    return Problem(tuple(buffers))
-
-
-@dataclass(frozen=True, slots=True)
-class _Row:
-    """One row of a CSV file, for reading its integer cells with errors that point at them."""
-
-    cells: dict[str, str]
-    header: list[str]
-    buffer_id: str
-    file: str
-    line: int
-
-    def number(self, column: str, default: int | None = None) -> int | None:
-        """The integer in `column`, `default` where the cell is empty."""
-        cell = self.cells.get(column, "")
-        if cell == "":
-            return default
-        try:
-            return int(cell)
-        except ValueError:
-            raise InputError(
-                f"{column} {cell!r} of buffer {self.buffer_id!r} is not an integer",
-                file=self.file,
-                line=self.line,
-                col=self.header.index(column) + 1,
-            ) from None
+    return read(path, text=text, alignment=alignment)
 
 
 def write_csv(problem: Problem, offsets: dict[str, int] | None = None) -> str:
-    """The problem as MiniMalloc CSV; with `offsets`, an `offset` column holds them.
+    """The problem as MiniMalloc CSV; with `offsets`, an `offset` column holds them."""
+    from optplan.problem_csv import write_csv as write
 
-    A buffer live over several intervals is written as one row spanning them all (the
-    format has no gaps), which is safe: it only ever forbids more sharing.
-    """
-    has_alignment = any(b.alignment != 1 for b in problem.buffers)
-    columns = ["id", "lower", "upper", "size"] + (["alignment"] if has_alignment else [])
-    if offsets is not None or any(b.offset is not None for b in problem.buffers):
-        columns.append("offset")
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
-    for b in problem.buffers:
-        row: list[object] = [b.id, b.start, b.end, b.size]
-        if has_alignment:
-            row.append(b.alignment)
-        if "offset" in columns:
-            offset = offsets.get(b.id, b.offset) if offsets is not None else b.offset
-            row.append("" if offset is None else offset)
-        writer.writerow(row)
-    return out.getvalue()
+    return write(problem, offsets)

@@ -24,8 +24,8 @@ from __future__ import annotations
 import ast
 import math
 import warnings
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +59,13 @@ from optplan.ir import (
     Var,
 )
 from optplan.script_print import print_program
+from optplan.script_symbolic import (
+    BOUND_ATTR,
+    bound_pairs,
+    dim_value,
+    is_symbol_declaration,
+    upper_bounds,
+)
 
 __all__ = ["load", "parse", "print_program"]
 
@@ -81,14 +88,21 @@ class _Source:
 
     file: str
     text: str
+    # Values of symbolic dimensions (the upper bounds, unless overridden), and the names
+    # the text used.
+    dims: dict[str, int] = field(default_factory=dict)
+    symbols: set[str] = field(default_factory=set)
 
 
 # ---------------------------------------------------------------------------- entry points
 
 
-def parse(text: str, file: str = "<string>") -> Program:
-    """The Program written in `text`; InputError naming `file` for anything outside the subset."""
-    src = _Source(file, text)
+def parse(text: str, file: str = "<string>", dims: Mapping[str, int] | None = None) -> Program:
+    """The Program written in `text`; InputError naming `file` for anything outside the subset.
+
+    Symbolic dimensions take the values in `dims`, else their `tir_var_upper_bound`; a
+    name in `dims` that the text never uses is an InputError.
+    """
     try:
         with warnings.catch_warnings():
             # Python's own warnings about the text ("invalid escape sequence") are not
@@ -101,15 +115,20 @@ def parse(text: str, file: str = "<string>") -> Program:
         ) from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise InputError(f"syntax error: {exc}", file=file) from None
+    src = _Source(file, text, {**upper_bounds(tree), **(dims or {})})
     try:
-        return _program(tree, src)
+        program = _program(tree, src)
     except RecursionError:
         # Deeply nested expressions exhaust the reader's recursion, not a limit of the IR.
         raise InputError("expressions nested too deeply to read", file=file, line=1) from None
+    for name in sorted(set(dims or {}) - src.symbols):
+        raise InputError(f"the program has no symbolic dimension named {name!r}", file=file)
+    return program
 
 
-def load(path: str | Path) -> Program:
-    """Read and parse the file at `path`; errors name the file."""
+def load(path: str | Path, dims: Mapping[str, int] | None = None) -> Program:
+    """Read and parse the file at `path` (symbolic dimensions as in `parse`); errors name
+    the file."""
     name = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -117,7 +136,7 @@ def load(path: str | Path) -> Program:
         raise InputError(f"cannot read the file: {exc.strerror or exc}", file=name) from None
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text: {exc.reason}", file=name) from None
-    return parse(text, name)
+    return parse(text, name, dims)
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -236,6 +255,8 @@ def _program(tree: ast.Module, src: _Source) -> Program:
     for stmt in tree.body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             _check_import(stmt, src)
+        elif is_symbol_declaration(stmt):
+            continue
         elif isinstance(stmt, ast.ClassDef):
             if module is not None or statements:
                 raise _error(mixed, stmt, src)
@@ -344,7 +365,9 @@ def _param(arg: ast.arg, src: _Source) -> Param:
 
 
 def _func_attrs(stmts: list[ast.stmt], src: _Source) -> tuple[Attrs, list[ast.stmt]]:
-    """`R.func_attr({...})` taken out of the body, its keys sorted."""
+    """`R.func_attr({...})` taken out of the body, its keys sorted; declarations of
+    symbolic dimensions (`n = T.int64()`) are dropped from the body too."""
+    stmts = [s for s in stmts if not is_symbol_declaration(s)]
     found = [s for s in stmts if isinstance(s, ast.Expr) and _callee(s.value) == "R.func_attr"]
     if len(found) > 1:
         raise _error("R.func_attr given twice", found[1], src)
@@ -361,6 +384,9 @@ def _func_attrs(stmts: list[ast.stmt], src: _Source) -> tuple[Attrs, list[ast.st
         name = _string(key, "an attribute name", src)
         if name in attrs:
             raise _error(f"attribute {name!r} given twice", key, src)
+        if name == BOUND_ATTR:
+            attrs[name] = tuple(sorted(bound_pairs(value, src.file).items()))
+            continue
         attrs[name] = _attr_value(value, src)
     return tuple(sorted(attrs.items())), [s for s in stmts if s is not found[0]]
 
@@ -636,7 +662,18 @@ def _literal(op: str, node: ast.Call, src: _Source) -> Literal:
     return Literal("prim", number, loc=loc)
 
 
+def _match_cast(op: str, node: ast.Call, src: _Source) -> Call:
+    """`R.match_cast(value, R.Tensor(shape, dtype))`: the value, at the type it says."""
+    keywords = _keywords(node, src)
+    type_node = node.args[1] if len(node.args) == 2 else keywords.pop("struct_info", None)
+    if type_node is None or keywords or len(node.args) not in (1, 2):
+        raise _expected("R.match_cast(value, R.Tensor(shape, dtype))", node, src)
+    value = _expr(node.args[0], src)
+    return Call(op, (value,), (("struct_info", _type(type_node, src)),), loc=_loc(node, src))
+
+
 _SPECIAL: dict[str, Callable[[str, ast.Call, _Source], Expr]] = {
+    "match_cast": _match_cast,
     "call_tir": _call_tir,
     "call_tir_inplace": _call_tir,
     "const": _const,
@@ -705,15 +742,13 @@ def _tensor_type(node: ast.Call, src: _Source) -> TensorType:
 
 
 def _dims(node: ast.expr, what: str, src: _Source) -> tuple[int, ...]:
-    """Static dimensions; a name is a symbolic dimension, which optplan cannot plan."""
+    """Dimensions: integers, or symbolic ones at their values (`script_symbolic`)."""
     if not isinstance(node, (ast.Tuple, ast.List)):
         raise _expected(f"the dimensions of {what} as a tuple or list", node, src)
     dims = []
     for dim in node.elts:
-        if isinstance(dim, ast.Name):
-            message = f"symbolic dimension {dim.id!r}: optplan plans static shapes only"
-            raise _error(message, dim, src)
-        value = _int(dim, f"a dimension of {what}", src)
+        symbolic = dim_value(dim, src.dims, src.symbols, src.file)
+        value = _int(dim, f"a dimension of {what}", src) if symbolic is None else symbolic
         if value < 0:
             raise _error(f"negative dimension {value} in {what}", dim, src)
         dims.append(value)

@@ -132,7 +132,7 @@ def _function_lines(fn: Function, kernels: frozenset[str]) -> Iterator[str]:
     yield "@R.function"
     yield f"def {_name(fn.name)}({params}){returns}:"
     if fn.attrs:
-        items = ", ".join(f"{_string(k)}: {_attr(v)}" for k, v in sorted(fn.attrs))
+        items = ", ".join(f"{_string(k)}: {_func_attr(k, v)}" for k, v in sorted(fn.attrs))
         yield _INDENT + f"R.func_attr({{{items}}})"
     for block in fn.body.blocks:
         yield from _indent(_block_lines(block, kernels))
@@ -208,6 +208,8 @@ def _call(call: Call, kernels: frozenset[str]) -> str:
             raise ValueError(f"{call.op} needs an 'out_ty' attribute")
         keywords = [f"out_ty={_attr(out_ty)}"] + _keywords(attrs)
         return f"R.{call.op}({callee}, {_tuple_text(args)}, {', '.join(keywords)})"
+    if call.op == "match_cast" and set(attrs) == {"struct_info"}:
+        return f"R.match_cast({args[0]}, {_attr(attrs['struct_info'])})"
     return f"R.{call.op}({', '.join(args + _keywords(attrs))})"
 
 
@@ -231,6 +233,14 @@ def _const_value(value: float | bool) -> str:
         # TVM prints infinities as strings; the reader turns them back into floats.
         return _string(_NON_FINITE.get(value, "nan"))
     return _number(value)
+
+
+def _func_attr(key: str, value: AttrValue) -> str:
+    """A function attribute; the symbolic bounds print as TVM's dict `{"n": 2048}`."""
+    if key == "tir_var_upper_bound" and isinstance(value, tuple):
+        pairs = [p for p in value if isinstance(p, tuple) and len(p) == 2]
+        return "{" + ", ".join(f"{_string(str(k))}: {_attr(v)}" for k, v in pairs) + "}"
+    return _attr(value)
 
 
 def _attr(value: AttrValue, key: str = "") -> str:

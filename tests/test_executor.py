@@ -39,6 +39,7 @@ from optplan.ir import (
 from optplan.plan import Plan, Status, validate
 from optplan.planners import PLANNERS
 from optplan.problem import Buffer, Interval, Problem
+from optplan.strategies.programs import programs
 
 T = TensorType((4, 4), "float32")  # 64 bytes
 F32 = "float32"
@@ -369,12 +370,6 @@ def test_every_planner_replays_the_chain(name: str) -> None:
     plan = PLANNERS[name](memory.problem)
     assert validate(memory.problem, plan) == []
     assert replay(program, memory, plan) is None
-
-
-try:
-    from tests.strategies_ir import programs
-except ImportError:  # pragma: no cover - run from another directory
-    from strategies_ir import programs  # type: ignore[no-redef]
 
 
 @settings(max_examples=40)

@@ -26,7 +26,7 @@ from optplan.planners.greedy import (
     place,
 )
 from optplan.problem import Buffer, Interval, Problem
-from tests.strategies import problems
+from optplan.strategies import problems
 
 pytestmark = pytest.mark.skipif(not greedy_kernel.COMPILED, reason="numba is not installed")
 
@@ -91,3 +91,16 @@ def test_numbers_beyond_int64_use_the_python_loop(bits: int) -> None:
     plan = get_planner("greedy")(huge)
     assert validate(huge, plan) == []
     assert plan.arena == 2 << bits
+
+
+def test_large_parts_make_only_the_large_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    rects = rectangles(dense(300, 3))
+    monkeypatch.setattr(greedy, "LARGE_PART", 10)
+    _, detail = best_offsets(rects)
+    arenas = detail["arenas"]
+    assert isinstance(arenas, dict)
+    assert set(arenas) <= {"naive"} | {f"{o}/{f}" for o, f in greedy.LARGE_RUNS}
+    monkeypatch.setattr(greedy, "HUGE_PART", 10)
+    _, detail = best_offsets(rects)
+    assert set(detail["arenas"]) <= {"naive", "size/first"}  # type: ignore[arg-type]
+    assert greedy._runs(300, ("start",), ("best",)) == [("start", "best")]

@@ -428,7 +428,8 @@ def test_unknown_dimension_names_tensor_and_fix(model_dir: Path) -> None:
     with pytest.raises(InputError) as caught:
         load_onnx(path, {})
     assert str(caught.value) == (
-        f"{path}: tensor 'input.1' has unknown dimension 'batch'; fix it with --dim batch=VALUE"
+        f"{path}: tensor 'input.1' has unknown dimension 'batch'; fix it with --dim batch=VALUE, "
+        "or plan at a bound with --bound batch=VALUE"
     )
 
 

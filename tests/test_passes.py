@@ -34,8 +34,8 @@ from optplan.passes.kill import strip_kills
 from optplan.planners import get_planner
 from optplan.planners.tokens import TokensPlanner
 from optplan.script import load, parse, print_program
-from tests.strategies_ir import programs
-from tests.strategies_passes import kill_faults, straight_programs
+from optplan.strategies.passes import kill_faults, straight_programs
+from optplan.strategies.programs import programs
 
 GOLDEN = Path(__file__).parent / "golden"
 DATA = Path(__file__).parents[2] / "shared" / "data" / "tvm"

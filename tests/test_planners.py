@@ -1,5 +1,5 @@
 """Every planner, every option combination, judged by `validate` and by brute force
-(`tests/brute.py`, which shares nothing with the planners)."""
+(`optplan.fuzz.brute`, which shares nothing with the planners)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from hypothesis import example, given
 
+from optplan.fuzz.brute import brute_force
 from optplan.plan import Plan, Status, validate
 from optplan.planners import get_planner
 from optplan.planners.greedy import FITS, ORDERS
 from optplan.problem import Alias, Buffer, Interval, Problem, lower_bound, read_csv
-from tests.brute import brute_force
-from tests.strategies import problems
+from optplan.strategies import problems
 
 OWN = ("naive", "greedy", "cpsat")  # the planners that honour pins, alignment and capacity
 LIMIT = 10.0  # seconds; every problem drawn here solves in a small fraction of that
@@ -72,7 +72,7 @@ def test_planners_are_ordered(problem: Problem) -> None:
 def test_cpsat_matches_brute_force(problem: Problem) -> None:
     plan = plan_with("cpsat", {"time_limit": LIMIT}, problem)
     assert plan.status == Status.OPTIMAL
-    assert plan.arena == brute_force(problem)
+    assert plan.arena == brute_force(problem).arena
 
 
 @given(problems())
@@ -138,7 +138,7 @@ HARD = [
 
 @pytest.mark.parametrize("problem", HARD)
 def test_optimum_above_the_lower_bound(problem: Problem) -> None:
-    optimum = brute_force(problem)
+    optimum = brute_force(problem).arena
     assert optimum > lower_bound(problem)
     plan = plan_with("cpsat", {"time_limit": LIMIT}, problem)
     assert (plan.arena, plan.status, plan.bound) == (optimum, Status.OPTIMAL, optimum)

@@ -38,7 +38,7 @@ from optplan.ir import (
     Var,
 )
 from optplan.script import load, parse, print_program
-from tests.strategies_ir import attrs, programs
+from optplan.strategies.programs import attrs, programs
 
 DATA = Path(__file__).parents[2] / "shared" / "data"
 F32 = "float32"
@@ -430,7 +430,10 @@ def test_symbolic_dim_is_named() -> None:
     """,
         "x.py",
     )
-    assert message == "x.py:2:23: symbolic dimension 'n': optplan plans static shapes only"
+    assert message == (
+        "x.py:2:23: symbolic dimension 'n' has no upper bound: add "
+        'R.func_attr({"tir_var_upper_bound": {"n": ...}}) to the function or give --bound n=VALUE'
+    )
 
 
 def test_malformed_tensor_type() -> None:

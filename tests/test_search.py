@@ -31,7 +31,7 @@ from optplan.problem import (
     lower_bound,
     read_csv,
 )
-from tests.strategies import problems
+from optplan.strategies import problems
 
 
 def brute_force_fits(problem: Problem, capacity: int) -> bool:

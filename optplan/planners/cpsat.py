@@ -59,6 +59,9 @@ Steps:
       and G with it, rise by one;
    c. otherwise minimise again with every worker, hinted with the best placement so far;
       the solver's best objective bound raises G.
+   A part of more than MODEL_MAX_PART rectangles skips a-c: one model of it takes
+   gigabytes and minutes, so `lns.improve` re-solves small bands of offsets around the
+   rectangles at its top instead, until the time is up; it proves nothing.
 6. While time is left and a round improved some part, another round follows: the parts
    still above their target share what is left, hinted with their best placement.
 7. The arena is the maximum over parts of the better of the solver's and greedy's
@@ -95,6 +98,7 @@ from optplan.planners.common import (
     top,
 )
 from optplan.planners.greedy import best_offsets
+from optplan.planners.lns import improve
 from optplan.planners.search import SearchStatus, minimise, search
 from optplan.problem import Problem
 
@@ -175,7 +179,12 @@ def plan_cpsat(problem: Problem, options: CpSat = CpSat()) -> Plan:
             upper = arena if fits else capacity
             assert upper is not None
             floor = max(bound, floors[id(part)])
-            result = solve_part(part, offsets, floor, max(target, floor), upper, budget, options)
+            if len(part) > MODEL_MAX_PART and fits:
+                result = _improve_part(part, offsets, floor, budget, options)
+            else:
+                result = solve_part(
+                    part, offsets, floor, max(target, floor), upper, budget, options
+                )
             solved += 1
             if result.status == Status.INFEASIBLE:
                 reason = f"no placement fits under capacity {capacity}"
@@ -200,6 +209,23 @@ def plan_cpsat(problem: Problem, options: CpSat = CpSat()) -> Plan:
     return make_plan(
         problem, options.name, rects, offsets, started=started, bound=bound, detail=detail
     )
+
+
+# Above this many rectangles one CP-SAT model of a part takes gigabytes (3.4-3.9 GiB at
+# 10k-19k rectangles, 10.7 GiB and growing on S_1's 28,526) and minutes before its first
+# solution; such parts are improved by large-neighbourhood search (`lns`) instead.
+MODEL_MAX_PART = 4000
+
+
+def _improve_part(
+    part: list[Rect], offsets: list[int], floor: int, budget: float, options: CpSat
+) -> PartResult:
+    """The part's placement improved by `lns.improve` within `budget`; proves nothing."""
+    deadline = now() + budget
+    improved = improve(
+        part, offsets, floor, deadline, seed=options.random_seed, workers=options.num_workers
+    )
+    return PartResult(Status.FEASIBLE, improved, floor, {"lns": True})
 
 
 SEARCH = "optplan.planners.search"

@@ -1,27 +1,35 @@
 """The greedy placement loop compiled by numba: the same offsets as `greedy.place`, faster.
 
 `greedy.place` reads the placed rectangles under a query's lifetime from time buckets,
-sorts them by offset and sweeps for a hole. When many rectangles are live at once (the
-MiniMalloc instances: a hundred or more), the Python list building and sorting per query
-is the cost: a 100k-buffer chain of them took 1.7-2.2 s per order and fit. This module
-does the same with int64 arrays:
+sorts them by offset and sweeps for a hole. On real traces (idealloc's S_1, Y_1,
+pangu_2.6B) a few thousand buffers are live at once and one in ten lives for most of the
+run, so a query meets thousands of placed rectangles, each listed in hundreds of buckets:
+one order took 12 s on pangu_2.6B's 18,692 buffers. The hole a rectangle goes to depends
+only on the union of the busy byte ranges under its lifetime, so this module keeps
+unions, merged, in a segment tree over time:
 
-1. `Compiled.build(part)` ranks the end points, sets the bucket width (about one typical
-   lifetime, a power of two) and counts how many intervals touch each bucket, so every
-   bucket gets a fixed slice of one flat array.
+    node n covers ranks [lo(n), hi(n))
+    cover[n]  the byte ranges of placed intervals whose canonical decomposition holds n
+              (live at every point of n, not at every point of n's parent)
+    union[n]  the byte ranges of placed intervals live at some point of n, merged
+
+1. `Compiled.build(part)` ranks the end points of the part's intervals; the tree has one
+   leaf per rank (a power of two of them).
 2. `Compiled.sequence(order)` is one stable `np.lexsort` over the order's keys; equal
    keys fall back to the part's order, which is `rect.index` order, as in the key tuples
    of `greedy._ORDER_KEYS`.
-3. `_place` keeps each bucket sorted by offset (one insertion step per entry). A query
-   reads its buckets, keeps the entries live with it (each placed rectangle once, by a
-   stamp), and sweeps them in offset order: a query inside one bucket needs no sort at
-   all; one spanning several sorts what it read.
+3. `_place` answers a query [s, e) with the union of `union[n]` over the canonical nodes
+   of [s, e) and `cover[a]` over the nodes on the paths from leaves s and e - 1 to the
+   root (every partially covered node is on one of them), sorted by low end, and sweeps
+   it for the first (or best) hole. Placing a rectangle adds its byte range to `cover`
+   and `union` of the canonical nodes and to `union` of the nodes on both paths. Each
+   list stays sorted and merged (touching ranges join), so a packed region of the arena
+   is one entry however many rectangles fill it: a query reads O(log T) short lists.
 
-The sweeps are `greedy._first_hole` and `greedy._best_hole` line for line. Both depend
-only on the set of busy ranges sorted by their low end (ties in any order), so reading
-each rectangle once instead of once per bucket, and sorting by the low end alone, leaves
-every offset unchanged; `tests/test_greedy_scaling.py` checks that against
-`greedy.place` for every order and fit.
+The sweeps are `greedy._first_hole` and `greedy._best_hole` line for line; both give the
+same offset for any list of busy ranges with the same union (sorted by low end), so the
+offsets are those of `greedy.place` for every order and fit
+(`tests/test_greedy_scaling.py`).
 
 `Compiled.build(part)` returns None, and greedy uses `greedy.place`, when numba is
 missing or some number (offsets up to the naive stack, size x lifetime for the `area`
@@ -50,7 +58,6 @@ except ImportError:  # pragma: no cover - greedy falls back to its plain-Python 
         return lambda function: function
 
 
-_LOW, _START, _END, _OWNER = range(4)  # rows of a placed entry: offset, ranks, rectangle
 _LIMIT = 1 << 62  # numbers at or above this could overflow an int64 sum or product
 
 
@@ -67,7 +74,7 @@ def _fits(size: np.ndarray, modulus: np.ndarray, pin: np.ndarray, length: np.nda
 class Compiled:
     """One part as arrays: intervals (`first`: each rectangle's first interval, CSR
     style; `starts`/`ends` as ranks of end points), shape, pins (-1: none), the order
-    keys, and the buckets (`base[b]`: where bucket b's slice of the flat array starts)."""
+    keys, and `leaves`, the number of leaves of the segment tree (a power of two)."""
 
     first: np.ndarray
     starts: np.ndarray
@@ -79,8 +86,7 @@ class Compiled:
     start_time: np.ndarray
     length: np.ndarray
     movable: np.ndarray
-    shift: int
-    base: np.ndarray
+    leaves: int
 
     @staticmethod
     def build(part: list[Rect]) -> Compiled | None:
@@ -89,28 +95,32 @@ class Compiled:
         if not COMPILED:
             return None
         try:
-            shape = np.array(
-                [
-                    (r.size, r.residue or 0, r.modulus, -1 if r.pin is None else r.pin)
-                    + (r.start, r.length)
-                    for r in part
-                ],
-                dtype=np.int64,
+            # Field by field, with no tuple per rectangle (a million of them at 1M).
+            size, residue, modulus, pin, start_time, length = (
+                np.fromiter(values, np.int64, len(part))
+                for values in (
+                    (r.size for r in part),
+                    (r.residue or 0 for r in part),
+                    (r.modulus for r in part),
+                    (-1 if r.pin is None else r.pin for r in part),
+                    (r.start for r in part),
+                    (r.length for r in part),
+                )
             )
-            times = _array([p for r in part for iv in r.live for p in (iv.start, iv.end)])
+            times = np.fromiter(
+                (p for r in part for iv in r.live for p in (iv.start, iv.end)), np.int64
+            )
         except OverflowError:
             return None
-        size, residue, modulus, pin, start_time, length = shape.T.copy()
         if not _fits(size, modulus, pin, length):
             return None
         counts = _array([len(r.live) for r in part])
         points, ranks = np.unique(times, return_inverse=True)
-        starts, ends = ranks[0::2].astype(np.int64), ranks[1::2].astype(np.int64)
-        shift = _shift(ends - starts)
+        ranks = ranks.reshape(-1).astype(np.int64)
         return Compiled(
             first=np.concatenate(([0], np.cumsum(counts))).astype(np.int64),
-            starts=starts,
-            ends=ends,
+            starts=ranks[0::2].copy(),
+            ends=ranks[1::2].copy(),
             size=size,
             residue=residue,
             modulus=modulus,
@@ -118,8 +128,7 @@ class Compiled:
             start_time=start_time,
             length=length,
             movable=np.flatnonzero(pin < 0).astype(np.int64),
-            shift=shift,
-            base=_bucket_base(starts, ends, shift, len(points)),
+            leaves=1 << max(len(points) - 1, 1).bit_length(),
         )
 
     def sequence(self, order: str) -> Hashable:
@@ -147,8 +156,7 @@ class Compiled:
             self.residue,
             self.modulus,
             self.pin,
-            self.shift,
-            self.base,
+            self.leaves,
         )
 
     def top(self, offsets: list[int] | np.ndarray) -> int:
@@ -159,103 +167,168 @@ def _array(values: list[int]) -> np.ndarray:
     return np.asarray(values, dtype=np.int64)
 
 
-def _shift(lengths: np.ndarray) -> int:
-    """log2 of the bucket width: four median interval lengths (in ranks), rounded down to
-    a power of two. Reading an entry that is not live with the query costs far less here
-    than merging one more bucket, so buckets are wider than `greedy._Grid`'s (one median
-    length): at 100k buffers two runs took 0.133 s on the MiniMalloc chain at one
-    length, 0.100 s at four, 0.097 s at eight, and 0.012, 0.010, 0.014 s on the ResNet
-    chain."""
-    typical = int(np.sort(lengths)[len(lengths) // 2]) if len(lengths) else 1
-    return max(typical, 1).bit_length() + 1
-
-
-def _bucket_base(starts: np.ndarray, ends: np.ndarray, shift: int, points: int) -> np.ndarray:
-    """Where each bucket's slice starts in the flat entry arrays (one more at the end):
-    an interval is listed in every bucket its ranks touch."""
-    buckets = (points >> shift) + 1
-    touches = np.zeros(buckets + 1, dtype=np.int64)
-    np.add.at(touches, starts >> shift, 1)
-    np.add.at(touches, ((ends - 1) >> shift) + 1, -1)
-    return np.concatenate(([0], np.cumsum(np.cumsum(touches)[:buckets]))).astype(np.int64)
+# ---------------------------------------------------------------------------- the loop
+#
+# Lists of merged byte ranges live in one pool: list k holds pool_low/pool_high[at[k] :
+# at[k] + count[k]] within room[k] slots; a full list moves to the pool's end with twice
+# the room (the pool doubles when it must). List 2n is cover[n], list 2n + 1 union[n].
 
 
 @njit(cache=True)
-def _place(sequence, best_fit, first, starts, ends, size, residue, modulus, pin, shift, base):
-    """Offsets with pinned rectangles at their pins and the others placed in `sequence`.
-
-    Bucket b holds columns base[b] .. base[b] + count[b] of `entries`, sorted by offset;
-    an entry is one placed interval: (offset, start rank, end rank, rectangle)."""
-    n = size.shape[0]
-    count = np.zeros(base.shape[0] - 1, dtype=np.int64)
-    entries = np.empty((4, base[-1]), dtype=np.int64)  # rows _LOW, _START, _END, _OWNER
+def _place(sequence, best_fit, first, starts, ends, size, residue, modulus, pin, leaves):
+    """Offsets with pinned rectangles at their pins and the others placed in `sequence`."""
+    lists = 4 * leaves
+    at = np.zeros(lists, dtype=np.int64)
+    count = np.zeros(lists, dtype=np.int32)
+    room = np.zeros(lists, dtype=np.int32)
+    # Most lists hold one or two ranges: start small and double (a fixed four slots a
+    # list took 512 MB up front at 1,000,000 rectangles).
+    pool = np.empty((2, 8 * first[-1] + 64), dtype=np.int64)
+    used = 0
     offsets = residue.copy()
-    seen = np.full(n, -1, dtype=np.int64)
-    busy_low = np.empty(n, dtype=np.int64)
-    busy_high = np.empty(n, dtype=np.int64)
-    fresh_low = np.empty(n, dtype=np.int64)
-    fresh_high = np.empty(n, dtype=np.int64)
-    for i in range(n):
+    busy = np.empty((2, 64), dtype=np.int64)
+    for i in range(size.shape[0]):
         if pin[i] >= 0:
             offsets[i] = pin[i]
-            _enter(i, pin[i], first, starts, ends, shift, base, count, entries)
+            pool, used = _enter(
+                i, pin[i], first, starts, ends, size, leaves, pool, used, at, count, room
+            )
     for q in range(sequence.shape[0]):
         i = sequence[q]
-        found = 0
-        for j in range(first[i], first[i + 1]):
-            s, e = starts[j], ends[j]
-            for b in range(s >> shift, ((e - 1) >> shift) + 1):
-                fresh = 0
-                for x in range(base[b], base[b] + count[b]):
-                    other = entries[_OWNER, x]
-                    live = entries[_START, x] < e and s < entries[_END, x]
-                    if live and seen[other] != q:
-                        seen[other] = q  # an interval listed in several buckets counts once
-                        fresh_low[fresh] = entries[_LOW, x]
-                        fresh_high[fresh] = entries[_LOW, x] + size[other]
-                        fresh += 1
-                found = _merge(busy_low, busy_high, found, fresh_low, fresh_high, fresh)
+        busy, found = _gather(i, first, starts, ends, leaves, pool, at, count, busy)
+        order = np.argsort(busy[0, :found], kind="mergesort")
+        low, high = busy[0, :found][order], busy[1, :found][order]
         if best_fit:
-            offset = _best_hole(busy_low, busy_high, found, size[i], residue[i], modulus[i])
+            offset = _best_hole(low, high, found, size[i], residue[i], modulus[i])
         else:
-            offset = _first_hole(busy_low, busy_high, found, size[i], residue[i], modulus[i])
+            offset = _first_hole(low, high, found, size[i], residue[i], modulus[i])
         offsets[i] = offset
-        _enter(i, offset, first, starts, ends, shift, base, count, entries)
+        pool, used = _enter(
+            i, offset, first, starts, ends, size, leaves, pool, used, at, count, room
+        )
     return offsets
 
 
 @njit(cache=True)
-def _merge(busy_low, busy_high, found, fresh_low, fresh_high, fresh):
-    """Merge the `fresh` ranges (sorted by low end) into the `found` busy ones (sorted
-    too), from the back so that no scratch space is needed; returns the new count."""
-    a, b, out = found - 1, fresh - 1, found + fresh - 1
-    while b >= 0:
-        if a >= 0 and busy_low[a] > fresh_low[b]:
-            busy_low[out], busy_high[out] = busy_low[a], busy_high[a]
-            a -= 1
-        else:
-            busy_low[out], busy_high[out] = fresh_low[b], fresh_high[b]
-            b -= 1
-        out -= 1
-    return found + fresh
+def _gather(i, first, starts, ends, leaves, pool, at, count, busy):
+    """The busy ranges under rectangle i's lifetime (unsorted, maybe overlapping): union
+    lists of the canonical nodes and cover lists of the nodes on the boundary paths."""
+    found = 0
+    for j in range(first[i], first[i + 1]):
+        left, right = starts[j] + leaves, ends[j] + leaves
+        a, b = left, right - 1
+        while a >= 1:  # both paths up, once where they have met
+            busy, found = _append(busy, found, pool, at[2 * a], count[2 * a])
+            if b != a:
+                busy, found = _append(busy, found, pool, at[2 * b], count[2 * b])
+            a >>= 1
+            b >>= 1
+        while left < right:
+            if left & 1:
+                busy, found = _append(busy, found, pool, at[2 * left + 1], count[2 * left + 1])
+                left += 1
+            if right & 1:
+                right -= 1
+                busy, found = _append(busy, found, pool, at[2 * right + 1], count[2 * right + 1])
+            left >>= 1
+            right >>= 1
+    return busy, found
 
 
 @njit(cache=True)
-def _enter(i, offset, first, starts, ends, shift, base, count, entries):
-    """List rectangle i at `offset` in every bucket its intervals touch, keeping each
-    bucket sorted by offset (an insertion step: shift the higher entries up by one)."""
+def _append(busy, found, pool, begin, length):
+    """Copy `length` ranges from the pool at `begin` to the end of `busy` (grown as needed)."""
+    if found + length > busy.shape[1]:
+        grown = np.empty((2, 2 * (found + length)), dtype=np.int64)
+        grown[:, :found] = busy[:, :found]
+        busy = grown
+    for x in range(length):
+        busy[0, found + x] = pool[0, begin + x]
+        busy[1, found + x] = pool[1, begin + x]
+    return busy, found + length
+
+
+@njit(cache=True)
+def _enter(i, offset, first, starts, ends, size, leaves, pool, used, at, count, room):
+    """Record rectangle i at `offset`: its byte range joins cover and union of the
+    canonical nodes of each interval and union of the nodes on both boundary paths."""
+    low, high = offset, offset + size[i]
     for j in range(first[i], first[i + 1]):
-        for b in range(starts[j] >> shift, ((ends[j] - 1) >> shift) + 1):
-            x = base[b] + count[b]
-            while x > base[b] and entries[_LOW, x - 1] > offset:
-                for row in range(4):
-                    entries[row, x] = entries[row, x - 1]
-                x -= 1
-            entries[_LOW, x] = offset
-            entries[_START, x] = starts[j]
-            entries[_END, x] = ends[j]
-            entries[_OWNER, x] = i
-            count[b] += 1
+        left, right = starts[j] + leaves, ends[j] + leaves
+        for leaf in (left, right - 1):
+            # Up a path until a union already holds the range: every union above holds
+            # its children's, so they hold it too (this spares most of the climb).
+            node, changed = leaf, True
+            while node >= 1 and changed:
+                pool, used, changed = _add(2 * node + 1, low, high, pool, used, at, count, room)
+                node >>= 1
+        while left < right:
+            if left & 1:
+                pool, used, _ = _add(2 * left, low, high, pool, used, at, count, room)
+                pool, used, _ = _add(2 * left + 1, low, high, pool, used, at, count, room)
+                left += 1
+            if right & 1:
+                right -= 1
+                pool, used, _ = _add(2 * right, low, high, pool, used, at, count, room)
+                pool, used, _ = _add(2 * right + 1, low, high, pool, used, at, count, room)
+            left >>= 1
+            right >>= 1
+    return pool, used
+
+
+@njit(cache=True)
+def _add(k, low, high, pool, used, at, count, room):
+    """Merge [low, high) into list k, kept sorted and merged (touching ranges join);
+    says whether the list changed. Plain loops, not slices: a slice copy allocates, and
+    this runs dozens of times a rectangle."""
+    begin, length = at[k], count[k]
+    end = begin + length
+    # Ranges before `touch` end before `low`; ranges from `after` on start after `high`.
+    touch = _search(pool, 1, begin, end, low, False)
+    after = _search(pool, 0, touch, end, high, True)
+    if touch < after:
+        if after - touch == 1 and pool[0, touch] <= low and high <= pool[1, touch]:
+            return pool, used, False
+        pool[0, touch] = min(low, pool[0, touch])
+        pool[1, touch] = max(high, pool[1, after - 1])
+        gone = after - touch - 1
+        if gone:
+            for x in range(after, end):
+                pool[0, x - gone] = pool[0, x]
+                pool[1, x - gone] = pool[1, x]
+            count[k] = length - gone
+        return pool, used, True
+    if length == room[k]:
+        grow = max(2 * length, 1)
+        if used + grow > pool.shape[1]:
+            bigger = np.empty((2, 2 * (used + grow)), dtype=np.int64)
+            bigger[:, :used] = pool[:, :used]
+            pool = bigger
+        for x in range(length):
+            pool[0, used + x] = pool[0, begin + x]
+            pool[1, used + x] = pool[1, begin + x]
+        touch += used - begin
+        begin, at[k], room[k] = used, used, grow
+        end = begin + length
+        used += grow
+    for x in range(end, touch, -1):
+        pool[0, x] = pool[0, x - 1]
+        pool[1, x] = pool[1, x - 1]
+    pool[0, touch], pool[1, touch] = low, high
+    count[k] = length + 1
+    return pool, used, True
+
+
+@njit(cache=True)
+def _search(pool, row, first, last, value, right):
+    """The first x in [first, last) with pool[row, x] > value (`right`) or >= value."""
+    while first < last:
+        middle = (first + last) >> 1
+        if pool[row, middle] < value or (right and pool[row, middle] == value):
+            first = middle + 1
+        else:
+            last = middle
+    return first
 
 
 @njit(cache=True)

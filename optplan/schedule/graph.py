@@ -1,0 +1,174 @@
+"""The scheduling problem of one block: ops, the buffers they make and read, and the
+order constraints between them; and the peak memory of an order.
+
+A `Graph` knows no IR (the reorder pass builds it), as a `Problem` knows none. Ops are
+numbered 0..n-1 in program order, buffers 0..m-1. Memory of an order, step by step:
+
+1. Before the first op, the buffers in `live_in` are held (made before the block) and
+   `base_bytes` more that are live across the whole block whatever the order.
+2. At step t the op `order[t]` runs: every held buffer is still held, and the op's own
+   new buffers (`creates`) take their bytes too. That sum is the step's memory.
+3. After step t, a buffer whose last reader has run is freed, unless it is in
+   `live_out` (read after the block). A buffer nobody reads in the block and that is not
+   live out is freed right after the op that made it.
+
+       step:      0      1      2      3
+       op:        a      b      c      d       a makes x; b, d read x; c makes y
+       x:         [===========================]  x is live over [0, 4)
+       y:                       [==]            y (never read) over [2, 3)
+
+The peak is the most memory at any step. This is the live-bytes bound of the reordered
+block as `optplan.problem.lower_bound` counts it: a tensor defined at d and last read at u
+is live over [d, u + 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Graph:
+    """One block to schedule.
+
+    - `sizes[b]`: bytes of buffer b; `names[b]` its name (for messages).
+    - `creates[v]` / `reads[v]`: buffers op v makes / reads (views make none and read
+      their source's buffers).
+    - `preds[v]`: ops that must run before v (data, in-place and effect order).
+    - `live_in`: buffers made before the block and read in it; `live_out`: buffers read
+      after the block (held to its end); `base_bytes`: bytes live across the whole block
+      that no op in it reads.
+    - `labels[v]`: the op's name (for messages).
+    """
+
+    sizes: tuple[int, ...]
+    creates: tuple[tuple[int, ...], ...]
+    reads: tuple[tuple[int, ...], ...]
+    preds: tuple[tuple[int, ...], ...]
+    live_in: tuple[int, ...] = ()
+    live_out: frozenset[int] = frozenset()
+    base_bytes: int = 0
+    names: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        n = len(self.creates)
+        if len(self.reads) != n or len(self.preds) != n:
+            raise ValueError("creates, reads and preds need one entry per op")
+        made = [b for bufs in self.creates for b in bufs]
+        if len(set(made)) != len(made) or set(made) & set(self.live_in):
+            raise ValueError("every buffer is made once: by one op or before the block")
+        if any(len(set(reads)) != len(reads) for reads in self.reads):
+            raise ValueError("an op reads each buffer once")
+        for v, preds in enumerate(self.preds):
+            if any(not 0 <= u < n or u == v for u in preds):
+                raise ValueError(f"op {v} has a predecessor out of range: {preds}")
+
+    @property
+    def ops(self) -> int:
+        return len(self.creates)
+
+    def succs(self) -> tuple[tuple[int, ...], ...]:
+        out: list[list[int]] = [[] for _ in range(self.ops)]
+        for v, preds in enumerate(self.preds):
+            for u in preds:
+                out[u].append(v)
+        return tuple(tuple(s) for s in out)
+
+    def readers(self) -> tuple[tuple[int, ...], ...]:
+        """For every buffer, the ops that read it."""
+        out: list[list[int]] = [[] for _ in self.sizes]
+        for v, reads in enumerate(self.reads):
+            for b in reads:
+                out[b].append(v)
+        return tuple(tuple(r) for r in out)
+
+
+def is_valid_order(graph: Graph, order: Sequence[int]) -> bool:
+    """Whether `order` runs every op once, each after all its predecessors."""
+    if sorted(order) != list(range(graph.ops)):
+        return False
+    position = {v: t for t, v in enumerate(order)}
+    return all(position[u] < position[v] for v in range(graph.ops) for u in graph.preds[v])
+
+
+def step_bytes(graph: Graph, order: Sequence[int]) -> list[int]:
+    """The memory at every step of `order` (module docstring, steps 1 to 3)."""
+    readers = graph.readers()
+    left = [len(r) for r in readers]
+    held = graph.base_bytes + sum(graph.sizes[b] for b in graph.live_in)
+    steps = []
+    for v in order:
+        made = sum(graph.sizes[b] for b in graph.creates[v])
+        steps.append(held + made)
+        held += made
+        for b in set(graph.reads[v]):
+            left[b] -= 1
+        for b in set(graph.reads[v]) | set(graph.creates[v]):
+            if left[b] == 0 and b not in graph.live_out:
+                held -= graph.sizes[b]
+                left[b] = -1  # freed once
+    return steps
+
+
+def peak_bytes(graph: Graph, order: Sequence[int]) -> int:
+    """The most memory at any step of `order`; `base_bytes` plus what is live in for an
+    empty block."""
+    return max(step_bytes(graph, order), default=graph.base_bytes + sum(graph.sizes[b] for b in graph.live_in))
+
+
+def lower_bound(graph: Graph) -> int:
+    """A peak no order can go below: the largest of `op_bounds`."""
+    return max(op_bounds(graph), default=peak_bytes(graph, ()))
+
+
+def op_bounds(graph: Graph) -> list[int]:
+    """For every op, bytes held at its step in every order.
+
+    While op v runs, these are all held: its reads and new buffers; every buffer made by
+    an ancestor of v (or before the block) that a descendant of v reads or that is live
+    out (it cannot be freed before v).
+    """
+    ancestors = closure(graph.preds)
+    descendants = closure(graph.succs())
+    readers = graph.readers()
+    creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
+    bounds = []
+    for v in range(graph.ops):
+        held = set(graph.reads[v]) | set(graph.creates[v])
+        for b, size in enumerate(graph.sizes):
+            if b in held or size == 0:
+                continue
+            made_before = b not in creator or creator[b] in ancestors[v]
+            needed_after = b in graph.live_out or any(r in descendants[v] for r in readers[b])
+            if made_before and needed_after:
+                held.add(b)
+        bounds.append(graph.base_bytes + sum(graph.sizes[b] for b in held))
+    return bounds
+
+
+def closure(edges: tuple[tuple[int, ...], ...]) -> list[set[int]]:
+    """For every op, all ops reachable along `edges` (not the op itself)."""
+    memo: list[set[int] | None] = [None] * len(edges)
+    for v in range(len(edges)):
+        _iterative_reach(edges, v, memo)
+    return [m or set() for m in memo]
+
+
+def _iterative_reach(edges: tuple[tuple[int, ...], ...], start: int, memo: list[set[int] | None]) -> None:
+    """Fill `memo` for `start` and everything below it without deep recursion."""
+    stack = [(start, False)]
+    while stack:
+        v, expanded = stack.pop()
+        if memo[v] is not None:
+            continue
+        if not expanded:
+            stack.append((v, True))
+            stack.extend((u, False) for u in edges[v] if memo[u] is None)
+            continue
+        found: set[int] = set()
+        for u in edges[v]:
+            found.add(u)
+            found |= memo[u] or set()
+        memo[v] = found

@@ -1,0 +1,69 @@
+"""Large-neighbourhood search keeps every placement valid and never raises the top; cpsat
+hands parts above MODEL_MAX_PART to it and still returns a valid plan."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+
+from optplan.plan import Status, validate
+from optplan.planners import cpsat, lns
+from optplan.planners.common import live_peak, make_plan, now, rectangles, split, top
+from optplan.planners.greedy import best_offsets
+from optplan.problem import Buffer, Interval, Problem
+from optplan.strategies import problems
+
+
+@settings(deadline=None, max_examples=40)
+@given(problems(max_buffers=10))
+def test_improve_keeps_plans_valid_and_never_higher(problem: Problem) -> None:
+    rects = rectangles(problem)
+    if any(r.residue is None for r in rects):
+        return
+    offsets, _ = best_offsets(rects)
+    if validate(problem, make_plan(problem, "greedy", rects, offsets, started=now())):
+        return  # pins the greedy cannot honour: nothing to improve from
+    improved = list(offsets)
+    for part in split(rects):
+        improved = lns.improve(part, improved, live_peak(part), now() + 0.5)
+    plan = make_plan(problem, "lns", rects, improved, started=now())
+    assert validate(problem, plan) == []
+    assert top(rects, improved) <= top(rects, offsets)
+
+
+def staircase() -> Problem:
+    """A long buffer under short ones of two kinds; the live bytes, 20, are reachable."""
+    buffers = [Buffer("long", 10, (Interval(0, 10),))]
+    buffers += [Buffer(f"s{k}", 6, (Interval(k, k + 1),)) for k in range(10)]
+    buffers += [Buffer(f"m{k}", 4, (Interval(2 * k, 2 * k + 2),)) for k in range(5)]
+    return Problem(tuple(buffers))
+
+
+def stacked(rects: list) -> tuple[list[int], dict[str, object]]:
+    """The naive stack as a (bad) starting placement."""
+    offsets, high = [], 0
+    for rect in rects:
+        offsets.append(high)
+        high += rect.size
+    return offsets, {"order": "stack"}
+
+
+def test_improve_lowers_a_bad_placement_to_the_bound() -> None:
+    problem = staircase()
+    rects = rectangles(problem)
+    offsets, _ = stacked(rects)
+    improved = lns.improve(rects, offsets, 20, now() + 20.0)
+    assert validate(problem, make_plan(problem, "lns", rects, improved, started=now())) == []
+    assert top(rects, improved) == 20 < top(rects, offsets)
+
+
+def test_cpsat_uses_the_neighbourhood_search_on_large_parts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    problem = staircase()
+    monkeypatch.setattr(cpsat, "MODEL_MAX_PART", 3)
+    monkeypatch.setattr(cpsat, "best_offsets", stacked)
+    plan = cpsat.CpSat(time_limit=20.0, search_share=0.0)(problem)
+    assert validate(problem, plan) == []
+    assert plan.detail["greedy_arena"] == 90
+    assert plan.arena == 20 == plan.lower_bound and plan.status is Status.OPTIMAL
