@@ -67,8 +67,23 @@ def test_exact_agrees_with_brute_force(graph: Graph) -> None:
     assert lower_bound(graph) <= best
 
 
+# Only empty buffers: CP-SAT 9.15 fails on a model with nothing to place.
+ONLY_EMPTY = Graph(
+    sizes=(0, 0),
+    creates=((0,), (1,), (), (), (), (), ()),
+    reads=((), (0,), (1,), (), (0, 1), (), ()),
+    preds=((), (0,), (1,), (), (0, 1), (1,), (1,)),
+    live_in=(),
+    live_out=frozenset(),
+    base_bytes=0,
+    names=(),
+    labels=(),
+)
+
+
 @settings(max_examples=80, deadline=None)
 @given(graphs(max_ops=12))
+@example(ONLY_EMPTY)
 def test_every_scheduler_returns_a_valid_order_no_worse_than_program_order(graph: Graph) -> None:
     baseline = peak_bytes(graph, range(graph.ops))
     bound = lower_bound(graph)

@@ -40,6 +40,10 @@ def cpsat_schedule(
     top = sum(graph.sizes)
     arena = model.new_int_var(0, top, "arena")
     spans, rows, tops, demands = _rectangles(model, graph, pos, top)
+    if not spans:
+        # No bytes to place: every valid order is optimal (and CP-SAT 9.15 fails on empty
+        # no-overlap and cumulative constraints).
+        return tuple(incumbent), graph.base_bytes, graph.base_bytes, True
     model.add_no_overlap_2d(spans, rows)
     model.add_cumulative(spans, demands, arena)
     for row_top in tops:
