@@ -3,6 +3,7 @@ against all topological orders."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 from hypothesis import example, given, settings
@@ -81,9 +82,16 @@ ONLY_EMPTY = Graph(
 )
 
 
+# One unread byte: CP-SAT 9.15 fails inside presolve when the model carries a hint.
+ONE_UNREAD_BYTE = dataclasses.replace(
+    ONLY_EMPTY, sizes=(0, 0, 1), creates=((0,), (1,), (2,), (), (), (), ())
+)
+
+
 @settings(max_examples=80, deadline=None)
 @given(graphs(max_ops=12))
 @example(ONLY_EMPTY)
+@example(ONE_UNREAD_BYTE)
 def test_every_scheduler_returns_a_valid_order_no_worse_than_program_order(graph: Graph) -> None:
     baseline = peak_bytes(graph, range(graph.ops))
     bound = lower_bound(graph)
