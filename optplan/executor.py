@@ -399,7 +399,9 @@ class _Machine:
         else:
             result = self.expr(branch.body)
         placement = self.placement(name)
-        value = self.place(placement, result, binding.type) if placement is not None else _fresh(result)
+        # The If's value is a buffer of its own (as the liveness has it), never the branch's
+        # source: an in-place write over the If's value must leave the source alone.
+        value = self.place(placement, result, binding.type) if placement is not None else _copy(result)
         self.env = outer
         return value, self.released("release_then_exit" if taken else "release_else_exit", name)
 
@@ -562,6 +564,15 @@ def _fresh(value: Value) -> Value:
     if isinstance(value, np.ndarray):
         owned = value.flags.owndata and value.flags.c_contiguous and value.flags.writeable
         return value if owned else np.array(value, copy=True, order="C")
+    return value
+
+
+def _copy(value: Value) -> Value:
+    """`value` in new arrays of its own."""
+    if isinstance(value, tuple):
+        return tuple(_copy(v) for v in value)
+    if isinstance(value, np.ndarray):
+        return np.array(value, copy=True, order="C")
     return value
 
 

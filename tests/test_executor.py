@@ -456,3 +456,28 @@ def test_a_plan_that_misses_a_buffer_or_overruns_the_arena_fails_the_replay() ->
     assert short.failure is not None and "outside the arena of 150 bytes" in short.failure
     difference = compare(reference, short)
     assert difference is not None and str(difference).startswith("m.py:3:5: the planned run failed")
+
+
+def test_an_in_place_write_over_an_if_value_leaves_the_branch_source_alone() -> None:
+    """v1's If hands over v0, which is returned; relu writes over v1 in place. The
+    reference run once shared v0's array with v1, so the write changed v0 there (and
+    not in the planned run, where the If's value has its own bytes)."""
+    from optplan.passes import use_inplace_calls
+
+    scalar = TensorType((), "float32")
+    ifs = Block(
+        (
+            bind("v0", If(Var("cond"), SeqExpr((), Var("x0")), SeqExpr((), Var("x0")))),
+            bind("v1", If(Var("cond"), SeqExpr((), Var("v0")), SeqExpr((), Var("x0")))),
+        )
+    )
+    tail = Block((bind("v5", Call("nn.relu", (Var("v1"),))),), dataflow=True, outputs=(Var("v5"),))
+    params = (Param(Var("x0"), scalar), Param(Var("cond"), TensorType((), "bool")))
+    source = Program((Function("main", params, None, SeqExpr((ifs, tail), Var("v0"))),))
+    program = infer_types(use_inplace_calls(source))
+    memory = build_memory(program, alignment=1)
+    plan = PLANNERS["greedy"](memory.problem)
+    inputs = {"x0": np.array(-1.5, dtype=np.float32), "cond": np.array(True)}
+    reference = reference_run(program, inputs)
+    assert reference.outputs[0] == np.float32(-1.5)
+    assert compare(reference, planned_run(program, memory, plan, inputs)) is None

@@ -83,8 +83,8 @@ def _if_alias() -> Program:
 @given(programs(), st.sampled_from(FAST), st.booleans())
 @example(_if_alias(), Scheduler("auto", time_limit=1.0), True)
 def test_random_programs_reorder_validly_and_replay(program: Program, scheduler: Scheduler, inplace: bool) -> None:
-    # The reference is the program before the in-place rewrite: the reference run of a
-    # rewritten program can alias an If's value with its branch's (see the report).
+    # The reference is the program before the in-place rewrite, so one replay judges the
+    # rewrite and the new order together.
     check_reordered(use_inplace_calls(program) if inplace else program, scheduler, program)
 
 
