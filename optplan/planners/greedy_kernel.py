@@ -44,19 +44,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from optplan.planners.common import Rect
-
-try:
-    from numba import njit
-
-    COMPILED = True
-except ImportError:  # pragma: no cover - greedy falls back to its plain-Python placement
-    COMPILED = False
-
-    def njit(*args: object, **kwargs: object):  # type: ignore[no-redef]
-        if args and callable(args[0]):
-            return args[0]
-        return lambda function: function
-
+from optplan.planners.jit import NUMBA_INSTALLED as COMPILED
+from optplan.planners.jit import njit
 
 _LIMIT = 1 << 62  # numbers at or above this could overflow an int64 sum or product
 

@@ -32,9 +32,9 @@ try:
     import numba
 
     njit: Callable[..., Any] = numba.njit
-    HAVE_NUMBA = not os.environ.get("NUMBA_DISABLE_JIT")
+    NUMBA_INSTALLED = True
 except ImportError:  # pragma: no cover - the same code runs as plain Python, ~100x slower
-    HAVE_NUMBA = False
+    NUMBA_INSTALLED = False
 
     def njit(*args: object, **kwargs: object) -> Any:
         if args and callable(args[0]):
@@ -42,6 +42,7 @@ except ImportError:  # pragma: no cover - the same code runs as plain Python, ~1
         return lambda function: function
 
 
+HAVE_NUMBA = NUMBA_INSTALLED and not os.environ.get("NUMBA_DISABLE_JIT")
 STALE_SECONDS = 600  # a compile marked as running longer than this is taken as dead
 
 
