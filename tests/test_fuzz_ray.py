@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from optplan.cli import main
 from optplan.fuzz import Budget, RayCluster, TargetSpec, run_campaign
@@ -81,9 +83,27 @@ def test_a_time_budget_stops_the_shards(
     assert "(1 worker," in out and "0 failures" in out
 
 
-def test_cuts_give_every_worker_a_shard_and_spend_the_budget_exactly() -> None:
-    assert list(_cut(Budget(examples=41), 2)) == [21, 20]
-    assert list(_cut(Budget(examples=5 * SHARD + 1), 2)) == [SHARD] * 5 + [1]
+@needs_ray
+def test_bad_input_met_in_a_shard_is_one_line_and_status_2(
+    local_ray: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    command = f"{tmp_path}/no-such-planner {{input}} {{output}}"
+    argv = ["fuzz", "--command", command, "--ray", "--examples", "4", "--out", str(tmp_path)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "cannot run" in err and len(err.strip().splitlines()) == 1
+
+
+@given(st.integers(1, 10 * SHARD), st.integers(1, 64))
+def test_cuts_spend_the_budget_exactly_and_give_every_worker_a_shard(
+    examples: int, at_once: int
+) -> None:
+    sizes = list(_cut(Budget(examples=examples), at_once))
+    assert sum(sizes) == examples and all(1 <= size <= SHARD for size in sizes)
+    assert len(sizes) >= min(at_once, examples)
+
+
+def test_a_time_budget_cuts_full_shards_without_end() -> None:
     endless = _cut(Budget(seconds=1.0), 4)
     assert [next(endless) for _ in range(3)] == [SHARD] * 3
 

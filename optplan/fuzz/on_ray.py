@@ -148,16 +148,15 @@ class _Driver:
 
 
 def _cut(budget: Budget, at_once: int) -> Iterator[int]:
-    """Examples per shard (step 2): the budget in pieces of at most SHARD, or SHARD after
-    SHARD until the deadline stops the submitting."""
+    """Examples per shard (step 2): the budget in at least `at_once` near-equal pieces of
+    at most SHARD, or SHARD after SHARD until the deadline stops the submitting."""
     if budget.examples is None:
         while True:
             yield SHARD
-    size = min(SHARD, -(-budget.examples // at_once))
-    left = budget.examples
-    while left > 0:
-        yield min(size, left)
-        left -= size
+    count = min(budget.examples, max(at_once, -(-budget.examples // SHARD)))
+    base, extra = divmod(budget.examples, count)
+    for number in range(count):
+        yield base + (number < extra)
 
 
 def run_shard(
