@@ -64,6 +64,8 @@ from optplan.passes.objects import Objects, function_objects, storage_bytes
 from optplan.plan import Plan, Status, validate
 from optplan.problem import Alias, Buffer, Interval, Problem, lower_bound, merge_intervals
 
+KILLS = ("memory.kill_tensor", "memory.kill_storage", "vm.kill_object")
+
 
 @dataclass(frozen=True, slots=True)
 class Carved:
@@ -176,7 +178,8 @@ def drop_unread_views(program: Program) -> Program:
     a tensor alive: TVM's StaticPlanBlockMemory counts a tensor as used only where a
     kernel takes it, and gives away the bytes of one that only an unread tuple holds."""
     functions = []
-    for fn in strip_kills(program).functions:
+    for fn in program.functions:
+        fn = dataclasses.replace(fn, body=_drop_unread(fn.body, set(), kills=True))
         while (body := _drop_unread(fn.body, _names_read(fn.body))) != fn.body:
             fn = dataclasses.replace(fn, body=body)
         functions.append(fn)
@@ -194,11 +197,14 @@ def _names_read(seq: SeqExpr) -> set[str]:
     return names
 
 
-def _drop_unread(seq: SeqExpr, read: set[str]) -> SeqExpr:
+def _drop_unread(seq: SeqExpr, read: set[str], *, kills: bool = False) -> SeqExpr:
+    """`seq` without its unread views or, with `kills`, without its kills."""
     blocks = []
     for block in seq.blocks:
         kept = tuple(
-            _drop_in_branches(b, read) for b in block.bindings if not _unread_view(b, read)
+            _drop_in_branches(b, read, kills)
+            for b in block.bindings
+            if not (_is_kill(b) if kills else _unread_view(b, read))
         )
         if kept or not block.bindings:
             outputs = tuple(v for v in block.outputs if v.name in {b.var.name for b in kept})
@@ -206,14 +212,19 @@ def _drop_unread(seq: SeqExpr, read: set[str]) -> SeqExpr:
     return dataclasses.replace(seq, blocks=tuple(blocks))
 
 
-def _drop_in_branches(binding: Binding, read: set[str]) -> Binding:
+def _drop_in_branches(binding: Binding, read: set[str], kills: bool) -> Binding:
     node = binding.value
     if not isinstance(node, If):
         return binding
-    then_branch = _drop_unread(node.then_branch, read)
-    else_branch = _drop_unread(node.else_branch, read)
+    then_branch = _drop_unread(node.then_branch, read, kills=kills)
+    else_branch = _drop_unread(node.else_branch, read, kills=kills)
     value = dataclasses.replace(node, then_branch=then_branch, else_branch=else_branch)
     return dataclasses.replace(binding, value=value)
+
+
+def _is_kill(binding: Binding) -> bool:
+    """TVM's kills: of a tensor, of a storage, and VM's kill of any object (a tuple)."""
+    return isinstance(binding.value, Call) and binding.value.op in KILLS
 
 
 def _unread_view(binding: Binding, read: set[str]) -> bool:
