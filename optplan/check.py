@@ -132,8 +132,8 @@ def check_file(path: str | Path) -> CheckReport:
 
 def check_program(program: Program, *, path: str = "<program>", seed: int = 0) -> CheckReport:
     """Extract, validate and replay the plan of a planned program (steps 1-5)."""
-    program = drop_unread_views(program)
-    typed = infer_types(program)
+    # Typed first: an unread tuple's annotation may be what types a metadata constant.
+    typed = drop_unread_views(infer_types(program))
     problem, plan = extract_plan(typed)
     storages = _counted_storages(typed.main, problem)
     faults = [str(v) for v in validate(problem, plan)]
@@ -146,7 +146,7 @@ def check_program(program: Program, *, path: str = "<program>", seed: int = 0) -
         tensors=len(problem.buffers),
         lower_bound_bytes=plan.lower_bound,
         violations=tuple(faults),
-        replay=_replay(program, seed),
+        replay=_replay(typed, seed),
     )
 
 

@@ -78,6 +78,30 @@ def test_each_link_of_the_chain_alone_reads_no_bytes(last: str) -> None:
     assert report.valid, report.summary()
 
 
+# A metadata constant whose type only the unread tuple `v` states (the reshape gives its
+# element count, not its shape): found by `optplan fuzz tvm` as "unreadable" once unread
+# tuples were dropped before the types were known.
+META = """# from tvm.script import relax as R
+
+@R.function
+def main(x: R.Tensor((2, 3), dtype="float32")) -> R.Tensor((6,), dtype="float32"):
+    R.func_attr({"num_input": 1, "relax.force_pure": True})
+    storage: R.Any = R.memory.alloc_storage(R.shape([24]), 0, R.str("global"), R.dtype("float32"))
+    alloc: R.Tensor((2, 3), dtype="float32") = R.memory.alloc_tensor(storage, 0, R.shape([2, 3]), R.dtype("float32"), 0)
+    R.memory.kill_storage(storage)
+    lv: R.Tensor((2, 3), dtype="float32") = R.reshape(metadata["ir.GenericConst"][0], R.shape([2, 3]))
+    mix(lv, x, alloc)
+    v: R.Tuple(R.Tensor((6,), dtype="float32"), R.Tensor((2, 3), dtype="float32")) = metadata["ir.GenericConst"][0], alloc
+    R.memory.kill_tensor(alloc)
+    return metadata["ir.GenericConst"][0]
+"""
+
+
+def test_an_unread_tuple_still_types_the_constants_it_holds() -> None:
+    report = check_program(parse(META, "meta.py"), path="meta.py")
+    assert report.valid, report.summary()
+
+
 def _conflicts(problem: Problem) -> set[frozenset[str]]:
     """Pairs of buffers live at one point (by brute force over the points)."""
     live = {b.id: {p for i in b.live for p in range(i.start, i.end)} for b in problem.buffers}
