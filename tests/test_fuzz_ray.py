@@ -94,6 +94,17 @@ def test_bad_input_met_in_a_shard_is_one_line_and_status_2(
     assert "cannot run" in err and len(err.strip().splitlines()) == 1
 
 
+@needs_ray
+def test_an_address_that_does_not_answer_is_one_line_and_status_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["fuzz", "naive", "--ray-address", "127.0.0.1:1", "--out", str(tmp_path)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "'127.0.0.1:1'" in err and "does not answer" in err
+    assert len(err.strip().splitlines()) == 1
+
+
 @given(st.integers(1, 10 * SHARD), st.integers(1, 64))
 def test_cuts_spend_the_budget_exactly_and_give_every_worker_a_shard(
     examples: int, at_once: int

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import queue
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,6 +45,7 @@ from optplan.fuzz.campaign import (
 from optplan.fuzz.targets import TargetSpec, make_target
 
 SHARD = 2000  # examples per Ray task: minutes of work, so that tasks cost little to start
+REACH_SECONDS = 5.0  # how long a cluster's address may take to answer
 
 
 def run_on_ray(spec: TargetSpec, budget: Budget, out_dir: Path, cluster: RayCluster) -> Outcome:
@@ -73,6 +75,8 @@ def _join(cluster: RayCluster) -> tuple[Any, bool]:
         import ray
     except ImportError:
         raise InputError("--ray needs Ray: pip install 'optplan[ray]'") from None
+    if cluster.address is not None:
+        _reachable(cluster.address)
     if ray.is_initialized():
         return ray, False
     try:
@@ -82,6 +86,21 @@ def _join(cluster: RayCluster) -> tuple[Any, bool]:
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise InputError(f"cannot join a Ray cluster {where}: {first}") from None
     return ray, True
+
+
+def _reachable(address: str) -> None:
+    """InputError unless HOST:PORT of `address` answers: Ray itself retries an address
+    that does not for minutes, printing warnings."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return  # "auto", "local": Ray's own words, for Ray to resolve
+    try:
+        socket.create_connection((host, int(port)), timeout=REACH_SECONDS).close()
+    except OSError as error:
+        raise InputError(
+            f"cannot join a Ray cluster at {address!r}: {host}:{port} does not answer "
+            f"({error.strerror or error})"
+        ) from None
 
 
 class _Driver:
