@@ -24,14 +24,13 @@ says where every tensor lives: `R.memory.alloc_storage` makes storages and
    last kill frees a tensor whose reshape is still read), while the replay poisons bytes
    at a kill, which is right only once every alias is dead.
 
-`check_file(path)` is what `optplan check PROGRAM` calls: it exits 0 when the report is
-`valid`, 1 otherwise.
+`check_program(program)` is what `optplan check PROGRAM` calls on the file's program: it
+exits 0 when the report is `valid`, 1 otherwise.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -60,7 +59,7 @@ class Carved:
 
 @dataclass(frozen=True, slots=True)
 class CheckReport:
-    """What `check_file` found. `valid` when no violation and the replay matched."""
+    """What `check_program` found. `valid` when no violation and the replay matched."""
 
     path: str
     arena_bytes: int
@@ -101,13 +100,6 @@ class CheckReport:
             lines.append(f"  replay: {self.replay}")
         lines.append("valid" if self.valid else "invalid")
         return "\n".join(lines)
-
-
-def check_file(path: str | Path) -> CheckReport:
-    """Read a planned TVMScript file and check it (InputError if it cannot be read)."""
-    from optplan.script import load
-
-    return check_program(load(path), path=str(path))
 
 
 def check_program(program: Program, *, path: str = "<program>", seed: int = 0) -> CheckReport:

@@ -5,7 +5,7 @@ into its argument, as in TVM, and values are then recorded as copies). `planned_
 program inside one arena laid out by a plan:
 
 1. one `uint8` arena of `plan.arena` bytes, every byte set to POISON;
-2. every planned value is a view of the arena at `plan.offsets[buffer] + delta`
+2. every planned value is a view of the arena at `plan.offsets[buffer]`
    (`memory.placements`); views (reshape, tuple items, var-to-var bindings) land on the
    same bytes as their source, so they cost nothing;
 3. each call computes its result and writes it into its output view (destination
@@ -496,7 +496,7 @@ class _Machine:
             raise ReplayFailure(f"buffer {placement.buffer!r} holds a {format_type(type_)}", None)
         if placement.buffer not in self.offsets:
             raise ReplayFailure(f"the plan gives no offset for buffer {placement.buffer!r}", None)
-        start = self.offsets[placement.buffer] + placement.delta
+        start = self.offsets[placement.buffer]
         end = start + type_.size_bytes
         if start < 0 or end > self.arena.size:
             raise ReplayFailure(

@@ -157,14 +157,6 @@ def _onnx_frontend() -> ModuleType:
         raise InputError("reading .onnx models needs the onnx package: pip install 'optplan[onnx]'") from None
 
 
-def load_program(path: str) -> Program:
-    """Parse, type and verify a TVMScript program."""
-    try:
-        return _read_script(path)
-    except InputError as error:
-        raise error.located(path) from None
-
-
 def _read_script(path: str, dims: dict[str, int] | None = None) -> Program:
     from optplan.analysis.types import infer_types, verify
     from optplan.script import load as load_script

@@ -10,6 +10,8 @@ Analyses read `OPS[name]` instead of testing op names. An entry says:
   same shape and dtype (elementwise ops);
 - `view`: the output is the same bytes as the first argument, reinterpreted (reshape);
   views are never planned on their own;
+- `effect`: the op does something besides computing its value (allocates, kills, prints),
+  so it keeps its place in the program whatever the order of the values around it;
 - `into(call, args, out)`: optional destination passing: writes the result straight into
   the array `out` and returns True, or returns False when it cannot (the executor then
   runs `kernel` and copies). NumPy ufuncs do this with `out=`, saving a copy per op.
@@ -50,6 +52,7 @@ class OpDef:
     view: bool = False
     elementwise: bool = False
     into: Into | None = None
+    effect: bool = False
 
 
 OPS: dict[str, OpDef] = {}
@@ -63,6 +66,20 @@ def register(op: OpDef) -> OpDef:
 def lookup(name: str) -> OpDef | None:
     """The table entry of `name`, or None when optplan does not know the op."""
     return OPS.get(name)
+
+
+# Ops with an effect that the table has no entry for (they have no type rule), and the
+# namespaces whose every op has one.
+_EFFECTS_UNTABLED = frozenset({"print", "assert_op", "call_packed", "call_builtin_with_ctx"})
+_EFFECT_NAMESPACES = ("memory.", "vm.")
+
+
+def has_effect(name: str) -> bool:
+    """Whether op `name` does something besides computing its value (`OpDef.effect`)."""
+    op = lookup(name)
+    if op is not None and op.effect:
+        return True
+    return name in _EFFECTS_UNTABLED or name.startswith(_EFFECT_NAMESPACES)
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -1267,11 +1284,12 @@ register(
         "memory.alloc_storage",
         _infer_alloc_storage,
         lambda call, args: np.zeros(shape_value(args, 0), np.uint8),
+        effect=True,
     )
 )
-register(OpDef("memory.alloc_tensor", _infer_memory_alloc, _storage_view, view=True))
+register(OpDef("memory.alloc_tensor", _infer_memory_alloc, _storage_view, view=True, effect=True))
 for _kill in ("memory.kill_tensor", "memory.kill_storage", "vm.kill_object"):
-    register(OpDef(_kill, _no_value, lambda call, args: ()))
+    register(OpDef(_kill, _no_value, lambda call, args: (), effect=True))
 
 __all__ = [
     "OPS",
@@ -1280,6 +1298,7 @@ __all__ = [
     "broadcast",
     "evaluate",
     "fail",
+    "has_effect",
     "inplace_outputs",
     "lookup",
     "normal_axis",

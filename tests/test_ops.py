@@ -489,3 +489,13 @@ def test_unary_ops_keep_an_integer_dtype() -> None:
     out_type, value = call("exp", np.array([0, 1, 2], np.int32))
     assert out_type == TensorType((3,), "int32") and value.dtype == np.int32  # type: ignore[union-attr]
     assert np.asarray(value).tolist() == [1, 2, 7]
+
+
+def test_effects_are_op_facts() -> None:
+    from optplan.ops import OPS, has_effect
+
+    for name in ("memory.alloc_storage", "memory.alloc_tensor", "memory.kill_tensor", "vm.kill_object"):
+        assert OPS[name].effect and has_effect(name)
+    for name in ("print", "call_packed", "vm.builtin.anything"):
+        assert has_effect(name)
+    assert not any(has_effect(name) for name in ("add", "reshape", "call_tir", "nn.conv2d"))

@@ -122,11 +122,6 @@ def build_memory(program: Program, *, plan_outputs: bool = False, alignment: int
     )
 
 
-def build_problem(program: Program, *, plan_outputs: bool = False, alignment: int = 64) -> Problem:
-    """The allocation problem of `program`'s intermediates (see `build_memory`)."""
-    return build_memory(program, plan_outputs=plan_outputs, alignment=alignment).problem
-
-
 # ---------------------------------------------------------------------------- walking
 
 

@@ -12,10 +12,9 @@ from optplan.problem import Problem
 
 @dataclass(frozen=True, slots=True)
 class Placement:
-    """A value's bytes: `delta` bytes into buffer `buffer` of the Problem."""
+    """A value's bytes: those of buffer `buffer` of the Problem, from its first byte."""
 
     buffer: str
-    delta: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,6 +54,7 @@ from optplan.ir import (
     Type,
     Var,
     free_vars,
+    iter_bindings,
     operands,
 )
 from optplan.ops import lookup
@@ -191,7 +192,7 @@ def _meta_types(program: Program) -> dict[MetaKey, TensorType]:
     exact: dict[MetaKey, TensorType] = {}
     by_reshape: dict[MetaKey, TensorType] = {}
     for fn in program.functions:
-        for binding in _all_bindings(fn.body):
+        for binding in iter_bindings(fn.body):
             value, annotated = binding.value, binding.type
             if isinstance(value, Tuple) and isinstance(annotated, TupleType):
                 for item, item_type in zip(value.fields, annotated.fields):
@@ -207,15 +208,6 @@ def _meta_types(program: Program) -> dict[MetaKey, TensorType]:
                 meta = value.args[0]
                 by_reshape.setdefault((meta.kind, meta.index), annotated)
     return by_reshape | exact
-
-
-def _all_bindings(seq: SeqExpr) -> Iterator[Binding]:
-    for block in seq.blocks:
-        for binding in block.bindings:
-            if isinstance(binding.value, If):
-                yield from _all_bindings(binding.value.then_branch)
-                yield from _all_bindings(binding.value.else_branch)
-            yield binding
 
 
 def _fill_meta(expr: Expr, known: dict[MetaKey, TensorType]) -> Expr:

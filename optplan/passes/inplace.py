@@ -118,7 +118,7 @@ def _owns_dying(name: str, out: TensorType, memory: Memory, dead: set[str]) -> b
     """Whether `name` is a whole planned buffer that dies here: parameters, constants and
     views of them have no placement, so they are never candidates."""
     placement = memory.placements.get(name)
-    if not isinstance(placement, Placement) or placement.delta != 0:
+    if not isinstance(placement, Placement):
         return False
     if placement.buffer not in dead:
         return False

@@ -223,7 +223,7 @@ class _Lowering:
                 (shape, dtype, Literal("prim", 0), Literal("str", "global")),
                 (("ty_args", (type_,)),),
             )
-        offset = self.plan.offsets[placement.buffer] + placement.delta
+        offset = self.plan.offsets[placement.buffer]
         storage = storage_of(self.storages, offset)
         args = (
             Var(storage.name),
