@@ -10,7 +10,7 @@ program inside one arena laid out by a plan:
    same bytes as their source, so they cost nothing;
 3. each call computes its result and writes it into its output view (destination
    passing); `call_tir_inplace` writes it into the argument it overwrites;
-4. after the binding of `v` the buffers of `memory.release_after[v]` are poisoned again;
+4. after the binding of `v` the buffers of `memory.released(v).after` are poisoned again;
    on entering an If branch, and after copying the branch's value into the If's own
    buffer, the branch's releases are poisoned too;
 5. parameters and constants are read-only arrays in both runs, so a program or plan that
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from optplan.analysis.memory import Memory, Placement
+from optplan.analysis.memory import NO_RELEASES, Memory, Placement, Releases
 from optplan.analysis.types import format_type, infer_types
 from optplan.errors import InputError
 from optplan.ir import (
@@ -371,7 +371,7 @@ class _Machine:
 
     def run_binding(self, binding: Binding) -> None:
         name, value_expr = binding.var.name, binding.value
-        released = self.released("release_after", name)
+        released = self.released(name).after
         if isinstance(value_expr, If):
             value, released = self.if_(binding, value_expr)
         elif isinstance(value_expr, Call):
@@ -390,7 +390,7 @@ class _Machine:
         name = binding.var.name
         taken = bool(np.asarray(self.expr(node.cond)))
         branch = node.then_branch if taken else node.else_branch
-        self.poison(self.released("release_then" if taken else "release_else", name))
+        self.poison(self.released(name).entry(taken))
         outer = dict(self.env)
         self.seq(branch)
         if isinstance(branch.body, Call):
@@ -403,7 +403,7 @@ class _Machine:
         # source: an in-place write over the If's value must leave the source alone.
         value = self.place(placement, result, binding.type) if placement is not None else _copy(result)
         self.env = outer
-        return value, self.released("release_then_exit" if taken else "release_else_exit", name)
+        return value, self.released(name).exit(taken)
 
     def call(self, call: Call, out_type: Type | None, placement: object, binding: Binding | None) -> Value:
         if out_type is None:
@@ -485,10 +485,10 @@ class _Machine:
             return None
         return self.memory.placements.get(name)
 
-    def released(self, table: str, name: str) -> tuple[str, ...]:
+    def released(self, name: str) -> Releases:
         if self.memory is None:
-            return ()
-        return getattr(self.memory, table).get(name, ())
+            return NO_RELEASES
+        return self.memory.released(name)
 
     def view(self, placement: Placement, type_: Type | None) -> np.ndarray:
         assert self.arena is not None and self.memory is not None
