@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from optplan.analysis.memory import Placement
-from optplan.analysis.types import infer_types
+from optplan.analysis.types import infer_types, typed_program
 from optplan.errors import InputError
 from optplan.executor import compare, make_inputs
 from optplan.ir import Binding, Call, Function, If, Literal, Program, TensorType, Var, iter_bindings
@@ -104,7 +104,7 @@ class CheckReport:
 
 def check_program(program: Program, *, path: str = "<program>", seed: int = 0) -> CheckReport:
     """Extract, validate and replay the plan of a planned program (steps 1-5)."""
-    typed = infer_types(program)
+    typed = typed_program(program)
     problem, plan = extract_plan(typed)
     storages = _counted_storages(typed.main, problem)
     faults = [str(v) for v in validate(problem, plan)]
@@ -123,7 +123,7 @@ def check_program(program: Program, *, path: str = "<program>", seed: int = 0) -
 
 def extract_plan(program: Program) -> tuple[Problem, Plan]:
     """The Problem and Plan that a planned program's entry function encodes (steps 1-3)."""
-    fn = infer_types(program).main
+    fn = typed_program(program).main
     objects = function_objects(fn)
     carved = carved_tensors(fn)
     live = _lifetimes(objects)
@@ -266,7 +266,7 @@ def _misaligned(fn: Function) -> list[str]:
 
 def _replay(program: Program, seed: int) -> str | None:
     """Step 5: None when the shared run matches the fresh one byte for byte."""
-    program = kill_after_last_use(strip_kills(program))
+    program = infer_types(kill_after_last_use(strip_kills(program)))
     inputs = make_inputs(program, seed)
     fresh = run_lowered(program, inputs, shared=False)
     shared = run_lowered(program, inputs, shared=True)

@@ -89,6 +89,10 @@ RANDOM_OPS = frozenset(
         "Multinomial",
     }
 )
+# Facts the replay's input maker reads (see `optplan.ops.OpDef`), as for Relax's ops.
+_KEEPS_SIGN_OPS = VIEW_OPS | {"Add", "Mul", "Cast"}
+_NEEDS_POSITIVE_OPS = frozenset({"Sqrt", "Log"})
+_INDEXING_OPS = frozenset({"Gather", "GatherElements"})
 _STANDARD_DOMAINS = ("", "ai.onnx")
 # The few dtypes NumPy has natively; bfloat16 and float8 would need ml_dtypes.
 _DTYPES = frozenset(
@@ -549,6 +553,12 @@ def _has_reference(schema: onnx.defs.OpSchema) -> bool:
     return True
 
 
+def _indexed_axis_size(call: Call, data: TensorType) -> int:
+    """Gather's and GatherElements' indices index `axis` of the data (default 0)."""
+    axis = call.attr("axis", 0)
+    return data.shape[axis] if isinstance(axis, int) and -len(data.shape) <= axis < len(data.shape) else 1
+
+
 def _register_all() -> None:
     """One OpDef per standard op; ops without a reference implementation get no kernel,
     so the executor runs its deterministic mixing kernel for them."""
@@ -563,6 +573,10 @@ def _register_all() -> None:
                     inplace=name in ELEMENTWISE_OPS,
                     view=name in VIEW_OPS,
                     elementwise=name in ELEMENTWISE_OPS,
+                    keeps_elements=name in VIEW_OPS,
+                    keeps_sign=name in _KEEPS_SIGN_OPS,
+                    needs_positive=name in _NEEDS_POSITIVE_OPS,
+                    indexed_size=_indexed_axis_size if name in _INDEXING_OPS else None,
                 )
             )
 

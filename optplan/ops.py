@@ -12,6 +12,12 @@ Analyses read `OPS[name]` instead of testing op names. An entry says:
   views are never planned on their own;
 - `effect`: the op does something besides computing its value (allocates, kills, prints),
   so it keeps its place in the program whatever the order of the values around it;
+- `keeps_elements`: the output is the first operand's elements in the same order (reshape);
+  `keeps_sign`: positive operands give a positive output (add, astype);
+  `needs_positive`: the op's domain is the positive numbers (sqrt, log);
+  `indexed_size(call, data)`: for ops that read operand 1 as indices into operand 0
+  (`take`, ONNX Gather), how many entries the indexed axis of `data` has. The replay's
+  input maker reads these four (`optplan.executor.make_inputs`);
 - `into(call, args, out)`: optional destination passing: writes the result straight into
   the array `out` and returns True, or returns False when it cannot (the executor then
   runs `kernel` and copies). NumPy ufuncs do this with `out=`, saving a copy per op.
@@ -28,6 +34,7 @@ family. NumPy bodies too long for a lambda live in `optplan.kernels`.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -41,6 +48,7 @@ from optplan.ir import Call, Literal, ObjectType, TensorType, TupleType, Type
 Infer = Callable[[Call, Sequence[Type | None]], Type]
 Kernel = Callable[[Call, Sequence[object]], object]
 Into = Callable[[Call, Sequence[object], np.ndarray], bool]
+IndexedSize = Callable[[Call, TensorType], int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +61,10 @@ class OpDef:
     elementwise: bool = False
     into: Into | None = None
     effect: bool = False
+    keeps_elements: bool = False
+    keeps_sign: bool = False
+    needs_positive: bool = False
+    indexed_size: IndexedSize | None = None
 
 
 OPS: dict[str, OpDef] = {}
@@ -534,7 +546,7 @@ def _view(name: str, infer: Infer) -> None:
         assert isinstance(out, TensorType)
         return x.reshape(out.shape)
 
-    register(OpDef(name, infer, kernel, view=True))
+    register(OpDef(name, infer, kernel, view=True, keeps_elements=name != "match_cast"))
 
 
 def _infer_match_cast(call: Call, arg_types: Sequence[Type | None]) -> Type:
@@ -1011,7 +1023,12 @@ def _triangle(name: str, fn: Callable[[np.ndarray, int], np.ndarray]) -> None:
 
 register(OpDef("concat", _infer_concat, _concat_kernel))
 register(OpDef("split", _infer_split, _split_kernel))
-register(OpDef("take", _infer_take, _take_kernel))
+def _take_size(call: Call, data: TensorType) -> int:
+    axis = call.attr("axis")
+    return data.shape[axis] if isinstance(axis, int) else _count(data.shape)
+
+
+register(OpDef("take", _infer_take, _take_kernel, indexed_size=_take_size))
 register(OpDef("strided_slice", _infer_strided_slice, _strided_slice_kernel))
 register(OpDef("repeat", _infer_repeat, _repeat_kernel))
 register(
@@ -1290,6 +1307,13 @@ register(
 register(OpDef("memory.alloc_tensor", _infer_memory_alloc, _storage_view, view=True, effect=True))
 for _kill in ("memory.kill_tensor", "memory.kill_storage", "vm.kill_object"):
     register(OpDef(_kill, _no_value, lambda call, args: (), effect=True))
+
+# Facts for drawing replay inputs: a sqrt or log of a value in [-1, 1) would be a NaN that
+# spreads and hides later corruption.
+for _name in ("sqrt", "rsqrt", "log"):
+    OPS[_name] = dataclasses.replace(OPS[_name], needs_positive=True)
+for _name in ("add", "multiply", "astype", "reshape", "expand_dims", "squeeze", "flatten"):
+    OPS[_name] = dataclasses.replace(OPS[_name], keeps_sign=True)
 
 __all__ = [
     "OPS",

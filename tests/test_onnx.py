@@ -22,8 +22,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from optplan.analysis.liveness import build_memory
 from optplan.errors import InputError
+from optplan.frontends import load
 from optplan.ir import Call, TensorType, TupleGetItem, TupleType
-from optplan.load import load
 from optplan.onnx_frontend import OnnxModel, load_onnx, onnx_weights, read_onnx
 from optplan.plan import validate
 from optplan.planners import get_planner
@@ -469,3 +469,34 @@ def test_command_line_reports_bad_models_with_status_2(
     assert main(["plan", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and str(path) in err
+
+
+@needs_executor
+@pytest.mark.parametrize("vocab", [1, 3, 5])
+def test_onnx_gather_indices_and_sqrt_operands_get_the_op_facts(tmp_path: Path, vocab: int) -> None:
+    """Drawn inputs follow the op table for ONNX ops as for Relax's: Gather's indices stay
+    inside the axis they index, and what reaches a Sqrt through an Add is positive."""
+    weights = Weights()
+    table = weights.add("table", (vocab, 4))
+    nodes = [
+        helper.make_node("Gather", [table, "ids"], ["rows"], axis=0),
+        helper.make_node("Add", ["x", "x"], ["twice"]),
+        helper.make_node("Sqrt", ["twice"], ["root"]),
+        helper.make_node("Mul", ["rows", "root"], ["out"]),
+    ]
+    inputs = [helper.make_tensor_value_info("ids", TensorProto.INT64, [16]), _tensor("x", [16, 4])]
+    model = _model(nodes, inputs, [_tensor("out", [16, 4])], weights)
+    path = tmp_path / "gather.onnx"
+    onnx.save(model, str(path))
+    loaded = load(str(path))
+    assert loaded.program is not None and loaded.memory is not None
+    drawn = executor.make_inputs(loaded.program)
+    assert drawn["ids"].min() >= 0 and drawn["ids"].max() < vocab
+    assert drawn["x"].min() > 0
+    run_inputs = {**drawn, **loaded.weights}
+    reference = executor.reference_run(loaded.program, run_inputs)
+    assert reference.failure is None and not np.isnan(reference.outputs[0]).any()
+    plan = get_planner("greedy")(loaded.problem)
+    planned = executor.planned_run(loaded.program, loaded.memory, plan, run_inputs)
+    assert executor.compare(reference, planned) is None
+

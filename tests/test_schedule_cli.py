@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from optplan.cli import main
-from optplan.load import load
+from optplan.frontends import load
 from optplan.passes.reorder import reorder
 
 # Written order holds s while the wide g is made and summed; run g's branch first and

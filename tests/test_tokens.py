@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 
-from optplan.load import load
+from optplan.frontends import load
 from optplan.plan import validate
 from optplan.planners.tokens import plan_tokens
 from optplan.problem import Buffer, Interval, Problem, lower_bound

@@ -229,10 +229,17 @@ def _fill_meta(expr: Expr, known: dict[MetaKey, TensorType]) -> Expr:
 
 
 def infer_types(program: Program) -> Program:
-    """`program` with every binding typed; InputError where an annotation disagrees."""
+    """`program` with every binding typed (`Program.typed`); InputError where an
+    annotation disagrees."""
     known = _meta_types(program)
     functions = tuple(_infer_function(fn, known) for fn in program.functions)
-    return Program(functions, program.kernels, program.module)
+    return Program(functions, program.kernels, program.module, typed=True)
+
+
+def typed_program(program: Program) -> Program:
+    """`program` itself when its types are already inferred, else `infer_types(program)`:
+    a frontend infers once, and every consumer after it takes the program as it is."""
+    return program if program.typed else infer_types(program)
 
 
 @dataclasses.dataclass(slots=True)
@@ -391,4 +398,4 @@ def _producer(value: Expr) -> str:
             return "its value"
 
 
-__all__: Sequence[str] = ["format_type", "infer_types", "verify"]
+__all__: Sequence[str] = ["format_type", "infer_types", "typed_program", "verify"]

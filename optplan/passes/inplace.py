@@ -28,7 +28,7 @@ import dataclasses
 
 from optplan.analysis.liveness import build_memory
 from optplan.analysis.memory import Memory, Placement
-from optplan.analysis.types import infer_types
+from optplan.analysis.types import typed_program
 from optplan.ir import (
     AttrValue,
     Binding,
@@ -52,7 +52,7 @@ def use_inplace_calls(program: Program) -> Program:
 
     Types are filled in where they were missing (the liveness needs them).
     """
-    typed = infer_types(program)
+    typed = typed_program(program)
     functions = tuple(_inplace_function(fn) for fn in typed.functions)
     return dataclasses.replace(typed, functions=functions)
 

@@ -71,15 +71,16 @@ def kill_after_last_use(program: Program) -> Program:
         _kill_function(fn, function_objects(typed_fn))
         for fn, typed_fn in zip(program.functions, typed.functions)
     )
-    return dataclasses.replace(program, functions=functions)
+    # The kills are bare statements without types.
+    return dataclasses.replace(program, functions=functions, typed=False)
 
 
 def name_branch_values(program: Program) -> Program:
     """A branch whose value is a call gets the call bound to a fresh variable first, so
     that its operands can be killed after it (nothing can follow a branch's value)."""
-    return dataclasses.replace(
-        program, functions=tuple(_name_function(fn) for fn in program.functions)
-    )
+    functions = tuple(_name_function(fn) for fn in program.functions)
+    # The new bindings have no types yet.
+    return dataclasses.replace(program, functions=functions, typed=False)
 
 
 def _name_function(fn: Function) -> Function:

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from optplan.analysis.liveness import build_memory
-from optplan.analysis.types import infer_types
+from optplan.analysis.types import typed_program
 from optplan.ir import (
     Binding,
     Block,
@@ -90,13 +90,14 @@ def reorder(
     (`Scheduler("auto")` by default)."""
     began = time.perf_counter()
     scheduler = scheduler or Scheduler()
-    program = infer_types(program)
+    program = typed_program(program)
     fn = program.main
     memory = build_memory(program, plan_outputs=plan_outputs, alignment=1)
     facts = _Facts(memory.problem, _values(fn), memory.points)
     schedules: list[Schedule] = []
     body = _seq(fn.body, facts, scheduler, schedules)
-    reordered = program.replace_function(dataclasses.replace(fn, body=body))
+    # The same typed bindings in another order: still typed.
+    reordered = dataclasses.replace(program.replace_function(dataclasses.replace(fn, body=body)), typed=True)
     fixed = max((live for point, live in _profile(memory.problem) if point not in facts.scheduled), default=0)
     peak = max([fixed, *(s.peak_bytes for s in schedules)])
     bound = max([fixed, *(s.bound_bytes for s in schedules)])
