@@ -409,7 +409,9 @@ def _weights(model: onnx.ModelProto, names: dict[str, str], opset: int) -> dict[
 # ---------------------------------------------------------------------------- op table
 
 # Attributes optplan adds to a call; the rest are the node's own.
-_OWN_ATTRS = frozenset({"out_ty", "onnx_opset", "onnx_inputs", "onnx_outputs"})
+# optplan's own attributes of an `onnx.*` call, never handed to the ONNX node
+# (`inplace_indices` is `use_inplace_calls`'s).
+_OWN_ATTRS = frozenset({"out_ty", "onnx_opset", "onnx_inputs", "onnx_outputs", "inplace_indices"})
 
 
 def _infer(call: Call, arg_types: Sequence[Type | None]) -> Type:

@@ -500,3 +500,15 @@ def test_onnx_gather_indices_and_sqrt_operands_get_the_op_facts(tmp_path: Path, 
     planned = executor.planned_run(loaded.program, loaded.memory, plan, run_inputs)
     assert executor.compare(reference, planned) is None
 
+
+@needs_executor
+def test_an_onnx_model_made_in_place_replays(capsys: pytest.CaptureFixture[str]) -> None:
+    """`use_inplace_calls` marks ONNX nodes with optplan's own `inplace_indices`, which is
+    no attribute of the ONNX op: the node's kernel must not be handed it."""
+    from optplan.cli import main
+
+    path = Path(__file__).resolve().parent / "data" / "zoo" / "bert_script.onnx"
+    if not path.is_file():
+        pytest.skip("tests/data/zoo holds no models")
+    assert main(["run", str(path), "--inplace", "--planner", "greedy"]) == 0
+    assert "bit-for-bit" in capsys.readouterr().out
