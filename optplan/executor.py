@@ -43,7 +43,6 @@ from optplan.interpreter import (
     ReplayFailure,
     Run,
     Value,
-    _copy,
     flat_arrays,
     meta_key,
     read_only,
@@ -258,7 +257,7 @@ class Planned(Interpreter):
     def if_value(self, binding: Binding, result: Value) -> Value:
         placement = self.placement(binding)
         if placement is None:
-            return _copy(result)
+            return Interpreter.if_value(self, binding, result)
         return self.store(placement, result, binding.type)
 
     def enter_branch(self, binding: Binding, taken: bool) -> None:

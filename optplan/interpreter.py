@@ -17,7 +17,8 @@ value in its own array, the reference run. Its steps:
 
 A `ReplayFailure` (a write into a read-only array, a plan that misses an offset) stops the
 run and becomes `Run.failure`. The planned replay (`optplan.executor`) overrides where
-values live (`placement`, `place`) and when bytes are poisoned; the lowered runner
+values live (`placement`, `place`, `store`, `if_value`) and when bytes are poisoned
+(`enter_branch`, `after`, `kill_tensor`); the lowered runner
 (`optplan.lowered`) overrides the memory ops and kernel calls, as torch.fx's Interpreter
 subclasses override `call_function`.
 """
