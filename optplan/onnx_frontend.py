@@ -110,18 +110,6 @@ class OnnxModel:
     names: dict[str, str] = field(default_factory=dict)
 
 
-def load_onnx(path: str, dims: dict[str, int]) -> Program:
-    """The Program of the ONNX model at `path` (weights are not read)."""
-    return read_onnx(path, dims, with_weights=False).program
-
-
-def onnx_weights(path: str) -> dict[str, np.ndarray]:
-    """The weights of the model at `path` (initializers and Constant values), by the name
-    of their parameter in the Program that `load_onnx` gives."""
-    model = _read_checked(path, load_data=True)
-    return _weights(model, _names(model.graph), _opset(model))
-
-
 def read_onnx(path: str, dims: dict[str, int], *, with_weights: bool = True) -> OnnxModel:
     """The Program of the model at `path`, with its weights unless `with_weights` is False."""
     model = _read_checked(path, load_data=with_weights)
@@ -585,4 +573,4 @@ def _register_all() -> None:
 
 _register_all()
 
-__all__ = ["VIEW_OPS", "OnnxModel", "load_onnx", "onnx_weights", "read_onnx"]
+__all__ = ["VIEW_OPS", "OnnxModel", "read_onnx"]

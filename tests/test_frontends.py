@@ -88,13 +88,13 @@ def test_an_onnx_model_is_read_once_on_run(monkeypatch: pytest.MonkeyPatch, caps
 
 def test_load_carries_the_weights_of_an_onnx_model() -> None:
     pytest.importorskip("onnx")
-    from optplan.onnx_frontend import onnx_weights
+    from optplan.onnx_frontend import read_onnx
 
     path = ZOO / "resnet_script.onnx"
     if not path.is_file():
         pytest.skip("tests/data/zoo holds no models")
     loaded = load(str(path))
-    expected = onnx_weights(str(path))
+    expected = read_onnx(str(path), {}).weights
     assert set(loaded.weights) == set(expected)
     for name, value in expected.items():
         assert np.array_equal(loaded.weights[name], value)

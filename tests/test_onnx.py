@@ -24,7 +24,7 @@ from optplan.analysis.liveness import build_memory
 from optplan.errors import InputError
 from optplan.frontends import load
 from optplan.ir import Call, TensorType, TupleGetItem, TupleType
-from optplan.onnx_frontend import OnnxModel, load_onnx, onnx_weights, read_onnx
+from optplan.onnx_frontend import OnnxModel, read_onnx
 from optplan.plan import validate
 from optplan.planners import get_planner
 
@@ -217,7 +217,6 @@ def test_inputs_then_weights_as_parameters(model_dir: Path, name: str) -> None:
     assert fn.num_input == len(graph.input)
     weight_names = [p.var.name for p in fn.params[fn.num_input :]]
     assert sorted(weight_names) == sorted(model.weights)
-    assert sorted(onnx_weights(path)) == sorted(model.weights)
     for param in fn.params[fn.num_input :]:
         assert isinstance(param.type, TensorType)
         assert model.weights[param.var.name].shape == param.type.shape
@@ -239,8 +238,8 @@ def test_weights_saved_as_external_data(tmp_path: Path) -> None:
     onnx.save_model(model, str(path), save_as_external_data=True, location="external.data",
                     size_threshold=0)  # fmt: skip
     assert (tmp_path / "external.data").is_file()
-    program = load_onnx(str(path), {"batch": 3})
-    weights = onnx_weights(str(path))
+    model = read_onnx(str(path), {"batch": 3})
+    program, weights = model.program, model.weights
     assert sorted(weights) == sorted(p.var.name for p in program.main.params[1:])
     np.testing.assert_array_equal(weights["fc0_weight"], expected["fc0.weight"])
 
@@ -255,7 +254,8 @@ def test_names_become_unique_identifiers(model_dir: Path) -> None:
 
 def test_symbolic_dimension_fixed_from_dims(model_dir: Path) -> None:
     path, _ = _read(model_dir, "gemm_mlp")
-    small, large = load_onnx(path, {"batch": 2}), load_onnx(path, {"batch": 16})
+    small = read_onnx(path, {"batch": 2}, with_weights=False).program
+    large = read_onnx(path, {"batch": 16}, with_weights=False).program
     assert small.main.params[0].type == TensorType((2, 32), "float32")
     assert large.main.ret_type == TensorType((16, 10), "float32")
 
@@ -426,7 +426,7 @@ def test_reference_run_matches_onnxruntime(model_dir: Path, name: str) -> None:
 def test_unknown_dimension_names_tensor_and_fix(model_dir: Path) -> None:
     path = str(model_dir / "gemm_mlp.onnx")
     with pytest.raises(InputError) as caught:
-        load_onnx(path, {})
+        read_onnx(path, {}, with_weights=False)
     assert str(caught.value) == (
         f"{path}: tensor 'input.1' has unknown dimension 'batch'; fix it with --dim batch=VALUE, "
         "or plan at a bound with --bound batch=VALUE"
@@ -435,14 +435,14 @@ def test_unknown_dimension_names_tensor_and_fix(model_dir: Path) -> None:
 
 def test_dimension_that_no_input_has(model_dir: Path) -> None:
     with pytest.raises(InputError, match="no graph input has a dimension named 'seq'"):
-        load_onnx(str(model_dir / "gemm_mlp.onnx"), {"batch": 2, "seq": 8})
+        read_onnx(str(model_dir / "gemm_mlp.onnx"), {"batch": 2, "seq": 8})
 
 
 def test_broken_file_is_one_input_error(tmp_path: Path) -> None:
     path = tmp_path / "broken.onnx"
     path.write_bytes(np.random.default_rng(0).integers(0, 256, 4096, dtype=np.uint8).tobytes())
     with pytest.raises(InputError) as caught:
-        load_onnx(str(path), {})
+        read_onnx(str(path), {})
     message = str(caught.value)
     assert message.startswith(f"{path}: ") and "\n" not in message
 
