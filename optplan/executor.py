@@ -106,7 +106,9 @@ def make_inputs(program: Program, seed: int = 0) -> dict[str, np.ndarray]:
     inputs: dict[str, np.ndarray] = {}
     for p in fn.params:
         if not isinstance(p.type, TensorType):
-            raise InputError(f"parameter {p.var.name!r} is {format_type(p.type)}; only tensors can be made")
+            raise InputError(
+                f"parameter {p.var.name!r} is {format_type(p.type)}; only tensors can be made"
+            )
         name = p.var.name
         inputs[name] = _random(name, p.type, seed, bounds.get(name), name in positive)
     for meta in _metadata(fn):
@@ -119,7 +121,9 @@ def make_inputs(program: Program, seed: int = 0) -> dict[str, np.ndarray]:
     return inputs
 
 
-def _random(name: str, type_: TensorType, seed: int, bound: int | None, positive: bool) -> np.ndarray:
+def _random(
+    name: str, type_: TensorType, seed: int, bound: int | None, positive: bool
+) -> np.ndarray:
     digest = hashlib.blake2b(f"{seed}:{name}".encode(), digest_size=8).digest()
     rng = np.random.default_rng(int.from_bytes(digest, "little"))
     dtype = np.dtype(type_.dtype)
@@ -212,7 +216,12 @@ def reference_run(program: Program, inputs: dict[str, np.ndarray], *, record: bo
 
 
 def planned_run(
-    program: Program, memory: Memory, plan: Plan, inputs: dict[str, np.ndarray], *, record: bool = True
+    program: Program,
+    memory: Memory,
+    plan: Plan,
+    inputs: dict[str, np.ndarray],
+    *,
+    record: bool = True,
 ) -> Run:
     """Replay the entry function of `program` inside one poisoned arena laid out by `plan`."""
     machine = Planned(
@@ -267,10 +276,17 @@ class Planned(Interpreter):
         released = self.released(binding)
         self.poison(released.after if taken is None else released.exit(taken))
 
-    def call_op(self, call: Call, args: list[Value], out_type: Type | None, binding: Binding | None) -> Value:
+    def call_op(
+        self, call: Call, args: list[Value], out_type: Type | None, binding: Binding | None
+    ) -> Value:
         placement = self.placement(binding)
         op = lookup(call.op)
-        if isinstance(placement, Placement) and op is not None and op.into is not None and not overwritten_args(call):
+        if (
+            isinstance(placement, Placement)
+            and op is not None
+            and op.into is not None
+            and not overwritten_args(call)
+        ):
             # Destination passing proper: the kernel writes its output view, no copy.
             view = self.view(placement, out_type)
             try:
@@ -369,7 +385,9 @@ def compare(reference: Run, planned: Run) -> Difference | None:
     return None
 
 
-def _differs(name: str, expected: np.ndarray, actual: np.ndarray, loc: Loc | None) -> Difference | None:
+def _differs(
+    name: str, expected: np.ndarray, actual: np.ndarray, loc: Loc | None
+) -> Difference | None:
     label = name if name.startswith("output") else repr(name)
     if expected.shape != actual.shape or expected.dtype != actual.dtype:
         return Difference(

@@ -135,7 +135,9 @@ def load(
         raise InputError(f"alignment must be at least 1, got {alignment}")
     if not Path(path).is_file():
         raise InputError("no such file", file=path)
-    options = Options(alignment, plan_outputs, dict(dims or {}), inplace, dict(bounds or {}), with_weights)
+    options = Options(
+        alignment, plan_outputs, dict(dims or {}), inplace, dict(bounds or {}), with_weights
+    )
     try:
         source = frontend_of(path).read(path, options)
         if source.problem is not None:
@@ -198,7 +200,10 @@ def _read_onnx(path: str, options: Options) -> Source:
 def _read_csv(path: str, options: Options) -> Source:
     """A MiniMalloc problem: buffers, lifetimes and sizes, nothing to replay."""
     _refuse_options(
-        dims=options.dims, bound=options.bounds, inplace=options.inplace, plan_outputs=options.plan_outputs
+        dims=options.dims,
+        bound=options.bounds,
+        inplace=options.inplace,
+        plan_outputs=options.plan_outputs,
     )
     return Source(problem=read_csv(path, alignment=options.alignment))
 
@@ -257,7 +262,11 @@ def _refuse_options(**given: object) -> None:
     for name, value in given.items():
         if value:
             flag = "--dim" if name == "dims" else "--" + name.replace("_", "-")
-            meaning = "fixes a dimension of an ONNX model's inputs" if name == "dims" else "acts on a program"
+            meaning = (
+                "fixes a dimension of an ONNX model's inputs"
+                if name == "dims"
+                else "acts on a program"
+            )
             raise InputError(f"{flag} {meaning}; this input has none to act on")
 
 
@@ -268,7 +277,9 @@ def _onnx_frontend() -> ModuleType:
     except ModuleNotFoundError as error:
         if error.name != "onnx":
             raise
-        raise InputError("reading .onnx models needs the onnx package: pip install 'optplan[onnx]'") from None
+        raise InputError(
+            "reading .onnx models needs the onnx package: pip install 'optplan[onnx]'"
+        ) from None
 
 
 def _refuse_planned(program: Program) -> None:
@@ -293,7 +304,9 @@ def read_plan(path: str, problem: Problem) -> Plan:
     except OSError as error:
         raise InputError(f"cannot read: {error.strerror}", file=path) from None
     except json.JSONDecodeError as error:
-        raise InputError(f"not JSON: {error.msg}", file=path, line=error.lineno, col=error.colno) from None
+        raise InputError(
+            f"not JSON: {error.msg}", file=path, line=error.lineno, col=error.colno
+        ) from None
     if isinstance(data, list) and data:
         data = data[0]
     if not isinstance(data, dict) or not isinstance(data.get("offsets"), dict):

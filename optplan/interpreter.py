@@ -8,7 +8,8 @@ value in its own array, the reference run. Its steps:
    variable, a tuple, a tuple item), and its value goes into the environment;
 3. an If runs the branch its condition takes, in a scope of its own, and its value is a
    copy of the branch's value (`if_value`);
-4. a call evaluates its operands, then goes to one override point by its kind: the
+4. a call evaluates its operands, then goes to the override point the op table names
+   (`OpDef.runs`): the
    memory ops (`alloc_storage`, `alloc_tensor`, `alloc_fresh`, `kill_tensor`,
    `kill_storage`), destination-passing kernels (`call_kernel`), and every other op
    (`call_op`: the op table's kernel, or the mixing kernel for opaque ones);
@@ -53,7 +54,7 @@ from optplan.ir import (
     Var,
     iter_bindings,
 )
-from optplan.ops import evaluate, inplace_outputs, lookup, overwritten_args
+from optplan.ops import Runs, evaluate, inplace_outputs, lookup, overwritten_args
 
 POISON = 0xA5
 
@@ -121,7 +122,9 @@ class Interpreter:
 
     def run(self) -> Run:
         fn = self.program.main
-        self.copy_values = self.copy_values or any(_writes_an_argument(b.value) for b in iter_bindings(fn.body))
+        self.copy_values = self.copy_values or any(
+            _writes_an_argument(b.value) for b in iter_bindings(fn.body)
+        )
         self.bind_params(fn)
         try:
             self.seq(fn.body)
@@ -229,24 +232,26 @@ class Interpreter:
         return value, taken
 
     def call(self, call: Call, out_type: Type | None, binding: Binding | None) -> Value:
-        """Evaluate the operands, then hand the call to its override point."""
+        """Evaluate the operands, then hand the call to its override point (`OpDef.runs`)."""
         args = [self.expr(a) for a in call.args]
-        match call.op:
-            case "call_kernel":
+        op = lookup(call.op)
+        match Runs.OP if op is None else op.runs:
+            case Runs.OP:
+                return self.call_op(call, args, out_type, binding)
+            case Runs.KERNEL:
                 return self.call_kernel(call, args, binding)
-            case "memory.alloc_storage":
+            case Runs.ALLOC_STORAGE:
                 return self.alloc_storage(call, args, out_type, binding)
-            case "memory.alloc_tensor":
+            case Runs.ALLOC_TENSOR:
                 return self.alloc_tensor(call, args, out_type, binding)
-            case "builtin.alloc_tensor":
+            case Runs.ALLOC_FRESH:
                 return self.alloc_fresh(call, args, out_type, binding)
-            case "memory.kill_tensor":
+            case Runs.KILL_TENSOR:
                 return self.kill_tensor(call, args)
-            case "memory.kill_storage":
+            case Runs.KILL_STORAGE:
                 return self.kill_storage(call, args)
-            case "vm.kill_object":
+            case Runs.KILL_OBJECT:
                 return ()
-        return self.call_op(call, args, out_type, binding)
 
     # ------------------------------------------------------------------ override points
 
@@ -270,7 +275,9 @@ class Interpreter:
         """Called once `binding` has run and its value is recorded (for an If, once the
         branch `taken` has run and its value is the If's; else `taken` is None)."""
 
-    def call_op(self, call: Call, args: list[Value], out_type: Type | None, binding: Binding | None) -> Value:
+    def call_op(
+        self, call: Call, args: list[Value], out_type: Type | None, binding: Binding | None
+    ) -> Value:
         """An op of the table (or an opaque kernel): its value in arrays of its own; an
         in-place call writes the arguments it overwrites."""
         if out_type is None:
@@ -284,7 +291,9 @@ class Interpreter:
             return self.place(binding, result)
         return _fresh(result)
 
-    def compute(self, call: Call, args: list[Value], out_type: Type, binding: Binding | None) -> Value:
+    def compute(
+        self, call: Call, args: list[Value], out_type: Type, binding: Binding | None
+    ) -> Value:
         """The op's kernel on `args`; any fault in it is one line naming the binding."""
         try:
             return evaluate(call, args, out_type)
@@ -333,13 +342,19 @@ class Interpreter:
             "program; run it with optplan.lowered.run_lowered"
         )
 
-    def alloc_storage(self, call: Call, args: list[Value], out_type: Type | None, binding: Binding | None) -> Value:
+    def alloc_storage(
+        self, call: Call, args: list[Value], out_type: Type | None, binding: Binding | None
+    ) -> Value:
         return self.call_op(call, args, out_type, binding)
 
-    def alloc_tensor(self, call: Call, args: list[Value], out_type: Type | None, binding: Binding | None) -> Value:
+    def alloc_tensor(
+        self, call: Call, args: list[Value], out_type: Type | None, binding: Binding | None
+    ) -> Value:
         return self.call_op(call, args, out_type, binding)
 
-    def alloc_fresh(self, call: Call, args: list[Value], out_type: Type | None, binding: Binding | None) -> Value:
+    def alloc_fresh(
+        self, call: Call, args: list[Value], out_type: Type | None, binding: Binding | None
+    ) -> Value:
         return self.call_op(call, args, out_type, binding)
 
     def kill_tensor(self, call: Call, args: list[Value]) -> Value:

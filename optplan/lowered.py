@@ -54,7 +54,9 @@ from optplan.passes.objects import literal_int
 def run_lowered(program: Program, inputs: dict[str, np.ndarray], *, shared: bool = True) -> Run:
     """Run the entry function of a lowered `program`; see the module docstring."""
     program = typed_program(program)
-    return Lowered(program, inputs, copy_values=True, shared=shared, types=var_types(program.main)).run()
+    return Lowered(
+        program, inputs, copy_values=True, shared=shared, types=var_types(program.main)
+    ).run()
 
 
 @dataclass(slots=True)
@@ -85,13 +87,17 @@ class Lowered(Interpreter):
 
     # ------------------------------------------------------------------ memory ops
 
-    def alloc_storage(self, call: Call, args: list[Value], out_type: Type | None, binding: Binding | None) -> Value:
+    def alloc_storage(
+        self, call: Call, args: list[Value], out_type: Type | None, binding: Binding | None
+    ) -> Value:
         name = _bound_name(call, binding)
         size = int(args[0][0])  # type: ignore[index]
         self.storages[name] = np.full(size, POISON, dtype=np.uint8)
         return self.storages[name]
 
-    def alloc_tensor(self, call: Call, args: list[Value], out_type: Type | None, binding: Binding | None) -> Value:
+    def alloc_tensor(
+        self, call: Call, args: list[Value], out_type: Type | None, binding: Binding | None
+    ) -> Value:
         name = _bound_name(call, binding)
         loc = binding.loc if binding is not None else None
         storage = _var_name(call.args[0])
@@ -104,7 +110,8 @@ class Lowered(Interpreter):
             raise ReplayFailure(f"{name!r} is carved from {storage!r} after its kill", loc)
         if start < 0 or end > arena.size:
             raise ReplayFailure(
-                f"{name!r} at bytes [{start}, {end}) overruns {storage!r} of {arena.size} bytes", loc
+                f"{name!r} at bytes [{start}, {end}) overruns {storage!r} of {arena.size} bytes",
+                loc,
             )
         self.carved[name] = _Carved(storage, start, end)
         self.unwritten.add(name)
@@ -112,7 +119,9 @@ class Lowered(Interpreter):
             return _poisoned(type_)
         return arena[start:end].view(type_.dtype).reshape(type_.shape)
 
-    def alloc_fresh(self, call: Call, args: list[Value], out_type: Type | None, binding: Binding | None) -> Value:
+    def alloc_fresh(
+        self, call: Call, args: list[Value], out_type: Type | None, binding: Binding | None
+    ) -> Value:
         value = Interpreter.alloc_fresh(self, call, args, out_type, binding)
         self.unwritten.add(_bound_name(call, binding))
         return value

@@ -18,6 +18,9 @@ Analyses read `OPS[name]` instead of testing op names. An entry says:
   `indexed_size(call, data)`: for ops that read operand 1 as indices into operand 0
   (`take`, ONNX Gather), how many entries the indexed axis of `data` has. The replay's
   input maker reads these four (`optplan.executor.make_inputs`);
+- `runs`: the interpreter's override point for the op (`Runs`): most ops compute a value;
+  kernel calls, allocations and kills have points of their own, which the planned and
+  lowered runners override;
 - `into(call, args, out)`: optional destination passing: writes the result straight into
   the array `out` and returns True, or returns False when it cannot (the executor then
   runs `kernel` and copies). NumPy ufuncs do this with `out=`, saving a copy per op.
@@ -35,6 +38,7 @@ family. NumPy bodies too long for a lambda live in `optplan.kernels`.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -51,6 +55,19 @@ Into = Callable[[Call, Sequence[object], np.ndarray], bool]
 IndexedSize = Callable[[Call, TensorType], int]
 
 
+class Runs(enum.Enum):
+    """Which override point of the interpreter (`optplan.interpreter`) runs an op."""
+
+    OP = "op"  # computes its value from its operands (`call_op`)
+    KERNEL = "kernel"  # writes its destination operands (`call_kernel`)
+    ALLOC_STORAGE = "alloc_storage"
+    ALLOC_TENSOR = "alloc_tensor"  # carved from a storage
+    ALLOC_FRESH = "alloc_fresh"  # a tensor of its own
+    KILL_TENSOR = "kill_tensor"
+    KILL_STORAGE = "kill_storage"
+    KILL_OBJECT = "kill_object"
+
+
 @dataclass(frozen=True, slots=True)
 class OpDef:
     name: str
@@ -65,6 +82,7 @@ class OpDef:
     keeps_sign: bool = False
     needs_positive: bool = False
     indexed_size: IndexedSize | None = None
+    runs: Runs = Runs.OP
 
 
 OPS: dict[str, OpDef] = {}
@@ -1286,7 +1304,7 @@ def _no_value(call: Call, arg_types: Sequence[Type | None]) -> Type:
 register(OpDef("call_tir", _infer_call_tir))
 # `kernel(a, b, out)` after CallTIRRewrite: writes its destinations, returns nothing.
 # Lowered programs run with optplan.lowered, which knows storages and destinations.
-register(OpDef("call_kernel", _no_value))
+register(OpDef("call_kernel", _no_value, runs=Runs.KERNEL))
 register(OpDef("call_tir_inplace", _infer_call_tir))
 register(
     OpDef(
@@ -1294,6 +1312,7 @@ register(
         _infer_builtin_alloc,
         # Fresh memory is zeroed so that a replay is deterministic.
         lambda call, args: np.zeros(shape_value(args, 0), _literal_dtype(call, 1)),
+        runs=Runs.ALLOC_FRESH,
     )
 )
 register(
@@ -1302,11 +1321,25 @@ register(
         _infer_alloc_storage,
         lambda call, args: np.zeros(shape_value(args, 0), np.uint8),
         effect=True,
+        runs=Runs.ALLOC_STORAGE,
     )
 )
-register(OpDef("memory.alloc_tensor", _infer_memory_alloc, _storage_view, view=True, effect=True))
-for _kill in ("memory.kill_tensor", "memory.kill_storage", "vm.kill_object"):
-    register(OpDef(_kill, _no_value, lambda call, args: (), effect=True))
+register(
+    OpDef(
+        "memory.alloc_tensor",
+        _infer_memory_alloc,
+        _storage_view,
+        view=True,
+        effect=True,
+        runs=Runs.ALLOC_TENSOR,
+    )
+)
+for _kill, _runs in (
+    ("memory.kill_tensor", Runs.KILL_TENSOR),
+    ("memory.kill_storage", Runs.KILL_STORAGE),
+    ("vm.kill_object", Runs.KILL_OBJECT),
+):
+    register(OpDef(_kill, _no_value, lambda call, args: (), effect=True, runs=_runs))
 
 # Facts for drawing replay inputs: a sqrt or log of a value in [-1, 1) would be a NaN that
 # spreads and hides later corruption.
@@ -1318,6 +1351,7 @@ for _name in ("add", "multiply", "astype", "reshape", "expand_dims", "squeeze", 
 __all__ = [
     "OPS",
     "OpDef",
+    "Runs",
     "Window",
     "broadcast",
     "evaluate",

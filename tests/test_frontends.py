@@ -42,7 +42,9 @@ def problems(draw: st.DrawFn) -> Problem:
     buffers = []
     for i in range(count):
         start, length = draw(st.integers(0, 8)), draw(st.integers(1, 5))
-        buffers.append(Buffer(f"b{i}", draw(st.integers(1, 256)), (Interval(start, start + length),)))
+        buffers.append(
+            Buffer(f"b{i}", draw(st.integers(1, 256)), (Interval(start, start + length),))
+        )
     return Problem(tuple(buffers))
 
 
@@ -66,7 +68,9 @@ def test_a_registered_frontend_is_read_by_load_and_the_command_line(problem: Pro
         del FRONTENDS[".toy"]
 
 
-def test_an_onnx_model_is_read_once_on_run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_onnx_model_is_read_once_on_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     pytest.importorskip("onnx")
     from optplan import onnx_frontend
 

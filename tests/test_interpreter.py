@@ -25,7 +25,9 @@ class Tracing(Interpreter):
 
     ops: list[str] = field(default_factory=list)
 
-    def call_op(self, call: Call, args: list[Value], out_type: Type | None, binding: Binding | None) -> Value:
+    def call_op(
+        self, call: Call, args: list[Value], out_type: Type | None, binding: Binding | None
+    ) -> Value:
         self.ops.append(call.op)
         return Interpreter.call_op(self, call, args, out_type, binding)
 
@@ -65,7 +67,9 @@ def test_the_three_runners_agree_on_random_programs(program: Program) -> None:
 
 def test_runners_are_interpreters() -> None:
     assert issubclass(Planned, Interpreter) and issubclass(Lowered, Interpreter)
-    overridden = {name for name in vars(Lowered) if name in vars(Interpreter) and not name.startswith("__")}
+    overridden = {
+        name for name in vars(Lowered) if name in vars(Interpreter) and not name.startswith("__")
+    }
     assert overridden <= {
         "record", "if_value", "alloc_storage", "alloc_tensor", "alloc_fresh",
         "kill_tensor", "kill_storage", "call_kernel",
@@ -82,4 +86,6 @@ def test_types_are_inferred_once(program: Program) -> None:
     assert typed.typed and not program.typed
     assert typed_program(typed) is typed
     assert typed == infer_types(typed)
-    assert all(b.type is not None for b in iter_bindings(typed.main.body) if not isinstance(b.value, If))
+    assert all(
+        b.type is not None for b in iter_bindings(typed.main.body) if not isinstance(b.value, If)
+    )

@@ -499,3 +499,17 @@ def test_effects_are_op_facts() -> None:
     for name in ("print", "call_packed", "vm.builtin.anything"):
         assert has_effect(name)
     assert not any(has_effect(name) for name in ("add", "reshape", "call_tir", "nn.conv2d"))
+
+
+def test_memory_ops_name_their_override_point() -> None:
+    from optplan.ops import OPS, Runs
+
+    assert OPS["call_kernel"].runs is Runs.KERNEL
+    assert OPS["memory.alloc_storage"].runs is Runs.ALLOC_STORAGE
+    assert OPS["memory.alloc_tensor"].runs is Runs.ALLOC_TENSOR
+    assert OPS["builtin.alloc_tensor"].runs is Runs.ALLOC_FRESH
+    assert OPS["memory.kill_tensor"].runs is Runs.KILL_TENSOR
+    assert OPS["memory.kill_storage"].runs is Runs.KILL_STORAGE
+    assert OPS["vm.kill_object"].runs is Runs.KILL_OBJECT
+    special = ("memory.", "vm.", "call_kernel", "builtin.")
+    assert all(op.runs is Runs.OP for name, op in OPS.items() if not name.startswith(special))
