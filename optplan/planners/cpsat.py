@@ -80,26 +80,17 @@ from __future__ import annotations
 
 import bisect
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
 from optplan.plan import Plan, Status
 from optplan.planners import jit
-from optplan.planners.common import (
-    Rect,
-    live_peak,
-    make_plan,
-    no_plan,
-    now,
-    pin_fault,
-    rectangles,
-    split,
-    top,
-)
+from optplan.planners.common import Form, Rect, live_peak, make_form, make_plan, no_plan, now, top
 from optplan.planners.greedy import best_offsets
 from optplan.planners.lns import improve
-from optplan.planners.search import SearchStatus, minimise, search
+from optplan.planners.search import Packing, SearchStatus, ask, lowest, prepare
 from optplan.problem import Problem
 
 
@@ -126,36 +117,34 @@ class CpSat:
     search_share: float = 0.75
 
     def __call__(self, problem: Problem) -> Plan:
-        return plan_cpsat(problem, self)
+        started = now()
+        return plan_cpsat(make_form(problem), self, started=started)
 
 
-def plan_cpsat(problem: Problem, options: CpSat = CpSat()) -> Plan:
-    started = now()
+def plan_cpsat(form: Form, options: CpSat = CpSat(), *, started: float | None = None) -> Plan:
+    started = now() if started is None else started
     deadline = started + options.time_limit
-    rects = rectangles(problem)
-    fault = pin_fault(rects)
-    if fault is not None:
-        return _no_plan(problem, options, rects, started, 0, Status.INFEASIBLE, fault)
-    greedy, greedy_detail = best_offsets(rects)
-    capacity = problem.capacity
+    rects = form.rects
+    if form.fault is not None:
+        return _no_plan(form, options, started, 0, Status.INFEASIBLE, form.fault)
+    greedy, greedy_detail = best_offsets(form)
+    capacity = form.problem.capacity
     offsets = list(greedy)
-    parts = split(rects) if options.split else [[r for r in rects if r.size > 0]]
+    parts = form.parts if options.split else (tuple(r for r in rects if r.size > 0),)
     floors = {id(part): part_floor(part) for part in parts}
     # Zero-size classes sit at their residue and are left out of the parts.
     empty_top = max((o for r, o in zip(rects, greedy) if r.size == 0), default=0)
     bound = max([empty_top, *floors.values()])
     if capacity is not None and bound > capacity:
         reason = f"{bound} bytes are live at once, more than the capacity {capacity}"
-        return _no_plan(problem, options, rects, started, bound, Status.INFEASIBLE, reason)
+        return _no_plan(form, options, started, bound, Status.INFEASIBLE, reason)
     search_detail: dict[str, object] = {}
     if options.search_share > 0 and top(rects, offsets) > bound:
         search_deadline = started + options.search_share * options.time_limit
-        status, bound, search_detail = _search_first(
-            problem, rects, offsets, parts, bound, search_deadline, options
-        )
+        status, bound, search_detail = _search_first(form, offsets, bound, search_deadline, options)
         if status is not None:
             reason = f"the search proved that nothing fits under capacity {capacity}"
-            return _no_plan(problem, options, rects, started, bound, status, reason)
+            return _no_plan(form, options, started, bound, status, reason)
     solved = rounds = 0
     improved = True
     while improved and now() < deadline and top(rects, offsets) > min(bound, capacity or bound):
@@ -188,7 +177,7 @@ def plan_cpsat(problem: Problem, options: CpSat = CpSat()) -> Plan:
             solved += 1
             if result.status == Status.INFEASIBLE:
                 reason = f"no placement fits under capacity {capacity}"
-                return _no_plan(problem, options, rects, started, bound, Status.INFEASIBLE, reason)
+                return _no_plan(form, options, started, bound, Status.INFEASIBLE, reason)
             bound = max(bound, result.bound)
             if result.offsets is not None and (not fits or _part_top(part, result.offsets) < arena):
                 for rect in part:
@@ -196,7 +185,7 @@ def plan_cpsat(problem: Problem, options: CpSat = CpSat()) -> Plan:
                 improved = True
             elif not fits:
                 reason = f"nothing found under capacity {capacity} in time"
-                return _no_plan(problem, options, rects, started, bound, Status.UNKNOWN, reason)
+                return _no_plan(form, options, started, bound, Status.UNKNOWN, reason)
             achieved = max(achieved, _part_top(part, offsets))
     detail = {
         "greedy_arena": top(rects, greedy),
@@ -206,9 +195,7 @@ def plan_cpsat(problem: Problem, options: CpSat = CpSat()) -> Plan:
         "rounds": rounds,
         **search_detail,
     }
-    return make_plan(
-        problem, options.name, rects, offsets, started=started, bound=bound, detail=detail
-    )
+    return make_plan(form, options.name, offsets, started=started, bound=bound, detail=detail)
 
 
 # Above this many rectangles one CP-SAT model of a part takes gigabytes (3.4-3.9 GiB at
@@ -218,12 +205,12 @@ MODEL_MAX_PART = 4000
 
 
 def _improve_part(
-    part: list[Rect], offsets: list[int], floor: int, budget: float, options: CpSat
+    part: Sequence[Rect], offsets: list[int], floor: int, budget: float, options: CpSat
 ) -> PartResult:
     """The part's placement improved by `lns.improve` within `budget`; proves nothing."""
     deadline = now() + budget
     improved = improve(
-        part, offsets, floor, deadline, seed=options.random_seed, workers=options.num_workers
+        list(part), offsets, floor, deadline, seed=options.random_seed, workers=options.num_workers
     )
     return PartResult(Status.FEASIBLE, improved, floor, {"lns": True})
 
@@ -238,57 +225,54 @@ FIRST_ASK = 0.4
 
 
 def _search_first(
-    problem: Problem,
-    rects: list[Rect],
+    form: Form,
     offsets: list[int],
-    parts: list[list[Rect]],
     bound: int,
     deadline: float,
     options: CpSat,
 ) -> tuple[Status | None, int, dict[str, object]]:
     """Run the exact skyline search before CP-SAT; adopt its placement where it is lower.
 
-    Without a capacity it minimises the peak (asking at the lower bound first); with one
-    it asks whether the buffers fit. Returns INFEASIBLE when it proved that nothing fits
-    under the capacity, the proven bound, and what it did for the plan's detail. `offsets`
+    The search always takes the form's parts (whether or not CP-SAT splits). Without a
+    capacity it minimises the peak (asking at the lower bound first); with one it asks
+    whether the buffers fit. Returns INFEASIBLE when it proved that nothing fits under
+    the capacity, the proven bound, and what it did for the plan's detail. `offsets`
     (one per rectangle) is updated in place with the better placement.
     """
+    rects = form.rects
     # The search places a class at multiples of its alignment only: pinned classes, and
     # classes whose aliases shift their allowed offsets off zero, are CP-SAT's alone.
     placed_apart = any(r.pin is not None or r.residue for r in rects)
-    if placed_apart or max(map(len, parts), default=0) > SEARCH_MAX_PART:
+    if placed_apart or max(map(len, form.parts), default=0) > SEARCH_MAX_PART:
         return None, bound, {"search": "skipped"}
     if not jit.ready(SEARCH):
         # Compiling would eat the time limit: CP-SAT plans alone until it is done.
         jit.compile_in_background(SEARCH)
         return None, bound, {"search": "compiling"}
-    capacity = problem.capacity
+    capacity = form.problem.capacity
     if capacity is None:
-        proven, found = _search_parts(problem, offsets, parts, bound, deadline, options.random_seed)
+        proven, found = _search_parts(form.parts, offsets, bound, deadline, options.random_seed)
         return None, proven, {"search_parts": found, "search_arena": top(rects, offsets)}
-    answer = search(
-        problem, capacity, time_limit=max(deadline - now(), 0.0), seed=options.random_seed
-    )
+    packing = prepare(rects, form.parts, options.random_seed)
+    answer = ask(packing, capacity, time_limit=max(deadline - now(), 0.0))
     if answer.status is SearchStatus.INFEASIBLE:
         return Status.INFEASIBLE, max(bound, capacity + 1), {"search": "infeasible"}
-    if answer.offsets is not None:
-        placed = [answer.offsets[r.members[0][0]] - r.members[0][1] for r in rects]
-        if top(rects, placed) < top(rects, offsets):
-            offsets[:] = placed
+    if answer.placement is not None and top(rects, answer.placement) < top(rects, offsets):
+        offsets[:] = answer.placement
     return None, bound, {"search": answer.status.value, "search_arena": top(rects, offsets)}
 
 
 def _search_parts(
-    problem: Problem,
+    parts: Sequence[Sequence[Rect]],
     offsets: list[int],
-    parts: list[list[Rect]],
     bound: int,
     deadline: float,
     seed: int,
 ) -> tuple[int, int]:
     """The search, part by part. The arena is the highest part, so every part aims at the
     same target, the bound, and one part's proven bound is the whole problem's. Parts the
-    same up to a shift in time (a trace chained with itself) are solved once.
+    same up to a shift in time (a trace chained with itself) are solved once, and each
+    kind's arrays are built once for all the capacities it is asked at.
 
     1. Each kind of part above the bound asks whether it fits under the bound, with
        FIRST_ASK of its share of the time.
@@ -304,49 +288,48 @@ def _search_parts(
             key, ordered = _shape(part)
             kinds.setdefault(key, []).append(ordered)
     improved = 0
-    missed: list[list[list[Rect]]] = []
+    missed: list[tuple[list[list[Rect]], Packing]] = []
     for position, copies in enumerate(kinds.values()):
         share = FIRST_ASK * max(deadline - now(), 0.0) / (len(kinds) - position)
-        answer = search(_sub_problem(problem, copies[0]), bound, time_limit=share, seed=seed)
+        packing = prepare(copies[0], [copies[0]], seed)
+        answer = ask(packing, bound, time_limit=share)
         if answer.status is SearchStatus.INFEASIBLE:
             bound += 1  # this part, and so the arena, needs more than the bound
-        if answer.offsets is None:
-            missed.append(copies)
+        if answer.placement is None:
+            missed.append((copies, packing))
             continue
-        improved += _place_copies(copies, answer.offsets, offsets)
-    for position, copies in enumerate(missed):
+        improved += _place_copies(copies, answer.placement, offsets)
+    for position, (copies, packing) in enumerate(missed):
         share = max(deadline - now(), 0.0) / (len(missed) - position)
-        sub = _sub_problem(problem, copies[0])
-        answer = search(sub, bound, time_limit=share / 2, seed=seed)
-        if answer.offsets is not None:
-            improved += _place_copies(copies, answer.offsets, offsets)
+        answer = ask(packing, bound, time_limit=share / 2)
+        if answer.placement is not None:
+            improved += _place_copies(copies, answer.placement, offsets)
             continue
         upper = _part_top(copies[0], offsets)
         # The bound was asked already: go straight to a packing and bisect from there.
-        result = minimise(
-            sub,
+        result = lowest(
+            packing,
             time_limit=max(deadline - now(), 0.0) / (len(missed) - position),
-            seed=seed,
             upper=upper,
             first_share=0.0,
         )
         bound = max(bound, result.bound)
-        if result.offsets is not None and result.peak < upper:
-            improved += _place_copies(copies, result.offsets, offsets)
+        if result.placement is not None and result.peak < upper:
+            improved += _place_copies(copies, result.placement, offsets)
     return bound, improved
 
 
-def _place_copies(copies: list[list[Rect]], found: dict[str, int], offsets: list[int]) -> int:
-    """Give every copy of a kind of part the placement found for its first copy (by
-    buffer id); the copies' rectangles correspond in the order `_shape` gives them."""
-    first = [found[r.members[0][0]] - r.members[0][1] for r in copies[0]]
+def _place_copies(copies: list[list[Rect]], placement: Sequence[int], offsets: list[int]) -> int:
+    """Give every copy of a kind of part the placement found for its first copy (one
+    offset per rectangle of the first copy); the copies' rectangles correspond in the
+    order `_shape` gives them."""
     for ordered in copies:
-        for rect, offset in zip(ordered, first):
+        for rect, offset in zip(ordered, placement):
             offsets[rect.index] = offset
     return len(copies)
 
 
-def _shape(part: list[Rect]) -> tuple[tuple[object, ...], list[Rect]]:
+def _shape(part: Sequence[Rect]) -> tuple[tuple[object, ...], list[Rect]]:
     """A key equal for parts that are the same up to a shift in time, and the part's
     rectangles in an order in which such parts correspond one to one."""
     origin = min(r.start for r in part)
@@ -359,38 +342,27 @@ def _shape(part: list[Rect]) -> tuple[tuple[object, ...], list[Rect]]:
     return tuple(signature(r) for r in ordered), ordered
 
 
-def _sub_problem(problem: Problem, part: list[Rect]) -> Problem:
-    """The buffers of `part` (and the aliases among them) as a problem of their own."""
-    names = {name for rect in part for name, _ in rect.members}
-    buffers = tuple(b for b in problem.buffers if b.id in names)
-    aliases = tuple(a for a in problem.aliases if a.view in names)
-    return Problem(buffers, aliases)
-
-
 def _no_plan(
-    problem: Problem,
+    form: Form,
     options: CpSat,
-    rects: list[Rect],
     started: float,
     bound: int,
     status: Status,
     reason: str,
 ) -> Plan:
-    return no_plan(
-        problem, options.name, rects, started=started, status=status, reason=reason, bound=bound
-    )
+    return no_plan(form, options.name, started=started, status=status, reason=reason, bound=bound)
 
 
 # ---------------------------------------------------------------------------- parts
 
 
-def part_floor(part: list[Rect]) -> int:
+def part_floor(part: Sequence[Rect]) -> int:
     """No arena for `part` is below its live bytes at any point or its highest pin."""
     pins = max((r.pin + r.size for r in part if r.pin is not None), default=0)
     return max(live_peak(part), pins)
 
 
-def _part_top(part: list[Rect], offsets: list[int]) -> int:
+def _part_top(part: Sequence[Rect], offsets: Sequence[int]) -> int:
     return max((offsets[r.index] + r.size for r in part), default=0)
 
 
@@ -408,7 +380,7 @@ class PartResult:
 
 
 def solve_part(
-    part: list[Rect],
+    part: Sequence[Rect],
     hint: list[int],
     floor: int,
     target: int,
@@ -483,7 +455,7 @@ class Model:
 
     @staticmethod
     def build(
-        part: list[Rect], floor: int, upper: int, hint: list[int], symmetry: bool
+        part: Sequence[Rect], floor: int, upper: int, hint: list[int], symmetry: bool
     ) -> Model | None:
         """The model with arena in [floor, upper]; None if some class cannot fit at all."""
         model = cp_model.CpModel()
@@ -553,7 +525,7 @@ class Model:
         return status, offsets, bound
 
 
-def _identical_groups(part: list[Rect]) -> list[list[Rect]]:
+def _identical_groups(part: Sequence[Rect]) -> list[list[Rect]]:
     """Unpinned classes with the same size, lifetime and alignment, in index order."""
     groups: dict[tuple[object, ...], list[Rect]] = {}
     for rect in part:
@@ -563,7 +535,7 @@ def _identical_groups(part: list[Rect]) -> list[list[Rect]]:
     return [group for group in groups.values() if len(group) > 1]
 
 
-def _order_identical(model: cp_model.CpModel, part: list[Rect], slots: list) -> None:
+def _order_identical(model: cp_model.CpModel, part: Sequence[Rect], slots: list) -> None:
     """Interchangeable classes are live together, so one sits wholly below the next."""
     slot_of = {rect.index: slot for rect, slot in zip(part, slots)}
     for group in _identical_groups(part):
@@ -574,7 +546,7 @@ def _order_identical(model: cp_model.CpModel, part: list[Rect], slots: list) -> 
             )
 
 
-def _symmetric_hint(part: list[Rect], hint: list[int]) -> list[int]:
+def _symmetric_hint(part: Sequence[Rect], hint: list[int]) -> list[int]:
     """The greedy offsets, permuted within each group of identical classes to match the
     order that symmetry breaking imposes (the same placement, relabelled)."""
     hinted = list(hint)
