@@ -6,6 +6,7 @@ every alias class (one rectangle each, as the design packs them) in turn.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -302,3 +303,18 @@ def test_cpsat_never_compiles_inside_its_time_limit(monkeypatch: pytest.MonkeyPa
     assert started == ["optplan.planners.search"]
     assert plan.detail["search"] == "compiling"
     assert validate(problem, plan) == []
+
+
+def test_a_stopped_search_answers_at_once_and_reports_what_it_found() -> None:
+    """`stop` ends the search as its clock would; `heard` hears every probe's best peak
+    (never rising) and bound (never falling) once a packing is found."""
+    problem = staircase()
+    form = make_form(problem)
+    packing = prepare(form.rects, form.parts)
+    stopped = ask(packing, 7, time_limit=60, stop=lambda: True)  # 8 is the optimum
+    assert stopped.status is not SearchStatus.FOUND
+    assert stopped.nodes <= driver._FIRST_CHUNK  # one chunk of the first configuration
+    heard: list[tuple[int, int]] = []
+    result = lowest(packing, time_limit=10, upper=20, first_share=0.0, heard=lambda p, b: heard.append((p, b)))
+    assert result.optimal and heard[-1] == (result.peak, result.bound) == (8, 8)
+    assert all(a[0] >= b[0] and a[1] <= b[1] for a, b in itertools.pairwise(heard))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from math import gcd
 
@@ -127,15 +127,26 @@ class _Outcome:
     nodes: int
 
 
-def _solve_part(part: Prepared, capacity: int, deadline: float) -> _Outcome:
+def _never() -> bool:
+    return False
+
+
+def _solve_part(
+    part: Prepared, capacity: int, deadline: float, stop: Callable[[], bool] = _never
+) -> _Outcome:
     """Run every configuration in turn, a slice of nodes each, until one answers.
 
     Searches of this kind are heavy-tailed: a configuration that is lost for minutes on
     one instance answers another in milliseconds. Taking turns costs at most a factor of
     the number of configurations, and the turns are counted in nodes, not seconds, so
     the answer does not depend on the machine's speed. A configuration is only set up
-    when its first turn comes, so an easy part costs one.
+    when its first turn comes, so an easy part costs one. `stop` ends it as the clock
+    does (its caller wants an answer now).
     """
+
+    def past() -> bool:
+        return time.perf_counter() > deadline or stop()
+
     if int(part.arrays().section_bytes.max(initial=0)) > capacity:
         return _Outcome(SearchStatus.INFEASIBLE, (), 0)
     configs = _CONFIGS
@@ -146,7 +157,7 @@ def _solve_part(part: Prepared, capacity: int, deadline: float) -> _Outcome:
     while True:
         for k, (kind, order, rule, mirror) in enumerate(configs):
             if k == len(runners):
-                if runners and time.perf_counter() > deadline:
+                if runners and past():
                     return _Outcome(SearchStatus.TIMEOUT, (), nodes)  # set-up costs too
                 arrays = part.arrays(bool(mirror))
                 if kind == _ORDER_SEARCH:
@@ -154,20 +165,20 @@ def _solve_part(part: Prepared, capacity: int, deadline: float) -> _Outcome:
                 else:
                     runners.append(_Runner(arrays, capacity, order, rule))
             runner = runners[k]
-            code = _turn(runner, deadline)
+            code = _turn(runner, past)
             nodes = sum(r.nodes for r in runners)
             if code == _FOUND:
                 offsets = tuple(int(o) for o in runner.offsets)
                 return _Outcome(SearchStatus.FOUND, offsets, nodes)
             if code == _EXHAUSTED:
                 return _Outcome(SearchStatus.INFEASIBLE, (), nodes)
-            if time.perf_counter() > deadline:
+            if past():
                 return _Outcome(SearchStatus.TIMEOUT, (), nodes)
         if all(r.code == _OVERFLOW for r in runners):
             return _Outcome(SearchStatus.TIMEOUT, (), nodes)
 
 
-def _turn(runner: _Runner | _OrderRunner, deadline: float) -> int:
+def _turn(runner: _Runner | _OrderRunner, past: Callable[[], bool]) -> int:
     """One turn of `_SLICE_NODES` nodes, in chunks short enough to read the clock often
     (a node costs milliseconds on large parts, so a whole turn could overrun the time
     limit by seconds). The kernels stop after exactly the nodes asked and resume where
@@ -180,10 +191,9 @@ def _turn(runner: _Runner | _OrderRunner, deadline: float) -> int:
         code = runner.step(min(chunk, target - before))
         if code != _RUNNING or runner.nodes >= target or runner.nodes == before:
             return code
-        now = time.perf_counter()
-        if now > deadline:
+        if past():
             return code
-        spent = now - began
+        spent = time.perf_counter() - began
         if spent < _CHUNK_SECONDS / 2:
             chunk *= 2
         elif spent > _CHUNK_SECONDS * 2:
@@ -202,17 +212,19 @@ def warm_kernels() -> None:
     _OrderRunner(part, 5, 3).step(1)
 
 
-def ask(packing: Packing, capacity: int, *, time_limit: float) -> SearchResult:
+def ask(
+    packing: Packing, capacity: int, *, time_limit: float, stop: Callable[[], bool] = _never
+) -> SearchResult:
     """One offset per rectangle of `packing` within `capacity` bytes, or a proof that
-    none exist, or TIMEOUT after `time_limit` seconds."""
+    none exist, or TIMEOUT after `time_limit` seconds (or once `stop()` says so)."""
     started = time.perf_counter()
     deadline = started + time_limit
     placed: dict[int, int] = {}  # offset by rect index; rectangles of no size stay at 0
     status, nodes = SearchStatus.FOUND, 0
     for part in packing.parts:
-        if status is SearchStatus.TIMEOUT and time.perf_counter() > deadline:
+        if status is SearchStatus.TIMEOUT and (time.perf_counter() > deadline or stop()):
             break
-        outcome = _solve_part(part, capacity, deadline)
+        outcome = _solve_part(part, capacity, deadline, stop)
         nodes += outcome.nodes
         if outcome.status is SearchStatus.INFEASIBLE:
             status = outcome.status
@@ -286,8 +298,12 @@ def lowest(
     time_limit: float,
     upper: int | None = None,
     first_share: float = 0.4,
+    stop: Callable[[], bool] = _never,
+    heard: Callable[[int, int], None] | None = None,
 ) -> MinimiseResult:
-    """The smallest peak the search reaches within `time_limit` seconds.
+    """The smallest peak the search reaches within `time_limit` seconds (or until
+    `stop()` says so); `heard(peak, bound)` is told of each probe once one has found a
+    packing.
 
     1. Ask at the lower bound first (with `first_share` of the time): on these problems
        the optimum is usually there, and a yes proves it.
@@ -304,8 +320,11 @@ def lowest(
     best: SearchResult | None = None
 
     def probe(capacity: int, seconds: float) -> SearchResult:
-        result = ask(packing, capacity, time_limit=max(seconds, 0.0))
+        result = ask(packing, capacity, time_limit=max(seconds, 0.0), stop=stop)
         probes.append(result)
+        if heard is not None and (best is not None or result.status is SearchStatus.FOUND):
+            found = [r.peak for r in (best, result) if r is not None and r.offsets is not None]
+            heard(min(found), bound)
         return result
 
     first = probe(bound, time_limit * first_share)
@@ -329,7 +348,7 @@ def lowest(
     while best is not None and best.peak > bound:
         left = deadline - time.perf_counter()
         high = best.peak - step
-        if left <= 0.05:
+        if left <= 0.05 or stop():
             break
         if low > high:
             if low == bound:
