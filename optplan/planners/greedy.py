@@ -1,7 +1,7 @@
 """Greedy planners: place alias classes one at a time, each as low as it fits.
 
 Steps:
-1. Each alias class becomes one rectangle (`common.rectangles`); pinned ones are placed
+1. Each alias class becomes one rectangle (`common.make_form`); pinned ones are placed
    first, at their pins.
 2. The others are taken in one of several orders:
    - `size`: largest first, earlier start first on ties (TFLite's greedy-by-size);
@@ -145,7 +145,7 @@ def best_offsets(
 ) -> tuple[list[int], dict[str, object]]:
     """The lowest-arena offsets over every order and fit (and the naive stack).
 
-    Assumes `pin_fault(rects)` found nothing. Ties go to the earlier run, so the result
+    Assumes the form has no fault. Ties go to the earlier run, so the result
     depends only on the input.
     """
     for order in orders:
