@@ -1,8 +1,10 @@
 """Planners: from a `Problem` to a `Plan`, by name.
 
-A planner is a frozen dataclass of options with a `name`; calling it on a problem hands
-over to its module's planning function. Planners know only `optplan.problem` and
-`optplan.plan`; they never import the IR.
+A planner is a frozen dataclass of options with a `name`; calling it on a problem builds
+the one input form every planner packs (`common.make_form`: the rectangles of alias
+classes, split into parts) and hands it to its module's planning function. Planners know
+only `optplan.problem` and `optplan.plan`; they never import the IR. `cpsat` also takes a
+`watch.Watch`, which hears of its progress and can stop it (its best plan so far).
 
     >>> plan = get_planner("greedy", orders=("size",))(problem)
 
