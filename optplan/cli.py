@@ -36,6 +36,7 @@ from optplan.problem import Problem, write_csv
 
 if TYPE_CHECKING:
     from optplan.passes.reorder import Reordered
+    from optplan.planners.common import Form
     from optplan.planners.watch import Watch
 
 DEFAULT_PLANNERS = "naive,tokens,greedy,cpsat"
@@ -273,6 +274,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
+    from optplan.planners.common import make_form
+
     names = _planner_names(args.planners)
     loaded = _load(args)
     records, failed = [], False
@@ -281,10 +284,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         targets.append((_target(args, loaded), args.reorder))
     interrupted = False
     for target, reordered in targets:
+        form = make_form(target.problem)  # built once, planned by every planner
         for name in names:
             if interrupted:
                 break  # Ctrl-C: the rows finished so far, and the interrupted one's best
-            plan, interrupted = _solve_watched(target.problem, name, args.time_limit, quiet=args.json)
+            plan, interrupted = _solve_watched(
+                target.problem, name, args.time_limit, quiet=args.json, form=form
+            )
             faults = validate(target.problem, plan)
             if faults:
                 _report_faults(plan, faults)
@@ -649,14 +655,14 @@ INTERRUPTED = "optplan: interrupted: the best plan found before Ctrl-C is shown 
 
 
 def _solve_watched(
-    problem: Problem, name: str, time_limit: float, *, quiet: bool
+    problem: Problem, name: str, time_limit: float, *, quiet: bool, form: Form | None = None
 ) -> tuple[Plan, bool]:
     """`_solve` where Ctrl-C returns the best plan so far (and says so: True); on a
     terminal, and not `quiet`, one line on stderr shows the planner's progress."""
     from optplan.terminal import run_planner
 
     def call(watch: Watch) -> Plan:
-        return _solve(problem, name, time_limit, quiet=quiet, watch=watch)
+        return _solve(problem, name, time_limit, quiet=quiet, watch=watch, form=form)
 
     outcome = run_planner(call, name, show=not quiet and sys.stderr.isatty())
     assert outcome.plan is not None  # a planner that fails raises; a second Ctrl-C too
@@ -664,7 +670,13 @@ def _solve_watched(
 
 
 def _solve(
-    problem: Problem, name: str, time_limit: float, *, quiet: bool, watch: Watch | None = None
+    problem: Problem,
+    name: str,
+    time_limit: float,
+    *,
+    quiet: bool,
+    watch: Watch | None = None,
+    form: Form | None = None,
 ) -> Plan:
     from optplan.planners import PLANNERS, get_planner
 
@@ -677,7 +689,7 @@ def _solve(
     planner = get_planner(name, **chosen)
     if not quiet and "time_limit" in options:
         print(f"planning with {name} (time limit {time_limit:g} s)...", file=sys.stderr, flush=True)
-    plan = planner(problem)
+    plan = planner(problem) if form is None else planner.plan(form)
     if plan.detail.get("search") == "compiling":
         print(
             "optplan: note: the exact search is being compiled for first use in the background "

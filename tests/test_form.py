@@ -76,3 +76,15 @@ def test_the_search_takes_the_forms_parts(problem: Problem) -> None:
     assert len(answer.placement) == len(form.rects)
     judged = Plan(answer.offsets, greedy.arena, Status.FEASIBLE, "search", form.live_bytes)
     assert validate(problem, judged) == []
+
+
+@given(awkward_problems())
+def test_a_form_shared_by_every_planner_plans_as_each_planner_alone(problem: Problem) -> None:
+    """`compare` builds the form once and hands it to every planner: each gives the plan
+    it gives when it builds the form itself."""
+    form = make_form(problem)
+    for name in ("naive", "tokens", "greedy", "cpsat"):
+        planner = get_planner(name, time_limit=10.0) if name == "cpsat" else get_planner(name)
+        shared, alone = planner.plan(form), planner(problem)
+        assert (shared.status, shared.arena, shared.offsets) == (alone.status, alone.arena, alone.offsets)
+        assert validate(problem, shared) == []

@@ -20,6 +20,7 @@ import dataclasses
 from typing import Protocol
 
 from optplan.plan import Plan
+from optplan.planners.common import Form
 from optplan.planners.cpsat import CpSat
 from optplan.planners.greedy import Greedy
 from optplan.planners.naive import Naive
@@ -28,10 +29,15 @@ from optplan.problem import Problem
 
 
 class Planner(Protocol):
+    """Called on a problem, a planner builds the form and plans; `plan(form)` plans on a
+    form already built (several planners on one problem share it)."""
+
     @property
     def name(self) -> str: ...
 
     def __call__(self, problem: Problem) -> Plan: ...
+
+    def plan(self, form: Form) -> Plan: ...
 
 
 PLANNERS: dict[str, Planner] = {

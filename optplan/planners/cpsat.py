@@ -113,6 +113,9 @@ class CpSat:
         started = now()
         return plan_cpsat(make_form(problem), self, started=started)
 
+    def plan(self, form: Form) -> Plan:
+        return plan_cpsat(form, self)
+
 
 def plan_cpsat(form: Form, options: CpSat = CpSat(), *, started: float | None = None) -> Plan:
     started = now() if started is None else started

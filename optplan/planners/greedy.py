@@ -111,6 +111,9 @@ class Greedy:
         with _cyclic_gc_paused():
             return plan_greedy(make_form(problem), self, started=started)
 
+    def plan(self, form: Form) -> Plan:
+        return plan_greedy(form, self)
+
 
 def plan_greedy(form: Form, options: Greedy = Greedy(), *, started: float | None = None) -> Plan:
     started = now() if started is None else started

@@ -35,6 +35,9 @@ class Naive:
         started = now()
         return plan_naive(make_form(problem), self, started=started)
 
+    def plan(self, form: Form) -> Plan:
+        return plan_naive(form, self)
+
 
 def plan_naive(form: Form, options: Naive = Naive(), *, started: float | None = None) -> Plan:
     started = now() if started is None else started

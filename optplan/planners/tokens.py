@@ -136,3 +136,6 @@ class TokensPlanner:
     def __call__(self, problem: Problem) -> Plan:
         started = now()
         return plan_tokens(make_form(problem), started=started)
+
+    def plan(self, form: Form) -> Plan:
+        return plan_tokens(form)
