@@ -1,7 +1,7 @@
 """Greedy planners: place alias classes one at a time, each as low as it fits.
 
 Steps:
-1. Each alias class becomes one rectangle (`common.rectangles`); pinned ones are placed
+1. Each alias class becomes one rectangle (`common.make_form`); pinned ones are placed
    first, at their pins.
 2. The others are taken in one of several orders:
    - `size`: largest first, earlier start first on ties (TFLite's greedy-by-size);
@@ -64,17 +64,7 @@ from typing import Protocol
 import numpy as np
 
 from optplan.plan import Plan, Status
-from optplan.planners.common import (
-    Rect,
-    live_peak,
-    make_plan,
-    no_plan,
-    now,
-    pin_fault,
-    rectangles,
-    split,
-    top,
-)
+from optplan.planners.common import Form, Rect, make_form, make_plan, no_plan, now, top
 from optplan.planners.greedy_kernel import Compiled
 from optplan.planners.naive import stack
 from optplan.problem import Problem
@@ -117,25 +107,23 @@ class Greedy:
     fits: tuple[str, ...] = FITS
 
     def __call__(self, problem: Problem) -> Plan:
-        return plan_greedy(problem, self)
+        started = now()
+        with _cyclic_gc_paused():
+            return plan_greedy(make_form(problem), self, started=started)
+
+    def plan(self, form: Form) -> Plan:
+        return plan_greedy(form, self)
 
 
-def plan_greedy(problem: Problem, options: Greedy = Greedy()) -> Plan:
-    started = now()
+def plan_greedy(form: Form, options: Greedy = Greedy(), *, started: float | None = None) -> Plan:
+    started = now() if started is None else started
     with _cyclic_gc_paused():
-        rects = rectangles(problem)
-        fault = pin_fault(rects)
-        if fault is not None:
+        if form.fault is not None:
             return no_plan(
-                problem,
-                options.name,
-                rects,
-                started=started,
-                status=Status.INFEASIBLE,
-                reason=fault,
+                form, options.name, started=started, status=Status.INFEASIBLE, reason=form.fault
             )
-        offsets, detail = best_offsets(rects, options.orders, options.fits)
-        return make_plan(problem, options.name, rects, offsets, started=started, detail=detail)
+        offsets, detail = best_offsets(form, options.orders, options.fits)
+        return make_plan(form, options.name, offsets, started=started, detail=detail)
 
 
 @contextmanager
@@ -156,11 +144,11 @@ def _cyclic_gc_paused() -> Iterator[None]:
 
 
 def best_offsets(
-    rects: list[Rect], orders: tuple[str, ...] = ORDERS, fits: tuple[str, ...] = FITS
+    form: Form, orders: tuple[str, ...] = ORDERS, fits: tuple[str, ...] = FITS
 ) -> tuple[list[int], dict[str, object]]:
     """The lowest-arena offsets over every order and fit (and the naive stack).
 
-    Assumes `pin_fault(rects)` found nothing. Ties go to the earlier run, so the result
+    Assumes the form has no fault. Ties go to the earlier run, so the result
     depends only on the input.
     """
     for order in orders:
@@ -170,19 +158,19 @@ def best_offsets(
         if fit not in FITS:
             raise ValueError(f"unknown greedy fit {fit!r}; choose from {', '.join(FITS)}")
     with _cyclic_gc_paused():
-        return _best_of_parts(rects, orders, fits)
+        return _best_of_parts(form, orders, fits)
 
 
 def _best_of_parts(
-    rects: list[Rect], orders: tuple[str, ...], fits: tuple[str, ...]
+    form: Form, orders: tuple[str, ...], fits: tuple[str, ...]
 ) -> tuple[list[int], dict[str, object]]:
     """The best run on each independent part; the part with the highest arena names the
     winner. A part stops trying runs once it is under the whole problem's live bytes,
     since it can no longer raise the arena."""
-    offsets = [r.pin if r.pin is not None else r.lift(0) for r in rects]
-    floor = live_peak(rects)
-    parts = split(rects)
-    compiled = len(rects) >= COMPILED_FROM
+    offsets = [r.pin if r.pin is not None else r.lift(0) for r in form.rects]
+    floor = form.live_bytes
+    parts = [list(part) for part in form.parts]
+    compiled = len(form.rects) >= COMPILED_FROM
     detail: dict[str, object] = {"order": "naive", "arenas": {}}
     highest = -1
     for part in parts:
