@@ -137,8 +137,8 @@ def plan_cpsat(form: Form, options: CpSat = CpSat(), *, started: float | None = 
     if failure is not None:
         return _no_plan(form, options, started, bound, failure.status, failure.reason)
     _report(options, rects, offsets, bound, "cp-sat", force=True)
-    deadline = started + options.time_limit
-    total, rounds = _solve_rounds(form, parts, floors, offsets, bound, deadline, options)
+    work = _Work(form, parts, floors, started + options.time_limit, options)
+    total, rounds = _solve_rounds(work, offsets, bound)
     if total.failure is not None:
         failure = total.failure
         return _no_plan(form, options, started, total.bound, failure.status, failure.reason)
@@ -162,6 +162,18 @@ class _Failure:
 
     status: Status
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Work:
+    """What every round works on: the form, the parts CP-SAT takes (split or whole), each
+    part's floor (by the part's id), the deadline and the options."""
+
+    form: Form
+    parts: Sequence[Sequence[Rect]]
+    floors: dict[int, int]
+    deadline: float
+    options: CpSat
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,46 +212,32 @@ def _search_step(
     return None, bound, detail
 
 
-def _solve_rounds(
-    form: Form,
-    parts: Sequence[Sequence[Rect]],
-    floors: dict[int, int],
-    offsets: list[int],
-    bound: int,
-    deadline: float,
-    options: CpSat,
-) -> tuple[_Rounds, int]:
+def _solve_rounds(work: _Work, offsets: list[int], bound: int) -> tuple[_Rounds, int]:
     """Steps 5 and 6: rounds while time is left, the arena is above the bound (or the
     capacity) and the last round improved; and how many rounds ran. `offsets` is
     updated in place."""
-    rects, capacity = form.rects, form.problem.capacity
+    rects, capacity = work.form.rects, work.form.problem.capacity
     total = _Rounds(bound, True, 0)
     rounds = 0
-    while total.improved and now() < deadline:
-        if top(rects, offsets) <= min(total.bound, capacity or total.bound) or _stopped(options):
+    while total.improved and now() < work.deadline:
+        if top(rects, offsets) <= min(total.bound, capacity or total.bound):
+            break
+        if _stopped(work.options):
             break
         rounds += 1
-        done = _round(form, parts, floors, offsets, total.bound, deadline, options)
+        done = _round(work, offsets, total.bound)
         total = replace(done, solved=total.solved + done.solved)
         if done.failure is not None:
             break
     return total, rounds
 
 
-def _round(
-    form: Form,
-    parts: Sequence[Sequence[Rect]],
-    floors: dict[int, int],
-    offsets: list[int],
-    bound: int,
-    deadline: float,
-    options: CpSat,
-) -> _Rounds:
+def _round(work: _Work, offsets: list[int], bound: int) -> _Rounds:
     """One round: the parts by their current arena, highest first, share the time left
     among those above their target; a later round gives what is left to the parts that
     still set the arena, starting from their best placement so far."""
-    capacity = form.problem.capacity
-    pending = sorted(parts, key=lambda part: -part_top(part, offsets))
+    form, options, capacity = work.form, work.options, work.form.problem.capacity
+    pending = sorted(work.parts, key=lambda part: -part_top(part, offsets))
     descending = [-part_top(part, offsets) for part in pending]
     achieved = 0  # the highest arena of the parts done so far: no need to go below it
     improved, solved = False, 0
@@ -251,10 +249,10 @@ def _round(
             continue
         good_enough = target if capacity is None else min(target, capacity)
         waiting = bisect.bisect_left(descending, -good_enough) - position
-        budget = max(deadline - now(), 0.0) / max(waiting, 1)
+        budget = max(work.deadline - now(), 0.0) / max(waiting, 1)
         upper = arena if fits else capacity
         assert upper is not None
-        floor = max(bound, floors[id(part)])
+        floor = max(bound, work.floors[id(part)])
         if len(part) > MODEL_MAX_PART and fits:
             result = _improve_part(part, offsets, floor, budget, options)
         else:
