@@ -116,7 +116,7 @@ def order_search_fits(problem: Problem, capacity: int) -> bool:
     for prepared in prepare(form.rects, form.parts).parts:
         codes = set()
         for order in (3, 4, 5):
-            runner = order_search._OrderRunner(prepared.arrays(), capacity, order)
+            runner = order_search.order_runner(prepared.arrays(), capacity, order)
             while runner.step(10_000) == parts._RUNNING:
                 pass
             codes.add(runner.code)

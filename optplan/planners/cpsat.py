@@ -71,8 +71,8 @@ from __future__ import annotations
 
 import bisect
 import functools
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 
 from optplan.plan import Plan, Status
 from optplan.planners import jit
@@ -118,91 +118,163 @@ class CpSat:
 
 
 def plan_cpsat(form: Form, options: CpSat = CpSat(), *, started: float | None = None) -> Plan:
+    """The steps of the module's docstring: the form's fault (1), greedy and the search
+    (2), the parts and the bound (3, 4), rounds of CP-SAT (5, 6), the plan (7)."""
     started = now() if started is None else started
-    deadline = started + options.time_limit
-    rects = form.rects
     if form.fault is not None:
         return _no_plan(form, options, started, 0, Status.INFEASIBLE, form.fault)
+    rects, capacity = form.rects, form.problem.capacity
     greedy, greedy_detail = best_offsets(form)
-    capacity = form.problem.capacity
     offsets = list(greedy)
     _report(options, rects, offsets, form.live_bytes, "greedy")
     parts = form.parts if options.split else (tuple(r for r in rects if r.size > 0),)
     floors = {id(part): part_floor(part) for part in parts}
-    # Zero-size classes sit at their residue and are left out of the parts.
-    empty_top = max((o for r, o in zip(rects, greedy) if r.size == 0), default=0)
-    bound = max([empty_top, *floors.values()])
+    bound = _first_bound(rects, greedy, floors.values())
     if capacity is not None and bound > capacity:
         reason = f"{bound} bytes are live at once, more than the capacity {capacity}"
         return _no_plan(form, options, started, bound, Status.INFEASIBLE, reason)
-    search_detail: dict[str, object] = {}
-    if options.search_share > 0 and top(rects, offsets) > bound and not _stopped(options):
-        _report(options, rects, offsets, bound, "search", force=True)
-        search_deadline = started + options.search_share * options.time_limit
-        status, bound, search_detail = _search_first(form, offsets, bound, search_deadline, options)
-        if status is not None:
-            reason = f"the search proved that nothing fits under capacity {capacity}"
-            return _no_plan(form, options, started, bound, status, reason)
-        _report(options, rects, offsets, bound, "search", force=True)
-    solved = rounds = 0
-    improved = True
+    failure, bound, search_detail = _search_step(form, offsets, bound, started, options)
+    if failure is not None:
+        return _no_plan(form, options, started, bound, failure.status, failure.reason)
     _report(options, rects, offsets, bound, "cp-sat", force=True)
-    while improved and now() < deadline and top(rects, offsets) > min(bound, capacity or bound):
-        if _stopped(options):
-            break
-        # Each round takes the parts by their current arena, highest first, and shares the
-        # time left among those above their target; a later round gives what is left to
-        # the parts that still set the arena, starting from their best placement so far.
-        rounds += 1
-        improved = False
-        pending = sorted(parts, key=lambda part: -part_top(part, offsets))
-        descending = [-part_top(part, offsets) for part in pending]
-        achieved = 0  # the highest arena of the parts done so far: no need to go below it
-        for position, part in enumerate(pending):
-            arena = -descending[position]
-            fits = capacity is None or arena <= capacity
-            target = max(bound, achieved)
-            if arena <= target and fits or _stopped(options):
-                continue
-            good_enough = target if capacity is None else min(target, capacity)
-            waiting = bisect.bisect_left(descending, -good_enough) - position
-            budget = max(deadline - now(), 0.0) / max(waiting, 1)
-            upper = arena if fits else capacity
-            assert upper is not None
-            floor = max(bound, floors[id(part)])
-            if len(part) > MODEL_MAX_PART and fits:
-                result = _improve_part(part, offsets, floor, budget, options)
-            else:
-                heard = _hearing(options, rects, offsets, [part], bound, "cp-sat")
-                result = solve_part(
-                    part, offsets, floor, max(target, floor), upper, budget, options, heard
-                )
-            solved += 1
-            if result.status == Status.INFEASIBLE:
-                reason = f"no placement fits under capacity {capacity}"
-                return _no_plan(form, options, started, bound, Status.INFEASIBLE, reason)
-            bound = max(bound, result.bound)
-            if result.offsets is not None and (not fits or part_top(part, result.offsets) < arena):
-                for rect in part:
-                    offsets[rect.index] = result.offsets[rect.index]
-                improved = True
-            elif not fits:
-                reason = f"nothing found under capacity {capacity} in time"
-                return _no_plan(form, options, started, bound, Status.UNKNOWN, reason)
-            achieved = max(achieved, part_top(part, offsets))
-            _report(options, rects, offsets, bound, "cp-sat")
+    work = _Work(form, parts, floors, started + options.time_limit, options)
+    total, rounds = _solve_rounds(work, offsets, bound)
+    if total.failure is not None:
+        failure = total.failure
+        return _no_plan(form, options, started, total.bound, failure.status, failure.reason)
     detail: dict[str, object] = {
         "greedy_arena": top(rects, greedy),
         "greedy_order": greedy_detail["order"],
         "parts": len(parts),
-        "parts_solved": solved,
+        "parts_solved": total.solved,
         "rounds": rounds,
         **search_detail,
     }
     if _stopped(options):
         detail["interrupted"] = True
-    _report(options, rects, offsets, bound, "done", force=True)
-    return make_plan(form, options.name, offsets, started=started, bound=bound, detail=detail)
+    _report(options, rects, offsets, total.bound, "done", force=True)
+    return make_plan(form, options.name, offsets, started=started, bound=total.bound, detail=detail)
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """Why a step found no plan: INFEASIBLE (proven) or UNKNOWN (out of time)."""
+
+    status: Status
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Work:
+    """What every round works on: the form, the parts CP-SAT takes (split or whole), each
+    part's floor (by the part's id), the deadline and the options."""
+
+    form: Form
+    parts: Sequence[Sequence[Rect]]
+    floors: dict[int, int]
+    deadline: float
+    options: CpSat
+
+
+@dataclass(frozen=True, slots=True)
+class _Rounds:
+    """What rounds of part solves did: the bound proven, whether the last round gave some
+    part a lower placement, how many part solves ran, and the failure that ended them."""
+
+    bound: int
+    improved: bool
+    solved: int
+    failure: _Failure | None = None
+
+
+def _first_bound(rects: Sequence[Rect], greedy: Sequence[int], floors: Iterable[int]) -> int:
+    """Step 4's G: the highest part floor. Zero-size classes sit at their residue and
+    are left out of the parts, but the arena reaches them."""
+    empty_top = max((o for r, o in zip(rects, greedy) if r.size == 0), default=0)
+    return max([empty_top, *floors])
+
+
+def _search_step(
+    form: Form, offsets: list[int], bound: int, started: float, options: CpSat
+) -> tuple[_Failure | None, int, dict[str, object]]:
+    """Step 2's search, unless it is off, greedy already meets the bound, or the watch
+    is stopped: its failure, if it proved one, the bound and its detail."""
+    rects = form.rects
+    if options.search_share <= 0 or top(rects, offsets) <= bound or _stopped(options):
+        return None, bound, {}
+    _report(options, rects, offsets, bound, "search", force=True)
+    search_deadline = started + options.search_share * options.time_limit
+    status, bound, detail = _search_first(form, offsets, bound, search_deadline, options)
+    if status is not None:
+        reason = f"the search proved that nothing fits under capacity {form.problem.capacity}"
+        return _Failure(status, reason), bound, detail
+    _report(options, rects, offsets, bound, "search", force=True)
+    return None, bound, detail
+
+
+def _solve_rounds(work: _Work, offsets: list[int], bound: int) -> tuple[_Rounds, int]:
+    """Steps 5 and 6: rounds while time is left, the arena is above the bound (or the
+    capacity) and the last round improved; and how many rounds ran. `offsets` is
+    updated in place."""
+    rects, capacity = work.form.rects, work.form.problem.capacity
+    total = _Rounds(bound, True, 0)
+    rounds = 0
+    while total.improved and now() < work.deadline:
+        if top(rects, offsets) <= min(total.bound, capacity or total.bound):
+            break
+        if _stopped(work.options):
+            break
+        rounds += 1
+        done = _round(work, offsets, total.bound)
+        total = replace(done, solved=total.solved + done.solved)
+        if done.failure is not None:
+            break
+    return total, rounds
+
+
+def _round(work: _Work, offsets: list[int], bound: int) -> _Rounds:
+    """One round: the parts by their current arena, highest first, share the time left
+    among those above their target; a later round gives what is left to the parts that
+    still set the arena, starting from their best placement so far."""
+    form, options, capacity = work.form, work.options, work.form.problem.capacity
+    pending = sorted(work.parts, key=lambda part: -part_top(part, offsets))
+    descending = [-part_top(part, offsets) for part in pending]
+    achieved = 0  # the highest arena of the parts done so far: no need to go below it
+    improved, solved = False, 0
+    for position, part in enumerate(pending):
+        arena = -descending[position]
+        fits = capacity is None or arena <= capacity
+        target = max(bound, achieved)
+        if arena <= target and fits or _stopped(options):
+            continue
+        good_enough = target if capacity is None else min(target, capacity)
+        waiting = bisect.bisect_left(descending, -good_enough) - position
+        budget = max(work.deadline - now(), 0.0) / max(waiting, 1)
+        upper = arena if fits else capacity
+        assert upper is not None
+        floor = max(bound, work.floors[id(part)])
+        if len(part) > MODEL_MAX_PART and fits:
+            result = _improve_part(part, offsets, floor, budget, options)
+        else:
+            heard = _hearing(options, form.rects, offsets, [part], bound, "cp-sat")
+            result = solve_part(
+                part, offsets, floor, max(target, floor), upper, budget, options, heard
+            )
+        solved += 1
+        if result.status == Status.INFEASIBLE:
+            failure = _Failure(Status.INFEASIBLE, f"no placement fits under capacity {capacity}")
+            return _Rounds(bound, improved, solved, failure)
+        bound = max(bound, result.bound)
+        if result.offsets is not None and (not fits or part_top(part, result.offsets) < arena):
+            for rect in part:
+                offsets[rect.index] = result.offsets[rect.index]
+            improved = True
+        elif not fits:
+            failure = _Failure(Status.UNKNOWN, f"nothing found under capacity {capacity} in time")
+            return _Rounds(bound, improved, solved, failure)
+        achieved = max(achieved, part_top(part, offsets))
+        _report(options, form.rects, offsets, bound, "cp-sat")
+    return _Rounds(bound, improved, solved)
 
 
 def _stopped(options: CpSat) -> bool:
@@ -421,5 +493,3 @@ def part_floor(part: Sequence[Rect]) -> int:
     """No arena for `part` is below its live bytes at any point or its highest pin."""
     pins = max((r.pin + r.size for r in part if r.pin is not None), default=0)
     return max(live_peak(part), pins)
-
-

@@ -70,7 +70,9 @@ parts)` builds each part's arrays once, `ask(packing, capacity)` answers one cap
 `minimise(problem)` do the same from a `Problem`.
 
 Modules: `parts` (a part as arrays, and the shared constants), `floor` (the floor search),
-`order` (the order search), `driver` (turns, `prepare`, `ask`, `lowest`).
+`order` (the order search), `memo` (the floor search's failed states), `runner` (what both
+searches share: the arrays' tuple, a kernel resumable in slices), `driver` (turns,
+`prepare`, `ask`, `lowest`).
 """
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ from dataclasses import dataclass, replace
 from math import gcd
 
 from optplan.planners.common import Rect, expand, live_peak, make_form
-from optplan.planners.search.floor import _Runner
-from optplan.planners.search.order import _OrderRunner
+from optplan.planners.search.floor import floor_runner
+from optplan.planners.search.order import order_runner
 from optplan.planners.search.parts import (
     _CONFIGS,
     _EXHAUSTED,
@@ -40,6 +40,7 @@ from optplan.planners.search.parts import (
     _build_part,
     prepare_part,
 )
+from optplan.planners.search.runner import Runner
 from optplan.problem import Interval, Problem
 
 _SLICE_NODES = 2_000  # nodes per configuration's turn
@@ -98,7 +99,8 @@ def prepare(rects: Sequence[Rect], parts: Sequence[Sequence[Rect]], seed: int = 
                 f"its alignment, which its members' alignments forbid; use cpsat"
             )
     prepared = sorted(
-        (prepare_part(part, seed) for part in parts), key=lambda p: (p.rects[0].start, p.rects[0].end)
+        (prepare_part(part, seed) for part in parts),
+        key=lambda p: (p.rects[0].start, p.rects[0].end),
     )
     ceiling = 0
     for rect in sorted(rects, key=lambda r: r.index):
@@ -152,7 +154,7 @@ def _solve_part(
     configs = _CONFIGS
     if len(part.rects) > _ORDER_RECTANGLES:
         configs = tuple(config for config in configs if config[0] == _FLOOR_SEARCH)
-    runners: list[_Runner | _OrderRunner] = []
+    runners: list[Runner] = []
     nodes = 0
     while True:
         for k, (kind, order, rule, mirror) in enumerate(configs):
@@ -161,9 +163,9 @@ def _solve_part(
                     return _Outcome(SearchStatus.TIMEOUT, (), nodes)  # set-up costs too
                 arrays = part.arrays(bool(mirror))
                 if kind == _ORDER_SEARCH:
-                    runners.append(_OrderRunner(arrays, capacity, order))
+                    runners.append(order_runner(arrays, capacity, order))
                 else:
-                    runners.append(_Runner(arrays, capacity, order, rule))
+                    runners.append(floor_runner(arrays, capacity, order, rule))
             runner = runners[k]
             code = _turn(runner, past)
             nodes = sum(r.nodes for r in runners)
@@ -178,7 +180,7 @@ def _solve_part(
             return _Outcome(SearchStatus.TIMEOUT, (), nodes)
 
 
-def _turn(runner: _Runner | _OrderRunner, past: Callable[[], bool]) -> int:
+def _turn(runner: Runner, past: Callable[[], bool]) -> int:
     """One turn of `_SLICE_NODES` nodes, in chunks short enough to read the clock often
     (a node costs milliseconds on large parts, so a whole turn could overrun the time
     limit by seconds). The kernels stop after exactly the nodes asked and resume where
@@ -208,8 +210,8 @@ def warm_kernels() -> None:
         for k, size in enumerate((3, 2, 2, 1, 1))
     ]
     part = _build_part(rects, 0)
-    _Runner(part, 5, 0, _ROOMIEST).step(1)
-    _OrderRunner(part, 5, 3).step(1)
+    floor_runner(part, 5, 0, _ROOMIEST).step(1)
+    order_runner(part, 5, 3).step(1)
 
 
 def ask(

@@ -1,6 +1,7 @@
 """The floor search: a depth-first search that keeps a floor per section and places
-rectangles bottom-up, with conflict-directed backjumping and a memo of failed states (the
-kernel, compiled by numba), and `_Runner`, one configuration of it, resumable in slices.
+rectangles bottom-up, with conflict-directed backjumping and a memo of failed states
+(`memo`); the kernel is compiled by numba, and `floor_runner` sets up one configuration
+of it (steps 2-5 of the package's docstring).
 """
 
 from __future__ import annotations
@@ -8,9 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from optplan.planners.jit import njit
-from optplan.planners.search.order import (
-    _released_fit,
-)
+from optplan.planners.search.memo import _memo, _set_floor, _toggle, hash_keys
 from optplan.planners.search.parts import (
     _BIT,
     _CONFLICT_WORDS,
@@ -19,16 +18,11 @@ from optplan.planners.search.parts import (
     _EXHAUSTED,
     _FEWEST,
     _FOUND,
-    _H1,
-    _H2,
-    _H3,
     _INF,
     _LEFT,
-    _MEMO,
     _MEMO_SLOTS,
     _NODES,
     _OVERFLOW,
-    _PRIMES,
     _ROOMIEST,
     _RULE,
     _RUNNING,
@@ -36,6 +30,7 @@ from optplan.planners.search.parts import (
     _domains,
     _Part,
 )
+from optplan.planners.search.runner import Runner, _released_fit, geometry, new_scalars
 
 # ---------------------------------------------------------------------------- the kernel
 #
@@ -43,45 +38,6 @@ from optplan.planners.search.parts import (
 # runs unchanged as Python. All state lives in arrays owned by the caller, so a call can
 # stop after a budget of nodes and the next call resumes where it stopped. Sets of
 # sections (the conflict sets) are bitsets of `words` int64 words.
-
-
-@njit(cache=True)
-def _term(section, floor, multipliers, prime):
-    return (floor % prime) * multipliers[section] % prime
-
-
-@njit(cache=True)
-def _set_floor(section, floor, floors, mult, scalars):
-    """Move one floor, keeping the three hashes of the state up to date."""
-    old = floors[section]
-    for h in range(3):
-        prime = (2147483647, 2147483629, 2147483587)[h]
-        value = scalars[_H1 + h] - _term(section, old, mult[h], prime)
-        scalars[_H1 + h] = (value + _term(section, floor, mult[h], prime)) % prime
-    floors[section] = floor
-
-
-@njit(cache=True)
-def _memo(table, scalars, insert):
-    """Look the state's hashes up in the open-addressed table of failed states; with
-    `insert`, add them. Returns True when they were already there."""
-    slots = table.shape[0]
-    k1, k2, k3 = scalars[_H1] + 1, scalars[_H2], scalars[_H3]  # +1: zero marks empty
-    slot = (k1 * 40503 + k2) % slots
-    while table[slot, 0] != 0:
-        if table[slot, 0] == k1 and table[slot, 1] == k2 and table[slot, 2] == k3:
-            return True
-        slot = (slot + 1) % slots
-    if insert:
-        if scalars[_MEMO] * 10 >= slots * 6:
-            table[:, :] = 0  # full enough to slow probing: forget everything
-            scalars[_MEMO] = 0
-            slot = (k1 * 40503 + k2) % slots
-        table[slot, 0] = k1
-        table[slot, 1] = k2
-        table[slot, 2] = k3
-        scalars[_MEMO] += 1
-    return False
 
 
 @njit(cache=True)
@@ -331,9 +287,7 @@ def _apply(depth, move, geometry, state, stacks, mult, zobrist, undo):
     placed[r] = 0 if undo else 1
     offsets[r] = move_offset[move]
     scalars[_LEFT] -= sign
-    for h in range(3):
-        prime = (2147483647, 2147483629, 2147483587)[h]
-        scalars[_H1 + h] = (scalars[_H1 + h] + sign * zobrist[h, r]) % prime
+    _toggle(r, sign, zobrist, scalars)
 
 
 @njit(cache=True)
@@ -417,9 +371,9 @@ def _run(
     zobrist,
     table,
     capacity,
-    budget,
     reach,
     domains,
+    budget,
 ):
     """Depth-first search for up to `budget` more nodes; returns a _RUNNING/_FOUND/
     _EXHAUSTED/_OVERFLOW code. Resumable: all state is in the arrays."""
@@ -473,94 +427,71 @@ def _run(
         scalars[_DEPTH] = child
 
 
-class _Runner:
-    """One configuration of the kernel on one part: its arrays, resumable slice by slice."""
+def floor_runner(part: _Part, capacity: int, order: int, rule: int) -> Runner:
+    """The floor search on one part, in candidate `order` with section `rule`, at its
+    root: the first moves are written (none: nothing fits, and it is _EXHAUSTED)."""
+    rectangles, sections = len(part.sizes), len(part.section_bytes)
+    floors = np.where(part.section_bytes > 0, 0, _INF).astype(np.int64)
+    scalars = new_scalars(rectangles)
+    scalars[_FEWEST] = rectangles
+    scalars[_RULE] = rule
+    mult, zobrist = hash_keys(sections, rectangles, floors, scalars)
+    state = (
+        floors,
+        part.section_bytes.copy(),
+        np.zeros(rectangles, dtype=np.int64),  # placed
+        np.zeros(rectangles, dtype=np.int64),  # offsets
+        scalars,
+        np.zeros(rectangles, dtype=np.int64),  # twin marks
+        np.zeros(rectangles, dtype=np.int64),  # candidates
+        np.zeros(rectangles, dtype=np.int64),  # candidate keys
+    )
+    depth_limit = _depth_limit(part, capacity)
+    stacks = _stacks(depth_limit, rectangles)
+    conflicts = np.zeros((depth_limit, (sections + 63) // 64), dtype=np.int64)
+    control = (
+        np.zeros(depth_limit, dtype=np.int64),  # next move at each depth
+        np.full(depth_limit, -1, dtype=np.int64),  # move applied at each depth
+    )
+    shape = geometry(part, order)
+    domains = _domains(part, capacity)
+    table = np.zeros((_MEMO_SLOTS, 3), dtype=np.int64)
+    reach = np.zeros((2, rectangles), dtype=np.int64)  # reach, and a queue
+    moves = _expand(0, shape, state, stacks, conflicts, capacity, domains)
+    arrays = (
+        shape,
+        state,
+        stacks,
+        control,
+        conflicts,
+        mult,
+        zobrist,
+        table,
+        capacity,
+        reach,
+        domains,
+    )
+    return Runner(_run, arrays, scalars, state[3], _RUNNING if moves else _EXHAUSTED)
 
-    def __init__(self, part: _Part, capacity: int, order: int, rule: int) -> None:
-        rectangles, sections = len(part.sizes), len(part.section_bytes)
-        rng = np.random.default_rng(0x5EED)  # fixed: hashes must not change the search
-        primes = np.array(_PRIMES, dtype=np.int64)
-        self.mult = rng.integers(1, primes[:, None], size=(3, sections), dtype=np.int64)
-        self.zobrist = rng.integers(0, primes[:, None], size=(3, rectangles), dtype=np.int64)
-        floors = np.where(part.section_bytes > 0, 0, _INF).astype(np.int64)
-        scalars = np.zeros(10, dtype=np.int64)
-        scalars[_LEFT] = rectangles
-        scalars[_FEWEST] = rectangles
-        scalars[_RULE] = rule
-        for h, prime in enumerate(_PRIMES):
-            terms = (int(f) % prime * int(m) % prime for f, m in zip(floors, self.mult[h]))
-            scalars[_H1 + h] = sum(terms) % prime
-        self.scalars = scalars
-        self.state = (
-            floors,
-            part.section_bytes.copy(),
-            np.zeros(rectangles, dtype=np.int64),  # placed
-            np.zeros(rectangles, dtype=np.int64),  # offsets
-            scalars,
-            np.zeros(rectangles, dtype=np.int64),  # twin marks
-            np.zeros(rectangles, dtype=np.int64),  # candidates
-            np.zeros(rectangles, dtype=np.int64),  # candidate keys
-        )
-        # Every move places a rectangle or lifts a floor by at least the granularity.
-        step = int(np.gcd.reduce(part.sizes)) if rectangles else 1
-        lifts = sections * (capacity // max(step, 1) + 1)
-        depth_limit = min(rectangles + lifts, _DEPTH_CAP) + 16
-        words = (sections + 63) // 64
-        depth_limit = min(depth_limit, _CONFLICT_WORDS // words)
-        move_room = depth_limit * 4 + min(rectangles, 4096) * 64
-        self.stacks = (
-            np.zeros(move_room, dtype=np.int64),  # move rectangle
-            np.zeros(move_room, dtype=np.int64),  # move offset
-            np.zeros(depth_limit, dtype=np.int64),  # end of each depth's moves
-            np.zeros(depth_limit, dtype=np.int64),  # each depth's chosen section
-            np.zeros(depth_limit, dtype=np.int64),  # the floor there
-        )
-        self.conflicts = np.zeros((depth_limit, words), dtype=np.int64)
-        self.control = (
-            np.zeros(depth_limit, dtype=np.int64),  # next move at each depth
-            np.full(depth_limit, -1, dtype=np.int64),  # move applied at each depth
-        )
-        self.geometry = (
-            part.sizes,
-            part.alignments,
-            part.ranks[order],
-            part.twin,
-            part.rect_start,
-            part.rect_sections,
-            part.section_start,
-            part.section_rects,
-        )
-        self.domains = _domains(part, capacity)
-        self.table = np.zeros((_MEMO_SLOTS, 3), dtype=np.int64)
-        self.reach = np.zeros((2, rectangles), dtype=np.int64)  # reach, and a queue
-        self.capacity = capacity
-        moves = _expand(
-            0, self.geometry, self.state, self.stacks, self.conflicts, capacity, self.domains
-        )
-        self.code = _RUNNING if moves else _EXHAUSTED
 
-    def step(self, nodes: int) -> int:
-        if self.code == _RUNNING:
-            self.code = _run(
-                self.geometry,
-                self.state,
-                self.stacks,
-                self.control,
-                self.conflicts,
-                self.mult,
-                self.zobrist,
-                self.table,
-                self.capacity,
-                nodes,
-                self.reach,
-                self.domains,
-            )
-        return self.code
+def _depth_limit(part: _Part, capacity: int) -> int:
+    """How deep a run may go: every move places a rectangle or lifts a floor by at least
+    the granularity; capped, and so that the conflict sets fit their budget of words."""
+    rectangles, sections = len(part.sizes), len(part.section_bytes)
+    step = int(np.gcd.reduce(part.sizes)) if rectangles else 1
+    lifts = sections * (capacity // max(step, 1) + 1)
+    depth_limit = min(rectangles + lifts, _DEPTH_CAP) + 16
+    return min(depth_limit, _CONFLICT_WORDS // ((sections + 63) // 64))
 
-    @property
-    def offsets(self) -> np.ndarray:
-        return self.state[3]
 
-    @property
-    def nodes(self) -> int:
-        return int(self.scalars[_NODES])
+def _stacks(depth_limit: int, rectangles: int) -> tuple[np.ndarray, ...]:
+    """The moves of every depth, one after another, and per depth where they end, the
+    section chosen and its floor."""
+    move_room = depth_limit * 4 + min(rectangles, 4096) * 64
+    return (
+        np.zeros(move_room, dtype=np.int64),  # move rectangle
+        np.zeros(move_room, dtype=np.int64),  # move offset
+        np.zeros(depth_limit, dtype=np.int64),  # end of each depth's moves
+        np.zeros(depth_limit, dtype=np.int64),  # each depth's chosen section
+        np.zeros(depth_limit, dtype=np.int64),  # the floor there
+    )

@@ -1,6 +1,6 @@
 """The order search: branches on which rectangle comes next, each at the lowest offset
-the placed ones leave it (the kernel, compiled by numba), and `_OrderRunner`, one rank
-order of it, resumable in slices.
+the placed ones leave it (the kernel, compiled by numba), and `order_runner`, which sets
+up one rank order of it (step 6 of the package's docstring).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from optplan.planners.search.parts import (
     _RUNNING,
     _Part,
 )
+from optplan.planners.search.runner import Runner, _released_fit, geometry, new_scalars
 
 # ---------------------------------------------------------------------------- order search
 #
@@ -65,33 +66,6 @@ def _order_fits(offset, low_section, high_section, geometry, order_state, capaci
         if most + totals[s] > capacity and not _released_fit(
             s, base, geometry, order_state[0], order_state[1], capacity, heights
         ):
-            return False
-    return True
-
-
-@njit(cache=True)
-def _released_fit(s, base, geometry, release, placed, capacity, queue):
-    """Whether section s's rectangles left, each released at max(`release[r]`, `base`),
-    fit under the capacity: for every release, those released there or higher must fit
-    above it (checked highest release first). `queue` is scratch space."""
-    sizes, section_start, section_rects = geometry[0], geometry[6], geometry[7]
-    count = 0
-    for j in range(section_start[s], section_start[s + 1]):
-        r = section_rects[j]
-        if placed[r]:
-            continue
-        # Insertion sort: only sections near the capacity get here, and they hold few.
-        position = count
-        while position > 0 and release[queue[position - 1]] < release[r]:
-            queue[position] = queue[position - 1]
-            position -= 1
-        queue[position] = r
-        count += 1
-    above = 0
-    for k in range(count):
-        r = queue[k]
-        above += sizes[r]
-        if max(release[r], base) + above > capacity:
             return False
     return True
 
@@ -265,7 +239,7 @@ def _order_unwind(depth, target, geometry, neighbours, order_state, trails, fram
 
 @njit(cache=True)
 def _order_run(
-    geometry, neighbours, order_state, trails, frames, records, capacity, budget, heights
+    geometry, neighbours, order_state, trails, frames, records, capacity, heights, budget
 ):
     """Depth-first search over placement orders for up to `budget` more nodes; returns a
     _RUNNING/_FOUND/_EXHAUSTED code. Resumable: all state is in the arrays."""
@@ -310,83 +284,54 @@ def _order_run(
             scalars[_DEPTH] = child
 
 
-class _OrderRunner:
-    """The order search on one part in one rank order, resumable slice by slice."""
+def order_runner(part: _Part, capacity: int, order: int) -> Runner:
+    """The order search on one part in rank `order`, at its root."""
+    rectangles, sections = len(part.sizes), len(part.section_bytes)
+    scalars = new_scalars(rectangles)
+    order_state = (
+        np.zeros(rectangles, dtype=np.int64),  # lowest offset each can take
+        np.zeros(rectangles, dtype=np.int64),  # placed
+        np.zeros(sections, dtype=np.int64),  # floors: top of the highest placed
+        part.section_bytes.copy(),  # bytes left to place per section
+        np.zeros(rectangles, dtype=np.int64),  # offsets
+        scalars,
+    )
+    neighbours = _neighbours(part)
+    changes = len(neighbours[1]) + len(part.rect_sections) + 1
+    trails = (
+        np.zeros((changes, 2), dtype=np.int64),  # (rectangle, old low)
+        np.zeros((len(part.rect_sections) + 1, 2), dtype=np.int64),  # (section, old floor)
+    )
+    depth_limit = rectangles + 2
+    frames = _frames(depth_limit, sections)
+    # At the root every low is 0, below every rectangle's top: no ceiling yet.
+    frames[2][0] = int(part.sizes.max()) + 1 if rectangles else 0
+    # A group waiting: its sections (first, end), the depth that split it off, and the
+    # record of the groups waiting before it.
+    records = np.zeros((depth_limit, 4), dtype=np.int64)
+    heights = np.zeros(rectangles, dtype=np.int64)
+    shape = geometry(part, order)
+    arrays = (shape, neighbours, order_state, trails, frames, records, capacity, heights)
+    return Runner(_order_run, arrays, scalars, order_state[4], _RUNNING if rectangles else _FOUND)
 
-    def __init__(self, part: _Part, capacity: int, order: int) -> None:
-        rectangles, sections = len(part.sizes), len(part.section_bytes)
-        self.scalars = np.zeros(10, dtype=np.int64)
-        self.scalars[_LEFT] = rectangles
-        self.order_state = (
-            np.zeros(rectangles, dtype=np.int64),  # lowest offset each can take
-            np.zeros(rectangles, dtype=np.int64),  # placed
-            np.zeros(sections, dtype=np.int64),  # floors: top of the highest placed
-            part.section_bytes.copy(),  # bytes left to place per section
-            np.zeros(rectangles, dtype=np.int64),  # offsets
-            self.scalars,
-        )
-        self.neighbours = _neighbours(part)
-        changes = len(self.neighbours[1]) + len(part.rect_sections) + 1
-        self.trails = (
-            np.zeros((changes, 2), dtype=np.int64),  # (rectangle, old low)
-            np.zeros((len(part.rect_sections) + 1, 2), dtype=np.int64),  # (section, old floor)
-        )
-        depth_limit = rectangles + 2
-        self.frames = (
-            np.full(depth_limit, -1, dtype=np.int64),  # cursor: last offset tried
-            np.full(depth_limit, -1, dtype=np.int64),  # cursor: its rank
-            np.zeros(depth_limit, dtype=np.int64),  # ceiling: offsets must stay below
-            np.full(depth_limit, -1, dtype=np.int64),  # rectangle placed at each depth
-            np.zeros(depth_limit, dtype=np.int64),  # trail marks before it
-            np.zeros(depth_limit, dtype=np.int64),
-            np.zeros(depth_limit, dtype=np.int64),  # sections of its group: first...
-            np.full(depth_limit, sections, dtype=np.int64),  # ...and end
-            np.full(depth_limit, -1, dtype=np.int64),  # record of the groups waiting
-            np.zeros(depth_limit, dtype=np.int64),  # depth to return to when it fails
-            np.zeros(depth_limit, dtype=np.int64),  # records in use when it began
-            np.zeros(depth_limit, dtype=np.int64),  # whether anything left is over it
-        )
-        # A group waiting: its sections (first, end), the depth that split it off, and
-        # the record of the groups waiting before it.
-        self.records = np.zeros((depth_limit, 4), dtype=np.int64)
-        # At the root every low is 0, below every rectangle's top: no ceiling yet.
-        self.frames[2][0] = int(part.sizes.max()) + 1 if rectangles else 0
-        self.geometry = (
-            part.sizes,
-            part.alignments,
-            part.ranks[order],
-            part.twin,
-            part.rect_start,
-            part.rect_sections,
-            part.section_start,
-            part.section_rects,
-        )
-        self.heights = np.zeros(rectangles, dtype=np.int64)
-        self.capacity = capacity
-        self.code = _RUNNING if rectangles else _FOUND
 
-    def step(self, nodes: int) -> int:
-        if self.code == _RUNNING:
-            self.code = _order_run(
-                self.geometry,
-                self.neighbours,
-                self.order_state,
-                self.trails,
-                self.frames,
-                self.records,
-                self.capacity,
-                nodes,
-                self.heights,
-            )
-        return self.code
-
-    @property
-    def offsets(self) -> np.ndarray:
-        return self.order_state[4]
-
-    @property
-    def nodes(self) -> int:
-        return int(self.scalars[_NODES])
+def _frames(depth_limit: int, sections: int) -> tuple[np.ndarray, ...]:
+    """Per depth: the cursor, the ceiling, the rectangle placed and the trail marks
+    before it, its group of sections and what waits, where to jump on failure."""
+    return (
+        np.full(depth_limit, -1, dtype=np.int64),  # cursor: last offset tried
+        np.full(depth_limit, -1, dtype=np.int64),  # cursor: its rank
+        np.zeros(depth_limit, dtype=np.int64),  # ceiling: offsets must stay below
+        np.full(depth_limit, -1, dtype=np.int64),  # rectangle placed at each depth
+        np.zeros(depth_limit, dtype=np.int64),  # trail marks before it
+        np.zeros(depth_limit, dtype=np.int64),
+        np.zeros(depth_limit, dtype=np.int64),  # sections of its group: first...
+        np.full(depth_limit, sections, dtype=np.int64),  # ...and end
+        np.full(depth_limit, -1, dtype=np.int64),  # record of the groups waiting
+        np.zeros(depth_limit, dtype=np.int64),  # depth to return to when it fails
+        np.zeros(depth_limit, dtype=np.int64),  # records in use when it began
+        np.zeros(depth_limit, dtype=np.int64),  # whether anything left is over it
+    )
 
 
 def _neighbours(part: _Part) -> tuple[np.ndarray, np.ndarray]:
