@@ -75,6 +75,7 @@ from optplan.planners.common import (
     split,
     top,
 )
+from optplan.planners.greedy_columns import plan_columns
 from optplan.planners.greedy_kernel import Compiled
 from optplan.planners.naive import stack
 from optplan.problem import Problem
@@ -122,7 +123,12 @@ class Greedy:
 
 def plan_greedy(problem: Problem, options: Greedy = Greedy()) -> Plan:
     started = now()
+    _check(options.orders, options.fits)
     with _cyclic_gc_paused():
+        if len(problem.buffers) >= COMPILED_FROM:
+            plan = plan_columns(problem, options.orders, options.fits, options.name, started)
+            if plan is not None:
+                return plan
         rects = rectangles(problem)
         fault = pin_fault(rects)
         if fault is not None:
@@ -163,14 +169,18 @@ def best_offsets(
     Assumes `pin_fault(rects)` found nothing. Ties go to the earlier run, so the result
     depends only on the input.
     """
+    _check(orders, fits)
+    with _cyclic_gc_paused():
+        return _best_of_parts(rects, orders, fits)
+
+
+def _check(orders: tuple[str, ...], fits: tuple[str, ...]) -> None:
     for order in orders:
         if order not in _ORDER_KEYS:
             raise ValueError(f"unknown greedy order {order!r}; choose from {', '.join(ORDERS)}")
     for fit in fits:
         if fit not in FITS:
             raise ValueError(f"unknown greedy fit {fit!r}; choose from {', '.join(FITS)}")
-    with _cyclic_gc_paused():
-        return _best_of_parts(rects, orders, fits)
 
 
 def _best_of_parts(
@@ -201,15 +211,31 @@ def _best_of(
 ) -> tuple[list[int], dict[str, object]]:
     """Offsets for `part` (in its order) from the best run, stopping at `floor`; placed by
     the compiled loop if `compiled` and it can take the part."""
-    runner: _Runner | None = Compiled.build(part) if compiled else None
-    if runner is None:
+    fast = Compiled.build(part) if compiled else None
+    if fast is not None:
+        best, runs = best_runs(fast, fast.stack(), len(part), orders, fits, floor)
+    else:
         runner = _Interpreted.build(part)
-    best: _Offsets = stack(part)
+        best, runs = best_runs(runner, stack(part), len(part), orders, fits, floor)
+    return [int(offset) for offset in best], runs
+
+
+def best_runs(
+    runner: Runner,
+    naive: _Offsets,
+    rects: int,
+    orders: tuple[str, ...],
+    fits: tuple[str, ...],
+    floor: int,
+) -> tuple[_Offsets, dict[str, object]]:
+    """The best of `naive` and the runs `_runs` allows on a part of `rects` rectangles,
+    stopping once an arena is at `floor`; with the winner and every run's arena."""
+    best = naive
     winner = "naive"
     arenas: dict[str, int] = {"naive": runner.top(best)}
     done: dict[tuple[Hashable, str], str] = {}
     sequences: dict[str, Hashable] = {}
-    for order, fit in _runs(len(part), orders, fits):
+    for order, fit in _runs(rects, orders, fits):
         if arenas[winner] <= floor:
             break  # under the live-bytes bound of the whole problem: nothing to gain
         if order not in sequences:
@@ -225,7 +251,7 @@ def _best_of(
         done[key] = run
         if arenas[run] < arenas[winner]:
             best, winner = offsets, run
-    return [int(offset) for offset in best], {"order": winner, "arenas": arenas}
+    return best, {"order": winner, "arenas": arenas}
 
 
 def _runs(rects: int, orders: tuple[str, ...], fits: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -239,7 +265,7 @@ def _runs(rects: int, orders: tuple[str, ...], fits: tuple[str, ...]) -> list[tu
     return large[:1] if rects > HUGE_PART else large
 
 
-class _Runner(Protocol):
+class Runner(Protocol):
     """One part, ready for runs: `sequence` names an order's placement sequence (equal
     names, equal sequences), `place` places in it, `top` measures the arena."""
 
