@@ -26,6 +26,7 @@ from optplan.problem import Problem
 
 # Problems this large (and alias-free, one interval a buffer) are judged on columns first.
 COLUMNS_FROM = 1000
+_CHUNK_EVENTS = 1 << 16
 
 
 class Status(enum.Enum):
@@ -274,14 +275,17 @@ def _disjoint_while_live(start: np.ndarray, stop: np.ndarray, low: np.ndarray, h
     who = np.concatenate((sized, sized))[order]
     lows: list[int] = []
     highs: list[int] = []
-    for is_start, a, b in zip(starting[order].tolist(), low[who].tolist(), high[who].tolist()):
-        if is_start:
-            at = bisect.bisect_right(lows, a)
-            if (at and highs[at - 1] > a) or (at < len(lows) and lows[at] < b):
-                return False
-            lows.insert(at, a)
-            highs.insert(at, b)
-        else:
-            at = bisect.bisect_left(lows, a)
-            del lows[at], highs[at]
+    for first in range(0, len(order), _CHUNK_EVENTS):  # Python integers a chunk at a time
+        chunk = who[first : first + _CHUNK_EVENTS]
+        events = zip(starting[order[first : first + _CHUNK_EVENTS]].tolist(), low[chunk].tolist(), high[chunk].tolist())
+        for is_start, a, b in events:
+            if is_start:
+                at = bisect.bisect_right(lows, a)
+                if (at and highs[at - 1] > a) or (at < len(lows) and lows[at] < b):
+                    return False
+                lows.insert(at, a)
+                highs.insert(at, b)
+            else:
+                at = bisect.bisect_left(lows, a)
+                del lows[at], highs[at]
     return True
