@@ -152,3 +152,18 @@ def test_the_column_validator_sweeps_ends_before_starts() -> None:
     low, high = np.array([0, 0, 4]), np.array([8, 4, 8])
     assert plan_module._disjoint_while_live(start, stop, low, high)
     assert not plan_module._disjoint_while_live(start, stop, low, high + np.array([0, 1, 0]))
+
+
+def test_greedy_past_its_deadline_makes_one_run_a_part() -> None:
+    rects = rectangles(short_lived(200, 1))
+    offsets, detail = best_offsets(rects, deadline=0.0)
+    arenas = detail["arenas"]
+    assert isinstance(arenas, dict) and list(arenas) == ["naive", "size/first"]
+    plan = Plan(
+        {r.root: o for r, o in zip(rects, offsets)},
+        max(o + r.size for r, o in zip(rects, offsets)),
+        Status.FEASIBLE,
+        "greedy",
+        0,
+    )
+    assert validate(short_lived(200, 1), plan) == []

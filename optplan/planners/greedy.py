@@ -75,8 +75,9 @@ from optplan.planners.common import (
     split,
     top,
 )
+from optplan.planners.greedy_buckets import reads, shift_for
 from optplan.planners.greedy_columns import plan_columns
-from optplan.planners.greedy_kernel import Compiled
+from optplan.planners.greedy_kernel import COMPILED, Compiled
 from optplan.planners.naive import stack
 from optplan.problem import Problem
 
@@ -86,6 +87,7 @@ ORDERS = ("size", "start", "lifetime", "area", "xla")
 # install), more than all greedy runs on 2,000 buffers take in Python (0.01 s on the
 # TVM and ResNet chains, 0.3 s on the dense MiniMalloc chain; compiled: 0.006-0.017 s).
 COMPILED_FROM = 2000
+COMPILED_WORK = 400_000
 FITS = ("first", "best")
 # On parts this large every run costs seconds (idealloc's Y_1, 62,185 buffers: 1.6-6 s
 # each), so only the runs that win on some large real trace are made (module docstring).
@@ -162,16 +164,21 @@ def _cyclic_gc_paused() -> Iterator[None]:
 
 
 def best_offsets(
-    rects: list[Rect], orders: tuple[str, ...] = ORDERS, fits: tuple[str, ...] = FITS
+    rects: list[Rect],
+    orders: tuple[str, ...] = ORDERS,
+    fits: tuple[str, ...] = FITS,
+    *,
+    deadline: float | None = None,
 ) -> tuple[list[int], dict[str, object]]:
     """The lowest-arena offsets over every order and fit (and the naive stack).
 
     Assumes `pin_fault(rects)` found nothing. Ties go to the earlier run, so the result
-    depends only on the input.
+    depends only on the input. Past `deadline` (a `now()` time) each part makes no run
+    after its first.
     """
     _check(orders, fits)
     with _cyclic_gc_paused():
-        return _best_of_parts(rects, orders, fits)
+        return _best_of_parts(rects, orders, fits, deadline)
 
 
 def _check(orders: tuple[str, ...], fits: tuple[str, ...]) -> None:
@@ -184,7 +191,7 @@ def _check(orders: tuple[str, ...], fits: tuple[str, ...]) -> None:
 
 
 def _best_of_parts(
-    rects: list[Rect], orders: tuple[str, ...], fits: tuple[str, ...]
+    rects: list[Rect], orders: tuple[str, ...], fits: tuple[str, ...], deadline: float | None
 ) -> tuple[list[int], dict[str, object]]:
     """The best run on each independent part; the part with the highest arena names the
     winner. A part stops trying runs once it is under the whole problem's live bytes,
@@ -192,11 +199,11 @@ def _best_of_parts(
     offsets = [r.pin if r.pin is not None else r.lift(0) for r in rects]
     floor = live_peak(rects)
     parts = split(rects)
-    compiled = len(rects) >= COMPILED_FROM
+    compiled = len(rects) >= COMPILED_FROM or _crowded(rects)
     detail: dict[str, object] = {"order": "naive", "arenas": {}}
     highest = -1
     for part in parts:
-        placed, runs = _best_of(part, orders, fits, floor, compiled)
+        placed, runs = _best_of(part, orders, fits, floor, compiled, deadline)
         for rect, offset in zip(part, placed):
             offsets[rect.index] = offset
         arena = top(part, placed)
@@ -206,17 +213,35 @@ def _best_of_parts(
     return offsets, detail
 
 
+def _crowded(rects: list[Rect]) -> bool:
+    """Whether the plain-Python runs would read so many placed neighbours that loading
+    the compiled loop pays: rectangles x neighbours a query reads, COMPILED_WORK or more
+    (resnet50, 1,042 buffers, ~1,000 live at once: 3.3 s in Python, 0.1 s compiled)."""
+    if not COMPILED or len(rects) < 2:
+        return False
+    spans = [(iv.start, iv.end) for r in rects if r.size for iv in r.live]
+    _, ranks = np.unique(np.array(spans, dtype=np.int64), return_inverse=True)
+    ranks = ranks.reshape(-1, 2)
+    starts, ends = ranks[:, 0].copy(), ranks[:, 1].copy()
+    return len(rects) * reads(starts, ends, shift_for(starts, ends)) >= COMPILED_WORK
+
+
 def _best_of(
-    part: list[Rect], orders: tuple[str, ...], fits: tuple[str, ...], floor: int, compiled: bool
+    part: list[Rect],
+    orders: tuple[str, ...],
+    fits: tuple[str, ...],
+    floor: int,
+    compiled: bool,
+    deadline: float | None,
 ) -> tuple[list[int], dict[str, object]]:
     """Offsets for `part` (in its order) from the best run, stopping at `floor`; placed by
     the compiled loop if `compiled` and it can take the part."""
     fast = Compiled.build(part) if compiled else None
     if fast is not None:
-        best, runs = best_runs(fast, fast.stack(), len(part), orders, fits, floor)
+        best, runs = best_runs(fast, fast.stack(), len(part), orders, fits, floor, deadline)
     else:
         runner = _Interpreted.build(part)
-        best, runs = best_runs(runner, stack(part), len(part), orders, fits, floor)
+        best, runs = best_runs(runner, stack(part), len(part), orders, fits, floor, deadline)
     return [int(offset) for offset in best], runs
 
 
@@ -227,9 +252,11 @@ def best_runs(
     orders: tuple[str, ...],
     fits: tuple[str, ...],
     floor: int,
+    deadline: float | None = None,
 ) -> tuple[_Offsets, dict[str, object]]:
     """The best of `naive` and the runs `_runs` allows on a part of `rects` rectangles,
-    stopping once an arena is at `floor`; with the winner and every run's arena."""
+    stopping once an arena is at `floor`, or after the first run once past `deadline`;
+    with the winner and every run's arena."""
     best = naive
     winner = "naive"
     arenas: dict[str, int] = {"naive": runner.top(best)}
@@ -238,6 +265,8 @@ def best_runs(
     for order, fit in _runs(rects, orders, fits):
         if arenas[winner] <= floor:
             break  # under the live-bytes bound of the whole problem: nothing to gain
+        if deadline is not None and done and now() >= deadline:
+            break
         if order not in sequences:
             sequences[order] = runner.sequence(order)
         run, key = f"{order}/{fit}", (sequences[order], fit)
