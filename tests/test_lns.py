@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 
 from optplan.plan import Status, validate
-from optplan.planners import cpsat, lns
+from optplan.planners import cpsat, greedy_kernel, greedy_tries, lns
 from optplan.planners.common import live_peak, make_plan, now, rectangles, split, top
 from optplan.planners.greedy import best_offsets
 from optplan.problem import Buffer, Interval, Problem
@@ -39,7 +39,7 @@ def staircase() -> Problem:
     return Problem(tuple(buffers))
 
 
-def stacked(rects: list) -> tuple[list[int], dict[str, object]]:
+def stacked(rects: list, deadline: float | None = None) -> tuple[list[int], dict[str, object]]:
     """The naive stack as a (bad) starting placement."""
     offsets, high = [], 0
     for rect in rects:
@@ -67,3 +67,20 @@ def test_cpsat_uses_the_neighbourhood_search_on_large_parts(
     assert validate(problem, plan) == []
     assert plan.detail["greedy_arena"] == 90
     assert plan.arena == 20 == plan.lower_bound and plan.status is Status.OPTIMAL
+
+
+@pytest.mark.skipif(not greedy_kernel.COMPILED, reason="numba is not installed")
+@settings(deadline=None, max_examples=40)
+@given(problems(max_buffers=10))
+def test_greedy_tries_keep_plans_valid_and_never_higher(problem: Problem) -> None:
+    rects = rectangles(problem)
+    if any(r.residue is None for r in rects):
+        return
+    offsets, _ = best_offsets(rects)
+    if validate(problem, make_plan(problem, "greedy", rects, offsets, started=now())):
+        return
+    tried = list(offsets)
+    for part in split(rects):
+        tried = greedy_tries.tries(part, tried, now() + 0.05, seed=3)
+    assert validate(problem, make_plan(problem, "tries", rects, tried, started=now())) == []
+    assert top(rects, tried) <= top(rects, offsets)
