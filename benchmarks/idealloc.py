@@ -38,11 +38,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from optplan.columns import columns_of
 from optplan.plan import Plan, validate
 from optplan.planners import get_planner
 from optplan.planners.greedy_columns import split_columns
 from optplan.problem import Problem, lower_bound, read_csv, write_csv
+from optplan.problem_columns import columns_of
 
 DATA = ROOT.parent / "shared" / "data"
 RESULTS = ROOT / "benchmarks" / "results"

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from optplan.columns import columns_of, fits_int64
 from optplan.problem import Problem
+from optplan.problem_columns import columns_of, fits_int64
 
 # Problems this large (and alias-free, one interval a buffer) are judged on columns first.
 COLUMNS_FROM = 1000
@@ -236,7 +236,7 @@ def _overlap(first: str, second: str, a: tuple[int, ...], b: tuple[int, ...]) ->
 
 
 def _valid_as_columns(problem: Problem, plan: Plan) -> bool:
-    """Whether every check above passes, judged on columns (`optplan.columns`) for an
+    """Whether every check above passes, judged on columns (`optplan.problem_columns`) for an
     alias-free problem of one interval per buffer; False when anything fails or the
     problem does not fit columns, and the checks above then say what.
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from optplan.columns import BufferColumns
+from optplan.problem_columns import BufferColumns
 
 
 @dataclass(frozen=True, slots=True, order=True)

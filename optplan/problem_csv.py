@@ -32,9 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-from optplan.columns import BufferColumns, columns_of
 from optplan.errors import InputError
 from optplan.problem import Buffer, Interval, Problem
+from optplan.problem_columns import BufferColumns, columns_of
 
 _REQUIRED = ("id", "lower", "upper", "size")
 _SYNONYMS = {"buffer": "id", "buffer_id": "id", "start": "lower", "begin": "lower"}
@@ -162,7 +162,7 @@ def _checked(
         aligns = np.full(len(ids), least, np.int64) if alignment is None else np.lcm(alignment, least)
         if offset is None:
             offset = np.full(len(ids), -1, np.int64)
-        # Columns, no object per buffer (`optplan.columns`): 7 s -> 1 s at 1,000,000 rows.
+        # Columns, no object per buffer (`optplan.problem_columns`): 7 s -> 1 s at 1,000,000 rows.
         return Problem(BufferColumns(tuple(ids), lower, upper, size, aligns, offset))
     assert alignment is not None
     return _objects(ids, lower, upper, size, [math.lcm(a, least) for a in alignment.tolist()], offset)

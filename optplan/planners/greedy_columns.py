@@ -5,7 +5,7 @@ part back into arrays for the compiled loop: at 1,000,000 buffers the rectangles
 took 6.6 s and 230 MB, the split 2 s. A problem without aliases or pins whose buffers
 have one interval each is already its own rectangles, so here, in steps:
 
-1. The columns (`optplan.columns.columns_of`) are the rectangles: class = buffer, residue
+1. The columns (`optplan.problem_columns.columns_of`) are the rectangles: class = buffer, residue
    0, modulus = alignment.
 2. Parts by a NumPy sweep: buffers sorted by start; a part ends where the next start is
    at or past every end so far. Buffers of size 0 take offset 0 and no part. Parts come
@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from optplan.columns import BufferColumns, columns_of, fits_int64
 from optplan.plan import Plan, Status
 from optplan.planners.common import now
 from optplan.planners.greedy_kernel import COMPILED, Compiled
 from optplan.problem import Problem, lower_bound
+from optplan.problem_columns import BufferColumns, columns_of, fits_int64
 
 
 def plan_columns(

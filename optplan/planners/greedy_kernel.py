@@ -122,7 +122,7 @@ class Compiled:
         alignment: np.ndarray,
         kernel: str = "auto",
     ) -> Compiled | None:
-        """Unpinned rectangles of one interval each, from columns (`optplan.columns`);
+        """Unpinned rectangles of one interval each, from columns (`optplan.problem_columns`);
         None as for `build`."""
         if not COMPILED:
             return None
