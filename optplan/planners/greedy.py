@@ -42,13 +42,21 @@ With lifetimes short next to the whole run, as in real models, each query reads 
 dozen entries, so a run is O(n log n) for the ordering plus O(n k log k) for k rectangles
 live at once.
 
-When numba is importable and the problem has COMPILED_FROM rectangles or more,
-`greedy_kernel` runs the same placement compiled, with merged busy ranges in a segment
-tree over time instead of buckets (a query reads O(log T) short lists however many
-rectangles are live), and the orders sorted by `np.lexsort`; it gives the same offsets
-for every order and fit (`tests/test_greedy_scaling.py`). On idealloc's real traces,
-where thousands of buffers are live at once and some live for most of the run, one
-order (size/first) took 12.5 s on pangu_2.6B with buckets and 0.5 s with the tree.
+When numba is importable and the problem has COMPILED_FROM rectangles or more (or
+fewer, crowded enough that Python would read COMPILED_WORK neighbours), `greedy_kernel`
+runs the same placement compiled, and the orders sorted by `np.lexsort`; it gives the
+same offsets for every order and fit (`tests/test_greedy_scaling.py`,
+`tests/test_columns.py`). The loop suits the trace's shape: merged busy ranges in a
+segment tree over time (a query reads O(log T) short lists however many rectangles are
+live) where thousands are live at once and some live for most of the run, as on
+idealloc's traces (size/first on pangu_2.6B: 12.5 s with buckets in Python, 0.5 s with
+the tree); compiled buckets kept sorted by offset where lifetimes are short
+(`greedy_buckets`; the generated 100,000-buffer trace: 0.5 s a run against the tree's
+3-4 s).
+
+A problem without aliases or pins whose buffers have one interval each, as every CSV
+problem is, skips the rectangles: `greedy_columns` plans it from its columns
+(`optplan.problem_columns`), with the same runs and the same offsets.
 
 The plain-Python `place` below stays as the fallback and as the reference.
 """

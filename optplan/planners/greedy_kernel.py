@@ -31,6 +31,11 @@ same offset for any list of busy ranges with the same union (sorted by low end),
 offsets are those of `greedy.place` for every order and fit
 (`tests/test_greedy_scaling.py`).
 
+`Compiled.build(part)` (or `Compiled.from_columns`) also picks the loop: this tree, or
+`greedy_buckets`' sorted buckets when a query would read fewer than BUCKET_READS listed
+intervals there (short lifetimes, about a hundred live at once), where the tree's node
+lists repeat the same few hundred ranges and cost 6x more.
+
 `Compiled.build(part)` returns None, and greedy uses `greedy.place`, when numba is
 missing or some number (offsets up to the naive stack, size x lifetime for the `area`
 order) might not fit in int64.
