@@ -36,6 +36,8 @@ from optplan.problem import Problem, write_csv
 
 if TYPE_CHECKING:
     from optplan.passes.reorder import Reordered
+    from optplan.planners.common import Form
+    from optplan.planners.watch import Watch
 
 DEFAULT_PLANNERS = "naive,tokens,greedy,cpsat"
 REORDERS = ("auto", "program", "exact", "cpsat", "heuristic", "improve", "lpmf", "bfs", "dfs")
@@ -251,7 +253,7 @@ def _add_input(parser: argparse.ArgumentParser, *, json: bool = True) -> None:
 def _cmd_plan(args: argparse.Namespace) -> int:
     _check_output(args.output)
     loaded = _target(args, _load(args))
-    plan = _solve(loaded.problem, args.planner, args.time_limit, quiet=args.json)
+    plan, interrupted = _solve_watched(loaded.problem, args.planner, args.time_limit, quiet=args.json)
     faults = validate(loaded.problem, plan)
     if faults:
         _report_faults(plan, faults)
@@ -265,19 +267,30 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         print(_summary(loaded, plan, args))
         if args.output:
             print(f"plan written to {args.output}")
+    if interrupted:
+        print(INTERRUPTED, file=sys.stderr)
+        return 130
     return 0 if plan.status.has_plan else 1
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
+    from optplan.planners.common import make_form
+
     names = _planner_names(args.planners)
     loaded = _load(args)
     records, failed = [], False
     targets = [(loaded, None)]
     if args.reorder:
         targets.append((_target(args, loaded), args.reorder))
+    interrupted = False
     for target, reordered in targets:
+        form = make_form(target.problem)  # built once, planned by every planner
         for name in names:
-            plan = _solve(target.problem, name, args.time_limit, quiet=args.json)
+            if interrupted:
+                break  # Ctrl-C: the rows finished so far, and the interrupted one's best
+            plan, interrupted = _solve_watched(
+                target.problem, name, args.time_limit, quiet=args.json, form=form
+            )
             faults = validate(target.problem, plan)
             if faults:
                 _report_faults(plan, faults)
@@ -287,6 +300,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         print(json.dumps(records, indent=1))
     else:
         print(_bounds_note(loaded) + _table(loaded, records, args))
+    if interrupted:
+        print(INTERRUPTED, file=sys.stderr)
+        return 130
     return 1 if failed else 0
 
 
@@ -635,16 +651,45 @@ def _planner_names(text: str) -> list[str]:
     return names
 
 
-def _solve(problem: Problem, name: str, time_limit: float, *, quiet: bool) -> Plan:
+INTERRUPTED = "optplan: interrupted: the best plan found before Ctrl-C is shown (exit status 130)"
+
+
+def _solve_watched(
+    problem: Problem, name: str, time_limit: float, *, quiet: bool, form: Form | None = None
+) -> tuple[Plan, bool]:
+    """`_solve` where Ctrl-C returns the best plan so far (and says so: True); on a
+    terminal, and not `quiet`, one line on stderr shows the planner's progress."""
+    from optplan.terminal import run_planner
+
+    def call(watch: Watch) -> Plan:
+        return _solve(problem, name, time_limit, quiet=quiet, watch=watch, form=form)
+
+    outcome = run_planner(call, name, show=not quiet and sys.stderr.isatty())
+    assert outcome.plan is not None  # a planner that fails raises; a second Ctrl-C too
+    return outcome.plan, outcome.interrupted
+
+
+def _solve(
+    problem: Problem,
+    name: str,
+    time_limit: float,
+    *,
+    quiet: bool,
+    watch: Watch | None = None,
+    form: Form | None = None,
+) -> Plan:
     from optplan.planners import PLANNERS, get_planner
 
     if name not in PLANNERS:
         raise InputError(f"unknown planner {name!r}; choose from {', '.join(sorted(PLANNERS))}")
     options = set(getattr(PLANNERS[name], "__dataclass_fields__", {}))
-    planner = get_planner(name, time_limit=time_limit) if "time_limit" in options else get_planner(name)
+    chosen: dict[str, object] = {"time_limit": time_limit} if "time_limit" in options else {}
+    if watch is not None and "watch" in options:
+        chosen["watch"] = watch
+    planner = get_planner(name, **chosen)
     if not quiet and "time_limit" in options:
         print(f"planning with {name} (time limit {time_limit:g} s)...", file=sys.stderr, flush=True)
-    plan = planner(problem)
+    plan = planner(problem) if form is None else planner.plan(form)
     if plan.detail.get("search") == "compiling":
         print(
             "optplan: note: the exact search is being compiled for first use in the background "
@@ -673,6 +718,7 @@ def _record(
         "inplace": bool(args.inplace),
         "seconds": round(plan.seconds, 4),
         "offsets": dict(plan.offsets),
+        **({"interrupted": True} if plan.detail.get("interrupted") else {}),
         **({"bounds": loaded.bounds, "sized_by": loaded.sized_by} if loaded.bounds else {}),
     }
 

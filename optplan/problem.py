@@ -124,12 +124,14 @@ class Problem:
 
     @property
     def naive_bytes(self) -> int:
-        """The arena with no reuse at all: every alias class laid end to end, aligned."""
+        """The arena with no reuse at all: every alias class laid end to end, each at the
+        lowest offset its members' alignments allow (the naive planner's arena when
+        nothing is pinned)."""
         if isinstance(self.buffers, BufferColumns) and not self.aliases:
             return self.buffers.naive_bytes()  # the same sum, without a class per buffer
         total = 0
         for cls in alias_classes(self):
-            total = _align_up(total, cls.alignment) + cls.size
+            total = (total if cls.residue is None else cls.lift(total)) + cls.size
         return total
 
 
@@ -147,35 +149,59 @@ def _check_buffer(buffer: Buffer) -> None:
         raise ValueError(f"buffer {buffer.id!r} is pinned at negative offset {buffer.offset}")
 
 
-def _align_up(value: int, alignment: int) -> int:
-    return -(-value // alignment) * alignment
-
-
 # ---------------------------------------------------------------------------- alias classes
 
 
 @dataclass(frozen=True, slots=True)
 class AliasClass:
-    """Buffers tied by aliases, packed as one rectangle.
+    """Buffers tied by aliases, packed as one rectangle: the form every planner packs.
 
     `members` maps each buffer id to its delta from the class's root; `size` is the height
     of the rectangle (max of delta + size), `live` the union of the members' lifetimes.
     The class is one allocation: the whole rectangle is reserved while any member is live.
-    `pins` are the distinct class offsets that pinned members imply (more than one: the
-    pins contradict each other and no plan exists).
+    Its offset must be `residue (mod modulus)`, so that every member's `offset + delta` is
+    a multiple of the member's alignment; `residue` is None when no offset satisfies them
+    all. `pins` are the distinct class offsets that pinned members imply (more than one:
+    the pins contradict each other and no plan exists). `index` is the class's position
+    in `alias_classes`.
     """
 
+    index: int
     root: str
     members: tuple[tuple[str, int], ...]
     size: int
     live: tuple[Interval, ...]
-    alignment: int
+    modulus: int
+    residue: int | None
     pins: tuple[int, ...]
 
     @property
-    def offset(self) -> int | None:
+    def pin(self) -> int | None:
         """The class offset its pins fix, when they agree."""
         return self.pins[0] if len(self.pins) == 1 else None
+
+    @property
+    def start(self) -> int:
+        return self.live[0].start
+
+    @property
+    def end(self) -> int:
+        return self.live[-1].end
+
+    @property
+    def length(self) -> int:
+        return sum(iv.end - iv.start for iv in self.live)
+
+    def lift(self, offset: int) -> int:
+        """The lowest allowed offset at or above `offset`."""
+        assert self.residue is not None
+        return offset + (self.residue - offset) % self.modulus
+
+    def allowed(self, offset: int) -> bool:
+        return self.residue is not None and offset % self.modulus == self.residue
+
+    def overlaps_in_time(self, other: AliasClass) -> bool:
+        return any(a.overlaps(b) for a in self.live for b in other.live)
 
 
 def alias_classes(problem: Problem) -> list[AliasClass]:
@@ -183,7 +209,31 @@ def alias_classes(problem: Problem) -> list[AliasClass]:
 
     Deltas are measured from the class's lowest member so that all are >= 0. Raises
     ValueError when the aliases contradict each other (a cycle with unequal deltas).
+    Without aliases every buffer is its own class, and no grouping is done (it matters at
+    100k buffers).
     """
+    if not problem.aliases:
+        return [
+            AliasClass(
+                index=index,
+                root=b.id,
+                members=((b.id, 0),),
+                size=b.size,
+                live=b.live if len(b.live) == 1 else merge_intervals(list(b.live)),
+                modulus=b.alignment,
+                residue=0,
+                pins=() if b.offset is None else (b.offset,),
+            )
+            for index, b in enumerate(problem.buffers)
+        ]
+    return [
+        _alias_class(problem, index, members)
+        for index, members in enumerate(_alias_groups(problem).values())
+    ]
+
+
+def _alias_groups(problem: Problem) -> dict[str, list[tuple[str, int]]]:
+    """Each class's members with their deltas from its union-find root, by root."""
     parent: dict[str, tuple[str, int]] = {b.id: (b.id, 0) for b in problem.buffers}
 
     def find(name: str) -> tuple[str, int]:
@@ -208,28 +258,49 @@ def alias_classes(problem: Problem) -> list[AliasClass]:
     for buffer in problem.buffers:
         root, delta = find(buffer.id)
         groups.setdefault(root, []).append((buffer.id, delta))
-    classes = []
-    for members in groups.values():
-        low = min(delta for _, delta in members)
-        shifted = tuple((name, delta - low) for name, delta in members)
-        buffers = [problem.buffer(name) for name, _ in shifted]
-        alignment = 1
-        pins: set[int] = set()
-        for buffer, (_, delta) in zip(buffers, shifted):
-            alignment = math.lcm(alignment, buffer.alignment)
-            if buffer.offset is not None:
-                pins.add(buffer.offset - delta)
-        classes.append(
-            AliasClass(
-                root=shifted[0][0],
-                members=shifted,
-                size=max(b.size + d for b, (_, d) in zip(buffers, shifted)),
-                live=merge_intervals([iv for b in buffers for iv in b.live]),
-                alignment=alignment,
-                pins=tuple(sorted(pins)),
-            )
-        )
-    return classes
+    return groups
+
+
+def _alias_class(problem: Problem, index: int, members: list[tuple[str, int]]) -> AliasClass:
+    """One class from its members: deltas from the lowest member, the rectangle, and
+    where its offset may go (alignments and pins)."""
+    low = min(delta for _, delta in members)
+    shifted = tuple((name, delta - low) for name, delta in members)
+    buffers = [problem.buffer(name) for name, _ in shifted]
+    pins = {b.offset - delta for b, (_, delta) in zip(buffers, shifted) if b.offset is not None}
+    alignments = [(delta, b.alignment) for b, (_, delta) in zip(buffers, shifted)]
+    return AliasClass(
+        index=index,
+        root=shifted[0][0],
+        members=shifted,
+        size=max(b.size + d for b, (_, d) in zip(buffers, shifted)),
+        live=merge_intervals([iv for b in buffers for iv in b.live]),
+        modulus=math.lcm(*(alignment for _, alignment in alignments)),
+        residue=_residue(alignments),
+        pins=tuple(sorted(pins)),
+    )
+
+
+def _residue(alignments: list[tuple[int, int]]) -> int | None:
+    """The least r >= 0 with (r + delta) % alignment == 0 for every (delta, alignment), by
+    the Chinese remainder theorem; None when the congruences contradict each other.
+
+    Usually 0; an alias whose delta is not a multiple of the view's alignment moves it.
+    Each step merges r = residue (mod modulus) with r = -delta (mod alignment).
+    """
+    residue, modulus = 0, 1
+    for delta, alignment in alignments:
+        want = -delta % alignment
+        common = math.gcd(modulus, alignment)
+        if (want - residue) % common:
+            return None
+        # residue + modulus * k = want (mod alignment): solve for k modulo alignment / common.
+        step = alignment // common
+        k = (want - residue) // common * pow(modulus // common, -1, step) % step if step > 1 else 0
+        residue += modulus * k
+        modulus *= step
+        residue %= modulus
+    return residue
 
 
 def merge_intervals(intervals: list[Interval]) -> tuple[Interval, ...]:

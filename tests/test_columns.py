@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from optplan import plan as plan_module
 from optplan.plan import Plan, Status, validate
 from optplan.planners import greedy_kernel
-from optplan.planners.common import rectangles
+from optplan.planners.common import make_form, rectangles, split
 from optplan.planners.greedy import best_offsets
 from optplan.planners.greedy_columns import plan_columns, split_columns
 from optplan.problem import Buffer, Interval, Problem, lower_bound, read_csv, write_csv
@@ -83,7 +83,7 @@ def test_columnar_greedy_places_as_the_rectangle_greedy(problem: Problem) -> Non
         return
     assert plan is not None
     rects = rectangles(problem)
-    offsets, detail = best_offsets(rects, ("size", "start", "area"), ("first", "best"))
+    offsets, detail = best_offsets(make_form(problem), ("size", "start", "area"), ("first", "best"))
     if plan.status.has_plan:
         assert plan.offsets == {r.root: o for r, o in zip(rects, offsets)}
         assert plan.detail["order"] == detail["order"]
@@ -96,8 +96,6 @@ def test_columnar_greedy_splits_as_common_split(seed: int) -> None:
     problem = short_lived(300, seed)
     columns = columns_of(problem)
     assert columns is not None
-    from optplan.planners.common import split
-
     expected = [[r.index for r in part] for part in split(rectangles(problem))]
     assert [part.tolist() for part in split_columns(columns)] == expected
 
@@ -156,7 +154,7 @@ def test_the_column_validator_sweeps_ends_before_starts() -> None:
 
 def test_greedy_past_its_deadline_makes_one_run_a_part() -> None:
     rects = rectangles(short_lived(200, 1))
-    offsets, detail = best_offsets(rects, deadline=0.0)
+    offsets, detail = best_offsets(make_form(short_lived(200, 1)), deadline=0.0)
     arenas = detail["arenas"]
     assert isinstance(arenas, dict) and list(arenas) == ["naive", "size/first"]
     plan = Plan(

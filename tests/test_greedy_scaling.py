@@ -16,7 +16,7 @@ from hypothesis import given
 
 from optplan.plan import validate
 from optplan.planners import get_planner, greedy, greedy_kernel
-from optplan.planners.common import Rect, rectangles, split
+from optplan.planners.common import Rect, make_form, rectangles, split
 from optplan.planners.greedy import (
     FITS,
     ORDERS,
@@ -72,11 +72,11 @@ def test_compiled_matches_python_on_dense_problems(seed: int) -> None:
 
 
 def test_best_offsets_are_the_same_without_numba(monkeypatch: pytest.MonkeyPatch) -> None:
-    rects = rectangles(dense(400, 7))
+    form = make_form(dense(400, 7))
     monkeypatch.setattr(greedy, "COMPILED_FROM", 1)  # compiled even for 400 buffers
-    compiled = best_offsets(rects)
+    compiled = best_offsets(form)
     monkeypatch.setattr(greedy_kernel, "COMPILED", False)
-    assert best_offsets(rects) == compiled
+    assert best_offsets(form) == compiled
 
 
 @pytest.mark.parametrize("bits", [62, 64])
@@ -94,13 +94,13 @@ def test_numbers_beyond_int64_use_the_python_loop(bits: int) -> None:
 
 
 def test_large_parts_make_only_the_large_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    rects = rectangles(dense(300, 3))
+    form = make_form(dense(300, 3))
     monkeypatch.setattr(greedy, "LARGE_PART", 10)
-    _, detail = best_offsets(rects)
+    _, detail = best_offsets(form)
     arenas = detail["arenas"]
     assert isinstance(arenas, dict)
     assert set(arenas) <= {"naive"} | {f"{o}/{f}" for o, f in greedy.LARGE_RUNS}
     monkeypatch.setattr(greedy, "HUGE_PART", 10)
-    _, detail = best_offsets(rects)
+    _, detail = best_offsets(form)
     assert set(detail["arenas"]) <= {"naive", "size/first"}  # type: ignore[arg-type]
     assert greedy._runs(300, ("start",), ("best",)) == [("start", "best")]

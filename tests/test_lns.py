@@ -8,7 +8,7 @@ from hypothesis import given, settings
 
 from optplan.plan import Status, validate
 from optplan.planners import cpsat, greedy_kernel, greedy_tries, lns
-from optplan.planners.common import live_peak, make_plan, now, rectangles, split, top
+from optplan.planners.common import Form, live_peak, make_form, make_plan, now, top
 from optplan.planners.greedy import best_offsets
 from optplan.problem import Buffer, Interval, Problem
 from optplan.strategies import problems
@@ -17,16 +17,17 @@ from optplan.strategies import problems
 @settings(deadline=None, max_examples=40)
 @given(problems(max_buffers=10))
 def test_improve_keeps_plans_valid_and_never_higher(problem: Problem) -> None:
-    rects = rectangles(problem)
+    form = make_form(problem)
+    rects = form.rects
     if any(r.residue is None for r in rects):
         return
-    offsets, _ = best_offsets(rects)
-    if validate(problem, make_plan(problem, "greedy", rects, offsets, started=now())):
+    offsets, _ = best_offsets(form)
+    if validate(problem, make_plan(form, "greedy", offsets, started=now())):
         return  # pins the greedy cannot honour: nothing to improve from
     improved = list(offsets)
-    for part in split(rects):
-        improved = lns.improve(part, improved, live_peak(part), now() + 0.5)
-    plan = make_plan(problem, "lns", rects, improved, started=now())
+    for part in form.parts:
+        improved = lns.improve(list(part), improved, live_peak(part), now() + 0.5)
+    plan = make_plan(form, "lns", improved, started=now())
     assert validate(problem, plan) == []
     assert top(rects, improved) <= top(rects, offsets)
 
@@ -39,10 +40,10 @@ def staircase() -> Problem:
     return Problem(tuple(buffers))
 
 
-def stacked(rects: list, deadline: float | None = None) -> tuple[list[int], dict[str, object]]:
+def stacked(form: Form, deadline: float | None = None) -> tuple[list[int], dict[str, object]]:
     """The naive stack as a (bad) starting placement."""
     offsets, high = [], 0
-    for rect in rects:
+    for rect in form.rects:
         offsets.append(high)
         high += rect.size
     return offsets, {"order": "stack"}
@@ -50,10 +51,11 @@ def stacked(rects: list, deadline: float | None = None) -> tuple[list[int], dict
 
 def test_improve_lowers_a_bad_placement_to_the_bound() -> None:
     problem = staircase()
-    rects = rectangles(problem)
-    offsets, _ = stacked(rects)
+    form = make_form(problem)
+    rects = list(form.rects)
+    offsets, _ = stacked(form)
     improved = lns.improve(rects, offsets, 20, now() + 20.0)
-    assert validate(problem, make_plan(problem, "lns", rects, improved, started=now())) == []
+    assert validate(problem, make_plan(form, "lns", improved, started=now())) == []
     assert top(rects, improved) == 20 < top(rects, offsets)
 
 
@@ -73,14 +75,14 @@ def test_cpsat_uses_the_neighbourhood_search_on_large_parts(
 @settings(deadline=None, max_examples=40)
 @given(problems(max_buffers=10))
 def test_greedy_tries_keep_plans_valid_and_never_higher(problem: Problem) -> None:
-    rects = rectangles(problem)
-    if any(r.residue is None for r in rects):
+    form = make_form(problem)
+    if any(r.residue is None for r in form.rects):
         return
-    offsets, _ = best_offsets(rects)
-    if validate(problem, make_plan(problem, "greedy", rects, offsets, started=now())):
+    offsets, _ = best_offsets(form)
+    if validate(problem, make_plan(form, "greedy", offsets, started=now())):
         return
     tried = list(offsets)
-    for part in split(rects):
+    for part in form.parts:
         tried = greedy_tries.tries(part, tried, now() + 0.05, seed=3)
-    assert validate(problem, make_plan(problem, "tries", rects, tried, started=now())) == []
-    assert top(rects, tried) <= top(rects, offsets)
+    assert validate(problem, make_plan(form, "tries", tried, started=now())) == []
+    assert top(form.rects, tried) <= top(form.rects, offsets)

@@ -6,6 +6,7 @@ every alias class (one rectangle each, as the design packs them) in turn.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -13,12 +14,16 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from optplan.plan import Plan, Status, validate
+from optplan.planners.common import make_form
 from optplan.planners.search import (
     SearchStatus,
+    ask,
     driver,
     granularity,
+    lowest,
     minimise,
     parts,
+    prepare,
     search,
 )
 from optplan.planners.search import order as order_search
@@ -52,7 +57,7 @@ def brute_force_fits(problem: Problem, capacity: int) -> bool:
         if k == len(classes):
             return True
         cls = classes[k]
-        for offset in range(0, capacity - cls.size + 1, cls.alignment):
+        for offset in range(0, capacity - cls.size + 1, cls.modulus):
             if not clashes(offset, offset + cls.size, cls.live):
                 placed.append((offset, offset + cls.size, cls.live))
                 if place(k + 1):
@@ -106,23 +111,22 @@ def test_minimise_reaches_the_optimum(problem: Problem) -> None:
 def order_search_fits(problem: Problem, capacity: int) -> bool:
     """The order search alone (it otherwise takes turns with the floor search), in each
     of its orders: they must agree, and every packing found must be valid."""
-    classes = alias_classes(problem)
-    class_offsets = {cls.root: 0 for cls in classes}
-    for group in parts._split([cls for cls in classes if cls.size > 0]):
-        part = parts._build_part(group, 0)
+    form = make_form(problem)
+    class_offsets = {cls.root: 0 for cls in form.rects}
+    for prepared in prepare(form.rects, form.parts).parts:
         codes = set()
         for order in (3, 4, 5):
-            runner = order_search._OrderRunner(part, capacity, order)
+            runner = order_search._OrderRunner(prepared.arrays(), capacity, order)
             while runner.step(10_000) == parts._RUNNING:
                 pass
             codes.add(runner.code)
             if runner.code == parts._FOUND:
-                for cls, offset in zip(group, runner.offsets):
+                for cls, offset in zip(prepared.rects, runner.offsets):
                     class_offsets[cls.root] = int(offset)
         assert len(codes) == 1
         if codes == {parts._EXHAUSTED}:
             return False
-    offsets = {name: class_offsets[c.root] + delta for c in classes for name, delta in c.members}
+    offsets = {name: class_offsets[c.root] + delta for c in form.rects for name, delta in c.members}
     assert_valid(problem, offsets, capacity)
     return True
 
@@ -210,6 +214,33 @@ def test_pins_are_refused() -> None:
         search(problem, 16, time_limit=1)
 
 
+def test_views_off_their_alignment_are_refused() -> None:
+    """A view 4 bytes into its base with alignment 8 needs the class at 4 mod 8; the
+    search only places classes at multiples of their alignment, so it must refuse (it
+    once returned such placements, and `validate` rejected them)."""
+    problem = Problem(
+        (Buffer("base", 16, (Interval(0, 2),)), Buffer("view", 8, (Interval(1, 3),), 8)),
+        (Alias("base", "view", 4),),
+    )
+    with pytest.raises(ValueError, match="alias class 'base'"):
+        minimise(problem, time_limit=1)
+
+
+@given(tiny)
+def test_a_packing_asked_again_answers_as_a_fresh_one(problem: Problem) -> None:
+    """The arrays built once serve every capacity: asking one packing at several
+    capacities gives what packings built afresh for each capacity give."""
+    form = make_form(problem)
+    kept = prepare(form.rects, form.parts)
+    peak = lowest(kept, time_limit=10).peak
+    for capacity in (peak, max(peak - 1, 0), peak + 3):
+        again = ask(kept, capacity, time_limit=10)
+        fresh = ask(prepare(form.rects, form.parts), capacity, time_limit=10)
+        assert (again.status, again.placement, again.nodes) == (fresh.status, fresh.placement, fresh.nodes)
+        if again.offsets is not None:
+            assert_valid(problem, again.offsets, capacity)
+
+
 def test_is_deterministic() -> None:
     problem = staircase()
     for seed in (0, 3):
@@ -220,7 +251,7 @@ def test_is_deterministic() -> None:
 @given(st.integers(1, 4), st.integers(1, 4))
 def test_granularity_divides_every_size(a: int, b: int) -> None:
     problem = Problem((buffer("a", 0, 1, 4 * a), buffer("b", 0, 1, 4 * b)))
-    step = granularity(problem)
+    step = granularity(make_form(problem).rects)
     assert step % 4 == 0 and (4 * a) % step == 0 and (4 * b) % step == 0
 
 
@@ -272,3 +303,18 @@ def test_cpsat_never_compiles_inside_its_time_limit(monkeypatch: pytest.MonkeyPa
     assert started == ["optplan.planners.search"]
     assert plan.detail["search"] == "compiling"
     assert validate(problem, plan) == []
+
+
+def test_a_stopped_search_answers_at_once_and_reports_what_it_found() -> None:
+    """`stop` ends the search as its clock would; `heard` hears every probe's best peak
+    (never rising) and bound (never falling) once a packing is found."""
+    problem = staircase()
+    form = make_form(problem)
+    packing = prepare(form.rects, form.parts)
+    stopped = ask(packing, 7, time_limit=60, stop=lambda: True)  # 8 is the optimum
+    assert stopped.status is not SearchStatus.FOUND
+    assert stopped.nodes <= driver._FIRST_CHUNK  # one chunk of the first configuration
+    heard: list[tuple[int, int]] = []
+    result = lowest(packing, time_limit=10, upper=20, first_share=0.0, heard=lambda p, b: heard.append((p, b)))
+    assert result.optimal and heard[-1] == (result.peak, result.bound) == (8, 8)
+    assert all(a[0] >= b[0] and a[1] <= b[1] for a, b in itertools.pairwise(heard))

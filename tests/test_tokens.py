@@ -9,6 +9,7 @@ from hypothesis import given
 
 from optplan.load import load
 from optplan.plan import validate
+from optplan.planners.common import make_form
 from optplan.planners.tokens import plan_tokens
 from optplan.problem import Buffer, Interval, Problem, lower_bound
 from optplan.strategies import problems
@@ -22,14 +23,14 @@ def buf(name: str, size: int, start: int, end: int, dtype: str = "float32") -> B
 
 def test_dead_token_is_reused_by_the_next_tensor() -> None:
     problem = Problem((buf("a", 64, 0, 2), buf("b", 64, 1, 3), buf("c", 64, 2, 4)))
-    plan = plan_tokens(problem)
+    plan = plan_tokens(make_form(problem))
     assert [size for _, size in plan.storages] == [64, 64]
     assert plan.offsets["c"] == plan.offsets["a"] == 0
 
 
 def test_reuse_is_per_dtype() -> None:
     problem = Problem((buf("a", 64, 0, 2), buf("b", 64, 2, 4, "int32")))
-    assert [size for _, size in plan_tokens(problem).storages] == [64, 64]
+    assert [size for _, size in plan_tokens(make_form(problem)).storages] == [64, 64]
 
 
 def test_smallest_fit_within_sixteen_times_else_grow_largest_smaller() -> None:
@@ -42,21 +43,21 @@ def test_smallest_fit_within_sixteen_times_else_grow_largest_smaller() -> None:
             buf("want120", 120, 2, 4),  # mid is taken; big (1600 <= 16 x 120) fits
         )
     )
-    plan = plan_tokens(problem)
+    plan = plan_tokens(make_form(problem))
     assert plan.offsets["want150"] == plan.offsets["mid"]
     assert plan.offsets["want120"] == plan.offsets["big"]
     grow = Problem((buf("a", 100, 0, 2), buf("b", 300, 2, 4)))
-    assert [size for _, size in plan_tokens(grow).storages] == [300]
+    assert [size for _, size in plan_tokens(make_form(grow)).storages] == [300]
 
 
 def test_never_read_tensor_keeps_its_own_token() -> None:
     problem = Problem((buf("unused", 64, 0, 1), buf("b", 64, 1, 3)))
-    assert [size for _, size in plan_tokens(problem).storages] == [64, 64]
+    assert [size for _, size in plan_tokens(make_form(problem)).storages] == [64, 64]
 
 
 @given(problems(branches=False, aliases=False, pins=False, max_size=48))
 def test_tokens_plans_validate(problem: Problem) -> None:
-    plan = plan_tokens(problem)
+    plan = plan_tokens(make_form(problem))
     assert validate(problem, plan) == []
     assert lower_bound(problem) <= plan.arena
 
@@ -76,6 +77,6 @@ def test_tvm_totals_byte_for_byte(model: str, total: int) -> None:
     if not path.exists():
         pytest.skip(f"shared data not found at {path}")
     problem = load(str(path), alignment=1).problem
-    plan = plan_tokens(problem)
+    plan = plan_tokens(make_form(problem))
     assert plan.arena == total
     assert validate(problem, plan) == []

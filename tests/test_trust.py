@@ -100,7 +100,7 @@ def test_no_accepted_plan_beats_the_bound_or_the_optimum(problem: Problem, data:
         ceiling = problem.naive_bytes + 24
         offsets = {}
         for cls in classes:
-            at = data.draw(st.integers(0, ceiling)) if cls.offset is None else cls.offset
+            at = data.draw(st.integers(0, ceiling)) if cls.pin is None else cls.pin
             offsets.update({name: at + delta for name, delta in cls.members})
     arena = max((offsets[b.id] + b.size for b in problem.buffers), default=0)
     plan = Plan(offsets, arena, Status.FEASIBLE, "drawn", lower_bound(problem))

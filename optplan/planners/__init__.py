@@ -1,8 +1,10 @@
 """Planners: from a `Problem` to a `Plan`, by name.
 
-A planner is a frozen dataclass of options with a `name`; calling it on a problem hands
-over to its module's planning function. Planners know only `optplan.problem` and
-`optplan.plan`; they never import the IR.
+A planner is a frozen dataclass of options with a `name`; calling it on a problem builds
+the one input form every planner packs (`common.make_form`: the rectangles of alias
+classes, split into parts) and hands it to its module's planning function. Planners know
+only `optplan.problem` and `optplan.plan`; they never import the IR. `cpsat` also takes a
+`watch.Watch`, which hears of its progress and can stop it (its best plan so far).
 
     >>> plan = get_planner("greedy", orders=("size",))(problem)
 
@@ -18,6 +20,7 @@ import dataclasses
 from typing import Protocol
 
 from optplan.plan import Plan
+from optplan.planners.common import Form
 from optplan.planners.cpsat import CpSat
 from optplan.planners.greedy import Greedy
 from optplan.planners.naive import Naive
@@ -26,10 +29,15 @@ from optplan.problem import Problem
 
 
 class Planner(Protocol):
+    """Called on a problem, a planner builds the form and plans; `plan(form)` plans on a
+    form already built (several planners on one problem share it)."""
+
     @property
     def name(self) -> str: ...
 
     def __call__(self, problem: Problem) -> Plan: ...
+
+    def plan(self, form: Form) -> Plan: ...
 
 
 PLANNERS: dict[str, Planner] = {

@@ -1,10 +1,14 @@
-"""What every planner shares: rectangles to pack, and turning their offsets into a Plan.
+"""What every planner shares: one input form, built once, and turning offsets into a Plan.
 
 Steps:
-1. `rectangles(problem)` turns each alias class into one `Rect`: its height, its live
-   intervals, and the offsets it may take (`residue + modulus * k`, so that every member
-   `class offset + delta` is a multiple of the member's own alignment), or its pin.
-2. A planner chooses one offset per rectangle.
+1. `make_form(problem)` derives, once, everything a planner packs: each alias class as
+   one rectangle (`Rect`, built by `problem.alias_classes`: its height, its live
+   intervals, and the offsets it may take, `residue + modulus * k`, so that every member
+   `class offset + delta` is a multiple of the member's own alignment, or its pin); the
+   rectangles of non-zero size split into parts that no point of time connects
+   (`split`); the live-bytes lower bound; and, if there is one, the fault that makes
+   the problem infeasible whatever the planner does (`pin_fault`).
+2. A planner chooses one offset per rectangle, part by part where it likes.
 3. `make_plan` expands rectangle offsets to member offsets (`offset + delta`) and fills in
    the arena, the lower bound, the bound, the status and the time taken.
 
@@ -15,119 +19,51 @@ that share a byte while live together.
 
 from __future__ import annotations
 
-import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from optplan.plan import Plan, Status
-from optplan.problem import Interval, Problem, alias_classes, merge_intervals
+from optplan.problem import AliasClass, Problem, alias_classes, lower_bound
+
+# An alias class is packed as one rectangle; planners speak of it as such.
+Rect = AliasClass
 
 
 @dataclass(frozen=True, slots=True)
-class Rect:
-    """One alias class as a rectangle: live over `live`, `size` bytes tall.
+class Form:
+    """The one input every planner takes, derived once from `problem`.
 
-    Its offset must be `residue (mod modulus)`; `pin` fixes it. `residue` is None when no
-    offset satisfies every member's alignment; `pins` holds every class offset that a
-    pinned member implies (two or more: the pins contradict each other).
+    `rects` holds one rectangle per alias class, in the order of `alias_classes` (a
+    rectangle's `index` is its position); `parts` the rectangles of non-zero size in
+    groups that no point of time connects, each in index order; `live_bytes` the most
+    bytes live at one point (`lower_bound`); `fault` why no plan can exist, if
+    alignments and pins alone show it.
     """
 
-    index: int
-    root: str
-    members: tuple[tuple[str, int], ...]
-    size: int
-    live: tuple[Interval, ...]
-    modulus: int
-    residue: int | None
-    pins: tuple[int, ...]
+    problem: Problem
+    rects: tuple[Rect, ...]
+    parts: tuple[tuple[Rect, ...], ...]
+    live_bytes: int
+    fault: str | None
 
-    @property
-    def pin(self) -> int | None:
-        """The offset the pins fix, when they agree."""
-        return self.pins[0] if len(self.pins) == 1 else None
 
-    @property
-    def start(self) -> int:
-        return self.live[0].start
-
-    @property
-    def end(self) -> int:
-        return self.live[-1].end
-
-    @property
-    def length(self) -> int:
-        return sum(iv.end - iv.start for iv in self.live)
-
-    def lift(self, offset: int) -> int:
-        """The lowest allowed offset at or above `offset`."""
-        assert self.residue is not None
-        return offset + (self.residue - offset) % self.modulus
-
-    def allowed(self, offset: int) -> bool:
-        return self.residue is not None and offset % self.modulus == self.residue
-
-    def overlaps_in_time(self, other: Rect) -> bool:
-        return any(a.overlaps(b) for a in self.live for b in other.live)
+def make_form(problem: Problem) -> Form:
+    """The planners' form of `problem` (see `Form`)."""
+    rects = tuple(alias_classes(problem))
+    parts = tuple(tuple(part) for part in split(rects))
+    # Without aliases `lower_bound` sweeps the buffers in NumPy; with them it would group
+    # the classes again, so the sweep runs over the rectangles already built.
+    live_bytes = live_peak(rects) if problem.aliases else lower_bound(problem)
+    return Form(problem, rects, parts, live_bytes, pin_fault(rects))
 
 
 def rectangles(problem: Problem) -> list[Rect]:
     """One rectangle per alias class, in the order of `alias_classes`."""
-    if not problem.aliases:
-        # Every buffer is its own class; skipping the grouping matters at 100k buffers.
-        return [
-            Rect(
-                index=index,
-                root=b.id,
-                members=((b.id, 0),),
-                size=b.size,
-                live=b.live if len(b.live) == 1 else merge_intervals(list(b.live)),
-                modulus=b.alignment,
-                residue=0,
-                pins=() if b.offset is None else (b.offset,),
-            )
-            for index, b in enumerate(problem.buffers)
-        ]
-    rects = []
-    for index, cls in enumerate(alias_classes(problem)):
-        alignments = [(delta, problem.buffer(name).alignment) for name, delta in cls.members]
-        rects.append(
-            Rect(
-                index=index,
-                root=cls.root,
-                members=cls.members,
-                size=cls.size,
-                live=cls.live,
-                modulus=cls.alignment,
-                residue=_residue(alignments),
-                pins=cls.pins,
-            )
-        )
-    return rects
+    return alias_classes(problem)
 
 
-def _residue(alignments: list[tuple[int, int]]) -> int | None:
-    """The least r >= 0 with (r + delta) % alignment == 0 for every (delta, alignment), by
-    the Chinese remainder theorem; None when the congruences contradict each other.
-
-    Usually 0; an alias whose delta is not a multiple of the view's alignment moves it.
-    Each step merges r = residue (mod modulus) with r = -delta (mod alignment).
-    """
-    residue, modulus = 0, 1
-    for delta, alignment in alignments:
-        want = -delta % alignment
-        common = math.gcd(modulus, alignment)
-        if (want - residue) % common:
-            return None
-        # residue + modulus * k = want (mod alignment): solve for k modulo alignment / common.
-        step = alignment // common
-        k = (want - residue) // common * pow(modulus // common, -1, step) % step if step > 1 else 0
-        residue += modulus * k
-        modulus *= step
-        residue %= modulus
-    return residue
-
-
-def pin_fault(rects: list[Rect]) -> str | None:
+def pin_fault(rects: Sequence[Rect]) -> str | None:
     """Why no plan can exist, judged from alignments and pins alone; None if none found."""
     pinned = []
     for rect in rects:
@@ -149,7 +85,7 @@ def pin_fault(rects: list[Rect]) -> str | None:
     return None
 
 
-def split(rects: list[Rect]) -> list[list[Rect]]:
+def split(rects: Sequence[Rect]) -> list[list[Rect]]:
     """Rectangles (of non-zero size) in groups that no point of time connects.
 
     The arena is the maximum over such parts, so each can be planned on its own; a class
@@ -178,9 +114,10 @@ def split(rects: list[Rect]) -> list[list[Rect]]:
     return list(groups.values())
 
 
-def live_peak(rects: list[Rect]) -> int:
-    """The most bytes live at one point: `problem.lower_bound`, computed from rectangles
-    already built (ends sort before starts at the same point: half-open intervals)."""
+def live_peak(rects: Sequence[Rect]) -> int:
+    """The most bytes live at one point of `rects` (a part, say); over all of a problem's
+    rectangles it equals `lower_bound` (ends sort before starts at the same point:
+    half-open intervals)."""
     events = sorted(
         (point, change)
         for r in rects
@@ -195,12 +132,12 @@ def live_peak(rects: list[Rect]) -> int:
     return peak
 
 
-def top(rects: list[Rect], offsets: list[int]) -> int:
+def top(rects: Sequence[Rect], offsets: Sequence[int]) -> int:
     """The arena the rectangles need: the highest byte any of them reaches."""
     return max((offset + rect.size for rect, offset in zip(rects, offsets)), default=0)
 
 
-def expand(rects: list[Rect], offsets: list[int]) -> dict[str, int]:
+def expand(rects: Sequence[Rect], offsets: Sequence[int]) -> dict[str, int]:
     """Member offsets from class offsets: `class offset + delta`."""
     return {
         name: offset + delta for rect, offset in zip(rects, offsets) for name, delta in rect.members
@@ -208,10 +145,9 @@ def expand(rects: list[Rect], offsets: list[int]) -> dict[str, int]:
 
 
 def make_plan(
-    problem: Problem,
+    form: Form,
     planner: str,
-    rects: list[Rect],
-    offsets: list[int] | None,
+    offsets: Sequence[int] | None,
     *,
     started: float,
     bound: int = 0,
@@ -219,31 +155,33 @@ def make_plan(
     detail: dict[str, object] | None = None,
     storages: tuple[tuple[int, int], ...] = (),
 ) -> Plan:
-    """A Plan from one offset per rectangle (None: no plan, with `status` saying why).
+    """A Plan from one offset per rectangle of `form` (None: no plan, with `status`
+    saying why).
 
     With offsets and no explicit status the plan is OPTIMAL when the arena meets the best
     bound and FEASIBLE otherwise; an arena above the capacity gives UNKNOWN and no offsets.
     """
-    floor = live_peak(rects)
+    floor = form.live_bytes
     bound = max(bound, floor)
     detail = dict(detail or {})
     seconds = time.perf_counter() - started
     if offsets is None:
         assert status is not None and not status.has_plan
         return Plan({}, 0, status, planner, floor, seconds, bound, detail)
-    arena = top(rects, offsets)
-    if problem.capacity is not None and arena > problem.capacity:
-        detail["reason"] = f"arena {arena} exceeds capacity {problem.capacity}"
+    arena = top(form.rects, offsets)
+    capacity = form.problem.capacity
+    if capacity is not None and arena > capacity:
+        detail["reason"] = f"arena {arena} exceeds capacity {capacity}"
         return Plan({}, 0, Status.UNKNOWN, planner, floor, seconds, bound, detail)
     if status is None:
         status = Status.OPTIMAL if arena <= bound else Status.FEASIBLE
-    return Plan(expand(rects, offsets), arena, status, planner, floor, seconds, bound, detail, storages)
+    offsets_by_name = expand(form.rects, offsets)
+    return Plan(offsets_by_name, arena, status, planner, floor, seconds, bound, detail, storages)
 
 
 def no_plan(
-    problem: Problem,
+    form: Form,
     planner: str,
-    rects: list[Rect],
     *,
     started: float,
     status: Status,
@@ -252,9 +190,7 @@ def no_plan(
 ) -> Plan:
     """A Plan that says why there is none (INFEASIBLE: proven; UNKNOWN: not found)."""
     detail: dict[str, object] = {"reason": reason}
-    return make_plan(
-        problem, planner, rects, None, started=started, bound=bound, status=status, detail=detail
-    )
+    return make_plan(form, planner, None, started=started, bound=bound, status=status, detail=detail)
 
 
 def now() -> float:

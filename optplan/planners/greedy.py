@@ -1,7 +1,7 @@
 """Greedy planners: place alias classes one at a time, each as low as it fits.
 
 Steps:
-1. Each alias class becomes one rectangle (`common.rectangles`); pinned ones are placed
+1. Each alias class becomes one rectangle (`common.make_form`); pinned ones are placed
    first, at their pins.
 2. The others are taken in one of several orders:
    - `size`: largest first, earlier start first on ties (TFLite's greedy-by-size);
@@ -64,7 +64,7 @@ The plain-Python `place` below stays as the fallback and as the reference.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
@@ -72,17 +72,7 @@ from typing import Protocol
 import numpy as np
 
 from optplan.plan import Plan, Status
-from optplan.planners.common import (
-    Rect,
-    live_peak,
-    make_plan,
-    no_plan,
-    now,
-    pin_fault,
-    rectangles,
-    split,
-    top,
-)
+from optplan.planners.common import Form, Rect, make_form, make_plan, no_plan, now, top
 from optplan.planners.greedy_buckets import reads, shift_for
 from optplan.planners.greedy_columns import plan_columns
 from optplan.planners.greedy_kernel import COMPILED, Compiled
@@ -128,30 +118,29 @@ class Greedy:
     fits: tuple[str, ...] = FITS
 
     def __call__(self, problem: Problem) -> Plan:
-        return plan_greedy(problem, self)
+        started = now()
+        _check(self.orders, self.fits)
+        with _cyclic_gc_paused():
+            if len(problem.buffers) >= COMPILED_FROM:
+                # A problem held as columns is planned from them, with no form at all.
+                plan = plan_columns(problem, self.orders, self.fits, self.name, started)
+                if plan is not None:
+                    return plan
+            return plan_greedy(make_form(problem), self, started=started)
+
+    def plan(self, form: Form) -> Plan:
+        return plan_greedy(form, self)
 
 
-def plan_greedy(problem: Problem, options: Greedy = Greedy()) -> Plan:
-    started = now()
-    _check(options.orders, options.fits)
+def plan_greedy(form: Form, options: Greedy = Greedy(), *, started: float | None = None) -> Plan:
+    started = now() if started is None else started
     with _cyclic_gc_paused():
-        if len(problem.buffers) >= COMPILED_FROM:
-            plan = plan_columns(problem, options.orders, options.fits, options.name, started)
-            if plan is not None:
-                return plan
-        rects = rectangles(problem)
-        fault = pin_fault(rects)
-        if fault is not None:
+        if form.fault is not None:
             return no_plan(
-                problem,
-                options.name,
-                rects,
-                started=started,
-                status=Status.INFEASIBLE,
-                reason=fault,
+                form, options.name, started=started, status=Status.INFEASIBLE, reason=form.fault
             )
-        offsets, detail = best_offsets(rects, options.orders, options.fits)
-        return make_plan(problem, options.name, rects, offsets, started=started, detail=detail)
+        offsets, detail = best_offsets(form, options.orders, options.fits)
+        return make_plan(form, options.name, offsets, started=started, detail=detail)
 
 
 @contextmanager
@@ -172,7 +161,7 @@ def _cyclic_gc_paused() -> Iterator[None]:
 
 
 def best_offsets(
-    rects: list[Rect],
+    form: Form,
     orders: tuple[str, ...] = ORDERS,
     fits: tuple[str, ...] = FITS,
     *,
@@ -180,13 +169,13 @@ def best_offsets(
 ) -> tuple[list[int], dict[str, object]]:
     """The lowest-arena offsets over every order and fit (and the naive stack).
 
-    Assumes `pin_fault(rects)` found nothing. Ties go to the earlier run, so the result
+    Assumes the form has no fault. Ties go to the earlier run, so the result
     depends only on the input. Past `deadline` (a `now()` time) each part makes no run
     after its first.
     """
     _check(orders, fits)
     with _cyclic_gc_paused():
-        return _best_of_parts(rects, orders, fits, deadline)
+        return _best_of_parts(form, orders, fits, deadline)
 
 
 def _check(orders: tuple[str, ...], fits: tuple[str, ...]) -> None:
@@ -199,15 +188,15 @@ def _check(orders: tuple[str, ...], fits: tuple[str, ...]) -> None:
 
 
 def _best_of_parts(
-    rects: list[Rect], orders: tuple[str, ...], fits: tuple[str, ...], deadline: float | None
+    form: Form, orders: tuple[str, ...], fits: tuple[str, ...], deadline: float | None
 ) -> tuple[list[int], dict[str, object]]:
     """The best run on each independent part; the part with the highest arena names the
     winner. A part stops trying runs once it is under the whole problem's live bytes,
     since it can no longer raise the arena."""
-    offsets = [r.pin if r.pin is not None else r.lift(0) for r in rects]
-    floor = live_peak(rects)
-    parts = split(rects)
-    compiled = len(rects) >= COMPILED_FROM or _crowded(rects)
+    offsets = [r.pin if r.pin is not None else r.lift(0) for r in form.rects]
+    floor = form.live_bytes
+    parts = [list(part) for part in form.parts]
+    compiled = len(form.rects) >= COMPILED_FROM or _crowded(form.rects)
     detail: dict[str, object] = {"order": "naive", "arenas": {}}
     highest = -1
     for part in parts:
@@ -221,7 +210,7 @@ def _best_of_parts(
     return offsets, detail
 
 
-def _crowded(rects: list[Rect]) -> bool:
+def _crowded(rects: Sequence[Rect]) -> bool:
     """Whether the plain-Python runs would read so many placed neighbours that loading
     the compiled loop pays: rectangles x neighbours a query reads, COMPILED_WORK or more
     (resnet50, 1,042 buffers, ~1,000 live at once: 3.3 s in Python, 0.1 s compiled)."""

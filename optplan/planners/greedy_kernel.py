@@ -43,7 +43,7 @@ order) might not fit in int64.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,7 +91,7 @@ class Compiled:
     shift: int = 0
 
     @staticmethod
-    def build(part: list[Rect], kernel: str = "auto") -> Compiled | None:
+    def build(part: Sequence[Rect], kernel: str = "auto") -> Compiled | None:
         """The part as arrays; None when numba is missing or a number might not fit in
         int64, and `greedy.place` must do the work."""
         if not COMPILED:

@@ -17,6 +17,8 @@ The draws come from `seed`, so a call is reproducible given the same number of r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from optplan.planners.common import Rect, now
@@ -26,7 +28,7 @@ NOISE = 0.05
 
 
 def tries(
-    part: list[Rect], offsets: list[int], deadline: float, *, seed: int | tuple[int, ...] = 0
+    part: Sequence[Rect], offsets: list[int], deadline: float, *, seed: int | tuple[int, ...] = 0
 ) -> list[int]:
     """Offsets (by rect index, like `offsets`) with the part's top no higher, from
     perturbed greedy runs made before `deadline`."""

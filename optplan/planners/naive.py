@@ -17,10 +17,11 @@ arena happens to meet the lower bound.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from optplan.plan import Plan, Status
-from optplan.planners.common import Rect, make_plan, no_plan, now, pin_fault, rectangles
+from optplan.planners.common import Form, Rect, make_form, make_plan, no_plan, now
 from optplan.problem import Problem
 
 
@@ -31,21 +32,21 @@ class Naive:
     name: str = "naive"
 
     def __call__(self, problem: Problem) -> Plan:
-        return plan_naive(problem, self)
+        started = now()
+        return plan_naive(make_form(problem), self, started=started)
+
+    def plan(self, form: Form) -> Plan:
+        return plan_naive(form, self)
 
 
-def plan_naive(problem: Problem, options: Naive = Naive()) -> Plan:
-    started = now()
-    rects = rectangles(problem)
-    fault = pin_fault(rects)
-    if fault is not None:
-        return no_plan(
-            problem, options.name, rects, started=started, status=Status.INFEASIBLE, reason=fault
-        )
-    return make_plan(problem, options.name, rects, stack(rects), started=started)
+def plan_naive(form: Form, options: Naive = Naive(), *, started: float | None = None) -> Plan:
+    started = now() if started is None else started
+    if form.fault is not None:
+        return no_plan(form, options.name, started=started, status=Status.INFEASIBLE, reason=form.fault)
+    return make_plan(form, options.name, stack(form.rects), started=started)
 
 
-def stack(rects: list[Rect]) -> list[int]:
+def stack(rects: Sequence[Rect]) -> list[int]:
     """Offsets laying the unpinned rectangles end to end above every pinned one."""
     cursor = max((r.pin + r.size for r in rects if r.pin is not None), default=0)
     offsets = []

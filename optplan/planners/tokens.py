@@ -32,7 +32,7 @@ import bisect
 from dataclasses import dataclass, field
 
 from optplan.plan import Plan, Status
-from optplan.planners.common import Rect, make_plan, no_plan, now, pin_fault, rectangles
+from optplan.planners.common import Form, Rect, make_form, make_plan, no_plan, now
 from optplan.problem import Problem
 
 MATCH_RANGE = 16
@@ -69,12 +69,11 @@ class _Pools:
         return None
 
 
-def plan_tokens(problem: Problem) -> Plan:
-    started = now()
-    rects = rectangles(problem)
-    fault = pin_fault(rects)
-    if fault is not None:
-        return no_plan(problem, "tokens", rects, started=started, status=Status.INFEASIBLE, reason=fault)
+def plan_tokens(form: Form, *, started: float | None = None) -> Plan:
+    started = now() if started is None else started
+    if form.fault is not None:
+        return no_plan(form, "tokens", started=started, status=Status.INFEASIBLE, reason=form.fault)
+    rects = form.rects
     free = [r for r in rects if r.pin is None]
     tokens: list[_Token] = []
     token_of: dict[int, int] = {}
@@ -89,7 +88,7 @@ def plan_tokens(problem: Problem) -> Plan:
             if _is_read(rect):
                 pools.release(tokens[token_of[rect.index]])
         for rect in starts.get(point, []):
-            kind = _kind(problem, rect)
+            kind = _kind(form.problem, rect)
             number = pools.reuse(rect.size, kind) if _is_read(rect) else None
             if number is None:
                 number = len(tokens)
@@ -101,7 +100,7 @@ def plan_tokens(problem: Problem) -> Plan:
     offsets = [
         r.pin if r.pin is not None else storages[token_of[r.index]][0] for r in rects
     ]
-    return make_plan(problem, "tokens", rects, offsets, started=started, storages=tuple(storages))
+    return make_plan(form, "tokens", offsets, started=started, storages=tuple(storages))
 
 
 def _is_read(rect: Rect) -> bool:
@@ -135,4 +134,8 @@ class TokensPlanner:
     name: str = "tokens"
 
     def __call__(self, problem: Problem) -> Plan:
-        return plan_tokens(problem)
+        started = now()
+        return plan_tokens(make_form(problem), started=started)
+
+    def plan(self, form: Form) -> Plan:
+        return plan_tokens(form)

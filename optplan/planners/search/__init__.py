@@ -7,7 +7,7 @@ several capacities, the lower bound first.
 Every alias class is one rectangle: its lifetime (the union of its members' intervals,
 cut at every interval end into *sections*) by its height in bytes.
 
-1. Split time where no rectangle crosses: each part is packed on its own.
+1. Take the form's parts (time split where nothing is live across): each is packed alone.
 2. Canonical packings. Push any packing down as far as it goes: every rectangle then sits
    at 0 or directly on a rectangle it shares a section with (aligned up). The search only
    builds such packings, bottom-up, keeping a *floor* per section: how high it is filled.
@@ -61,31 +61,44 @@ cut at every interval end into *sections*) by its height in bytes.
 The inner loops are plain loops over int64 arrays compiled by numba (about 130 times
 faster than the same code as Python, which is what runs when numba is missing); compiling
 them takes 10-50 s once per environment (`optplan.planners.jit`, `warm_kernels`). Pinned
-buffers are not supported: `search` raises ValueError and the caller should use another
-planner.
+buffers, and alias classes whose offsets must sit off a multiple of their alignment, are
+not supported: `prepare` raises ValueError and the caller should use another planner.
+
+The search takes the planners' form (`optplan.planners.common.Form`): `prepare(rects,
+parts)` builds each part's arrays once, `ask(packing, capacity)` answers one capacity and
+`lowest(packing)` bisects, reusing them; `search(problem, capacity)` and
+`minimise(problem)` do the same from a `Problem`.
 
 Modules: `parts` (a part as arrays, and the shared constants), `floor` (the floor search),
-`order` (the order search), `driver` (turns, `search`, `minimise`).
+`order` (the order search), `driver` (turns, `prepare`, `ask`, `lowest`).
 """
 
 from __future__ import annotations
 
 from optplan.planners.search.driver import (
     MinimiseResult,
+    Packing,
     SearchResult,
     SearchStatus,
+    ask,
     granularity,
+    lowest,
     minimise,
+    prepare,
     search,
     warm_kernels,
 )
 
 __all__ = [
     "MinimiseResult",
+    "Packing",
     "SearchResult",
     "SearchStatus",
+    "ask",
     "granularity",
+    "lowest",
     "minimise",
+    "prepare",
     "search",
     "warm_kernels",
 ]

@@ -1,21 +1,31 @@
 """Driving the kernels: configurations take turns on each part (`_solve_part`, `_turn`),
-`search` answers one capacity, `minimise` bisects for the smallest peak, and
-`warm_kernels` compiles everything once.
+`ask` answers one capacity, `lowest` bisects for the smallest peak, and `warm_kernels`
+compiles everything once.
+
+Steps:
+1. `prepare(rects, parts)` takes rectangles from the planners' form (`common.Form`):
+   every rectangle an answer places, and the parts (of non-zero size) they are split
+   into. It checks that the search can place them (no pins, offsets at multiples of the
+   alignment) and holds each part's arrays, built once (`parts.Prepared`).
+2. `ask(packing, capacity)` runs the configurations on each part at one capacity; an
+   answer gives one offset per rectangle, in the order of `packing.rects`.
+3. `lowest(packing)` asks at several capacities, reusing the arrays every time.
+
+`search(problem, ...)` and `minimise(problem, ...)` do all three for a whole problem and
+give offsets by buffer id too.
 """
 
 from __future__ import annotations
 
 import enum
 import time
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from math import gcd
 
-from optplan.planners.search.floor import (
-    _Runner,
-)
-from optplan.planners.search.order import (
-    _OrderRunner,
-)
+from optplan.planners.common import Rect, expand, live_peak, make_form
+from optplan.planners.search.floor import _Runner
+from optplan.planners.search.order import _OrderRunner
 from optplan.planners.search.parts import (
     _CONFIGS,
     _EXHAUSTED,
@@ -26,14 +36,17 @@ from optplan.planners.search.parts import (
     _OVERFLOW,
     _ROOMIEST,
     _RUNNING,
+    Prepared,
     _build_part,
-    _split,
+    prepare_part,
 )
-from optplan.problem import AliasClass, Interval, Problem, alias_classes, lower_bound
+from optplan.problem import Interval, Problem
 
 _SLICE_NODES = 2_000  # nodes per configuration's turn
 _FIRST_CHUNK = 64  # nodes per kernel call at first; then sized to take about...
 _CHUNK_SECONDS = 0.01  # ...this long, so the clock is read that often
+
+
 class SearchStatus(enum.Enum):
     FOUND = "found"
     INFEASIBLE = "infeasible"  # proven: nothing fits under the capacity
@@ -42,7 +55,8 @@ class SearchStatus(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class SearchResult:
-    """The answer at one capacity; `offsets` (per buffer id) only when FOUND."""
+    """The answer at one capacity; when FOUND, `placement` (one offset per rectangle of
+    the packing, in its order) and `offsets` (per buffer id)."""
 
     status: SearchStatus
     capacity: int
@@ -50,6 +64,57 @@ class SearchResult:
     peak: int
     nodes: int
     seconds: float
+    placement: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Packing:
+    """Rectangles ready for the search, asked at any capacity without building again.
+
+    `rects` are what an answer places; `parts` their parts of non-zero size, in order of
+    time; `step` divides every canonical packing's peak (`granularity`); `live_bytes` is
+    their live-bytes bound and `ceiling` the peak of stacking them all (`naive`), which
+    always fits.
+    """
+
+    rects: tuple[Rect, ...]
+    parts: tuple[Prepared, ...]
+    step: int
+    live_bytes: int
+    ceiling: int
+
+
+def prepare(rects: Sequence[Rect], parts: Sequence[Sequence[Rect]], seed: int = 0) -> Packing:
+    """`rects` and their `parts` (as `common.split` gives them) ready for the search.
+
+    Raises ValueError on a pinned rectangle or one whose offsets are off a multiple of
+    its alignment (a view at an odd delta): the search places neither."""
+    for rect in rects:
+        if rect.pins:
+            raise ValueError("the skyline search does not place pinned buffers; use cpsat")
+        if rect.residue != 0:
+            raise ValueError(
+                f"the skyline search places alias class {rect.root!r} only at multiples of "
+                f"its alignment, which its members' alignments forbid; use cpsat"
+            )
+    prepared = sorted(
+        (prepare_part(part, seed) for part in parts), key=lambda p: (p.rects[0].start, p.rects[0].end)
+    )
+    ceiling = 0
+    for rect in sorted(rects, key=lambda r: r.index):
+        ceiling = rect.lift(ceiling) + rect.size
+    return Packing(tuple(rects), tuple(prepared), granularity(rects), live_peak(rects), ceiling)
+
+
+def granularity(rects: Sequence[Rect]) -> int:
+    """A step every packing's peak is a multiple of (when it sits on the search's
+    canonical form): the gcd of all sizes and of every alignment above 1."""
+    step = 0
+    for rect in rects:
+        step = gcd(step, rect.size)
+        if rect.modulus > 1:
+            step = gcd(step, rect.modulus)
+    return max(step, 1)
 
 
 # ---------------------------------------------------------------------------- driver
@@ -62,49 +127,58 @@ class _Outcome:
     nodes: int
 
 
-def _solve_part(group: list[AliasClass], seed: int, capacity: int, deadline: float) -> _Outcome:
+def _never() -> bool:
+    return False
+
+
+def _solve_part(
+    part: Prepared, capacity: int, deadline: float, stop: Callable[[], bool] = _never
+) -> _Outcome:
     """Run every configuration in turn, a slice of nodes each, until one answers.
 
     Searches of this kind are heavy-tailed: a configuration that is lost for minutes on
     one instance answers another in milliseconds. Taking turns costs at most a factor of
     the number of configurations, and the turns are counted in nodes, not seconds, so
     the answer does not depend on the machine's speed. A configuration is only set up
-    when its first turn comes, so an easy part costs one.
+    when its first turn comes, so an easy part costs one. `stop` ends it as the clock
+    does (its caller wants an answer now).
     """
-    parts = [_build_part(group, seed)]
-    if int(parts[0].section_bytes.max(initial=0)) > capacity:
+
+    def past() -> bool:
+        return time.perf_counter() > deadline or stop()
+
+    if int(part.arrays().section_bytes.max(initial=0)) > capacity:
         return _Outcome(SearchStatus.INFEASIBLE, (), 0)
     configs = _CONFIGS
-    if len(group) > _ORDER_RECTANGLES:
+    if len(part.rects) > _ORDER_RECTANGLES:
         configs = tuple(config for config in configs if config[0] == _FLOOR_SEARCH)
     runners: list[_Runner | _OrderRunner] = []
     nodes = 0
     while True:
         for k, (kind, order, rule, mirror) in enumerate(configs):
             if k == len(runners):
-                if runners and time.perf_counter() > deadline:
+                if runners and past():
                     return _Outcome(SearchStatus.TIMEOUT, (), nodes)  # set-up costs too
-                if mirror and len(parts) == 1:
-                    parts.append(_build_part(group, seed, mirror=True))
+                arrays = part.arrays(bool(mirror))
                 if kind == _ORDER_SEARCH:
-                    runners.append(_OrderRunner(parts[mirror], capacity, order))
+                    runners.append(_OrderRunner(arrays, capacity, order))
                 else:
-                    runners.append(_Runner(parts[mirror], capacity, order, rule))
+                    runners.append(_Runner(arrays, capacity, order, rule))
             runner = runners[k]
-            code = _turn(runner, deadline)
+            code = _turn(runner, past)
             nodes = sum(r.nodes for r in runners)
             if code == _FOUND:
                 offsets = tuple(int(o) for o in runner.offsets)
                 return _Outcome(SearchStatus.FOUND, offsets, nodes)
             if code == _EXHAUSTED:
                 return _Outcome(SearchStatus.INFEASIBLE, (), nodes)
-            if time.perf_counter() > deadline:
+            if past():
                 return _Outcome(SearchStatus.TIMEOUT, (), nodes)
         if all(r.code == _OVERFLOW for r in runners):
             return _Outcome(SearchStatus.TIMEOUT, (), nodes)
 
 
-def _turn(runner: _Runner | _OrderRunner, deadline: float) -> int:
+def _turn(runner: _Runner | _OrderRunner, past: Callable[[], bool]) -> int:
     """One turn of `_SLICE_NODES` nodes, in chunks short enough to read the clock often
     (a node costs milliseconds on large parts, so a whole turn could overrun the time
     limit by seconds). The kernels stop after exactly the nodes asked and resume where
@@ -117,10 +191,9 @@ def _turn(runner: _Runner | _OrderRunner, deadline: float) -> int:
         code = runner.step(min(chunk, target - before))
         if code != _RUNNING or runner.nodes >= target or runner.nodes == before:
             return code
-        now = time.perf_counter()
-        if now > deadline:
+        if past():
             return code
-        spent = now - began
+        spent = time.perf_counter() - began
         if spent < _CHUNK_SECONDS / 2:
             chunk *= 2
         elif spent > _CHUNK_SECONDS * 2:
@@ -130,29 +203,28 @@ def _turn(runner: _Runner | _OrderRunner, deadline: float) -> int:
 def warm_kernels() -> None:
     """Compile every kernel (numba compiles a kernel with all it calls): one step of each
     kind of run on a small part that does not solve at once."""
-    classes = [
-        AliasClass(f"r{k}", ((f"r{k}", 0),), size, (Interval(k % 2, 3),), 1, ())
+    rects = [
+        Rect(k, f"r{k}", ((f"r{k}", 0),), size, (Interval(k % 2, 3),), 1, 0, ())
         for k, size in enumerate((3, 2, 2, 1, 1))
     ]
-    part = _build_part(classes, 0)
+    part = _build_part(rects, 0)
     _Runner(part, 5, 0, _ROOMIEST).step(1)
     _OrderRunner(part, 5, 3).step(1)
 
 
-def search(problem: Problem, capacity: int, *, time_limit: float, seed: int = 0) -> SearchResult:
-    """Offsets for every buffer within `capacity` bytes, or a proof that none exist, or
-    TIMEOUT after `time_limit` seconds. Raises ValueError on pinned buffers."""
+def ask(
+    packing: Packing, capacity: int, *, time_limit: float, stop: Callable[[], bool] = _never
+) -> SearchResult:
+    """One offset per rectangle of `packing` within `capacity` bytes, or a proof that
+    none exist, or TIMEOUT after `time_limit` seconds (or once `stop()` says so)."""
     started = time.perf_counter()
     deadline = started + time_limit
-    classes = alias_classes(problem)
-    if any(cls.offset is not None for cls in classes):
-        raise ValueError("the skyline search does not place pinned buffers; use cpsat")
-    class_offsets = {cls.root: 0 for cls in classes if cls.size == 0}
+    placed: dict[int, int] = {}  # offset by rect index; rectangles of no size stay at 0
     status, nodes = SearchStatus.FOUND, 0
-    for group in _split([cls for cls in classes if cls.size > 0]):
-        if status is SearchStatus.TIMEOUT and time.perf_counter() > deadline:
+    for part in packing.parts:
+        if status is SearchStatus.TIMEOUT and (time.perf_counter() > deadline or stop()):
             break
-        outcome = _solve_part(group, seed, capacity, deadline)
+        outcome = _solve_part(part, capacity, deadline, stop)
         nodes += outcome.nodes
         if outcome.status is SearchStatus.INFEASIBLE:
             status = outcome.status
@@ -160,16 +232,26 @@ def search(problem: Problem, capacity: int, *, time_limit: float, seed: int = 0)
         if outcome.status is SearchStatus.TIMEOUT:
             status = outcome.status
             continue  # a later part may still prove the whole infeasible
-        for cls, offset in zip(group, outcome.offsets):
-            class_offsets[cls.root] = offset
+        for rect, offset in zip(part.rects, outcome.offsets):
+            placed[rect.index] = offset
     seconds = time.perf_counter() - started
     if status is not SearchStatus.FOUND:
         return SearchResult(status, capacity, None, 0, nodes, seconds)
-    offsets = {
-        name: class_offsets[cls.root] + delta for cls in classes for name, delta in cls.members
-    }
-    peak = max((offsets[b.id] + b.size for b in problem.buffers), default=0)
-    return SearchResult(status, capacity, offsets, peak, nodes, seconds)
+    placement = tuple(placed.get(rect.index, 0) for rect in packing.rects)
+    peak = max((offset + rect.size for rect, offset in zip(packing.rects, placement)), default=0)
+    offsets = expand(packing.rects, placement)
+    return SearchResult(status, capacity, offsets, peak, nodes, seconds, placement)
+
+
+def search(problem: Problem, capacity: int, *, time_limit: float, seed: int = 0) -> SearchResult:
+    """Offsets for every buffer within `capacity` bytes, or a proof that none exist, or
+    TIMEOUT after `time_limit` seconds. Raises ValueError where `prepare` does."""
+    started = time.perf_counter()
+    form = make_form(problem)
+    packing = prepare(form.rects, form.parts, seed)
+    left = time_limit - (time.perf_counter() - started)
+    result = ask(packing, capacity, time_limit=left)
+    return replace(result, seconds=time.perf_counter() - started)
 
 
 # ---------------------------------------------------------------------------- minimising
@@ -177,28 +259,19 @@ def search(problem: Problem, capacity: int, *, time_limit: float, seed: int = 0)
 
 @dataclass(frozen=True, slots=True)
 class MinimiseResult:
-    """The lowest peak found, the best lower bound proven, and every probe made."""
+    """The lowest peak found, the best lower bound proven, and every probe made;
+    `placement` is by rectangle of the packing, `offsets` by buffer id."""
 
     offsets: dict[str, int] | None
     peak: int  # 0 when nothing was found
     bound: int  # no packing has a smaller peak
     probes: tuple[SearchResult, ...]
     seconds: float
+    placement: tuple[int, ...] | None = None
 
     @property
     def optimal(self) -> bool:
         return self.offsets is not None and self.peak <= self.bound
-
-
-def granularity(problem: Problem) -> int:
-    """A step every packing's peak is a multiple of (when it sits on the search's
-    canonical form): the gcd of all sizes and of every alignment above 1."""
-    step = 0
-    for cls in alias_classes(problem):
-        step = gcd(step, cls.size)
-        if cls.alignment > 1:
-            step = gcd(step, cls.alignment)
-    return max(step, 1)
 
 
 def minimise(
@@ -209,7 +282,28 @@ def minimise(
     upper: int | None = None,
     first_share: float = 0.4,
 ) -> MinimiseResult:
-    """The smallest peak the search reaches within `time_limit` seconds.
+    """The smallest peak the search reaches for `problem` within `time_limit` seconds
+    (see `lowest`). Raises ValueError where `prepare` does."""
+    started = time.perf_counter()
+    form = make_form(problem)
+    packing = prepare(form.rects, form.parts, seed)
+    left = time_limit - (time.perf_counter() - started)
+    result = lowest(packing, time_limit=left, upper=upper, first_share=first_share)
+    return replace(result, seconds=time.perf_counter() - started)
+
+
+def lowest(
+    packing: Packing,
+    *,
+    time_limit: float,
+    upper: int | None = None,
+    first_share: float = 0.4,
+    stop: Callable[[], bool] = _never,
+    heard: Callable[[int, int], None] | None = None,
+) -> MinimiseResult:
+    """The smallest peak the search reaches within `time_limit` seconds (or until
+    `stop()` says so); `heard(peak, bound)` is told of each probe once one has found a
+    packing.
 
     1. Ask at the lower bound first (with `first_share` of the time): on these problems
        the optimum is usually there, and a yes proves it.
@@ -220,14 +314,17 @@ def minimise(
     """
     started = time.perf_counter()
     deadline = started + time_limit
-    step = granularity(problem)
-    bound = _round_up(lower_bound(problem), step)
+    step = packing.step
+    bound = _round_up(packing.live_bytes, step)
     probes: list[SearchResult] = []
     best: SearchResult | None = None
 
     def probe(capacity: int, seconds: float) -> SearchResult:
-        result = search(problem, capacity, time_limit=max(seconds, 0.0), seed=seed)
+        result = ask(packing, capacity, time_limit=max(seconds, 0.0), stop=stop)
         probes.append(result)
+        if heard is not None and (best is not None or result.status is SearchStatus.FOUND):
+            found = [r.peak for r in (best, result) if r is not None and r.offsets is not None]
+            heard(min(found), bound)
         return result
 
     first = probe(bound, time_limit * first_share)
@@ -238,7 +335,7 @@ def minimise(
             bound += step
         # Any packing will do now; a ceiling no higher than the bound just asked adds
         # nothing, and the naive stack always fits, so it is the last resort.
-        ceilings = [problem.naive_bytes]
+        ceilings = [packing.ceiling]
         if upper is not None and upper > first.capacity:
             ceilings.insert(0, upper)
         for k, ceiling in enumerate(ceilings):
@@ -251,7 +348,7 @@ def minimise(
     while best is not None and best.peak > bound:
         left = deadline - time.perf_counter()
         high = best.peak - step
-        if left <= 0.05:
+        if left <= 0.05 or stop():
             break
         if low > high:
             if low == bound:
@@ -271,7 +368,7 @@ def minimise(
     seconds = time.perf_counter() - started
     if best is None:
         return MinimiseResult(None, 0, bound, tuple(probes), seconds)
-    return MinimiseResult(best.offsets, best.peak, bound, tuple(probes), seconds)
+    return MinimiseResult(best.offsets, best.peak, bound, tuple(probes), seconds, best.placement)
 
 
 def _round_up(value: int, step: int) -> int:

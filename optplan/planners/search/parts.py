@@ -1,6 +1,10 @@
 """The search's view of one part: rectangles as flat int64 arrays, and the constants
 every kernel shares (scalar indices, result codes, the configurations that take turns).
 
+A part comes from the planners' form (`common.Form.parts`); `Prepared` holds it in the
+search's order (by time, then index: the ranks break ties by position) with its arrays,
+built once and kept for every capacity the part is asked at.
+
 Steps of `_build_part`: cut time into sections where the live set is constant, list each
 rectangle's sections and each section's rectangles (flat, with start indices, as numba
 wants them), rank the rectangles in six orders, mark identical twins. `_domains` limits a
@@ -10,11 +14,13 @@ rectangle's offsets in a section the capacity fills exactly to sums of the other
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from optplan.problem import AliasClass, Interval
+from optplan.planners.common import Rect
+from optplan.problem import Interval
 
 # Indices into the kernel's scalar array `scalars`.
 _DEPTH, _NODES, _LEFT, _H1, _H2, _H3, _STAMP, _MEMO, _FEWEST, _RULE = range(10)
@@ -58,7 +64,7 @@ class _Part:
     s holds rectangles `section_rects[section_start[s]:section_start[s + 1]]`.
     """
 
-    classes: tuple[AliasClass, ...]
+    rects: tuple[Rect, ...]
     sizes: np.ndarray
     alignments: np.ndarray
     ranks: tuple[np.ndarray, ...]  # per candidate order: lower is tried first
@@ -70,20 +76,28 @@ class _Part:
     section_bytes: np.ndarray
 
 
-def _split(classes: list[AliasClass]) -> list[list[AliasClass]]:
-    """Group rectangles into stretches of time that no rectangle crosses."""
-    spans = sorted((cls.live[0].start, cls.live[-1].end, k) for k, cls in enumerate(classes))
-    parts: list[list[AliasClass]] = []
-    reach = 0
-    for start, end, k in spans:
-        if not parts or start >= reach:
-            parts.append([])
-        reach = max(reach, end)
-        parts[-1].append(classes[k])
-    return parts
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """One part ready to be asked at any capacity: its rectangles in the search's order
+    and their arrays, time forwards and (built on first use) mirrored."""
+
+    rects: tuple[Rect, ...]
+    seed: int
+    _arrays: dict[bool, _Part] = field(default_factory=dict, repr=False, compare=False)
+
+    def arrays(self, mirror: bool = False) -> _Part:
+        if mirror not in self._arrays:
+            self._arrays[mirror] = _build_part(self.rects, self.seed, mirror)
+        return self._arrays[mirror]
 
 
-def _build_part(classes: list[AliasClass], seed: int, mirror: bool = False) -> _Part:
+def prepare_part(part: Sequence[Rect], seed: int) -> Prepared:
+    """`part` in the search's order: by start, end, then index."""
+    ordered = sorted(part, key=lambda rect: (rect.start, rect.end, rect.index))
+    return Prepared(tuple(ordered), seed)
+
+
+def _build_part(classes: Sequence[Rect], seed: int, mirror: bool = False) -> _Part:
     """The part's arrays; `mirror` numbers the sections from the end of time, which
     changes nothing but which of two equal sections the search takes first."""
     lives = [
@@ -130,13 +144,13 @@ def _build_part(classes: list[AliasClass], seed: int, mirror: bool = False) -> _
         ranks.append(_array(rank))
     shapes: dict[tuple[tuple[int, ...], int, int], int] = {}
     twin = [
-        shapes.setdefault((tuple(sections), cls.size, cls.alignment), len(shapes))
+        shapes.setdefault((tuple(sections), cls.size, cls.modulus), len(shapes))
         for cls, sections in zip(classes, covered)
     ]
     return _Part(
-        classes=tuple(classes),
+        rects=tuple(classes),
         sizes=_array(sizes),
-        alignments=_array([cls.alignment for cls in classes]),
+        alignments=_array([cls.modulus for cls in classes]),
         ranks=tuple(ranks),
         twin=_array(twin),
         rect_start=_array(np.cumsum([0] + [len(c) for c in covered])),
