@@ -43,7 +43,7 @@ PLANNERS = ("naive", "tokens", "greedy", "cpsat", "search")
 
 def corpus(only: str) -> Iterator[tuple[str, str, Problem]]:
     """(family, instance, problem) for every instance of the families asked for."""
-    from optplan.load import load
+    from optplan.frontends import load
 
     families = {
         "examples": sorted((ROOT / "examples").glob("*.py")),

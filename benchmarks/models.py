@@ -5,7 +5,7 @@ Steps:
 1. Build each architecture with onnx.helper at its published shapes, with random float32
    weights from a fixed seed (scaled small), and save it to a temporary directory with
    its weights as external data; nothing large is committed.
-2. Load it as the command line does (`optplan.load.load`): shape inference, liveness, the
+2. Load it as the command line does (`optplan.load`): shape inference, liveness, the
    Problem of its intermediates (function outputs are not planned, as in TVM).
 3. Plan it with naive, tokens (TVM's StaticPlanBlockMemory rule), greedy and cpsat (with
    a time limit), and cpsat again after `use_inplace_calls` (elementwise ops writing over
@@ -45,8 +45,7 @@ from onnx import TensorProto, helper, numpy_helper
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from optplan.errors import InputError
-from optplan.load import Loaded, load
-from optplan.onnx_frontend import onnx_weights
+from optplan.frontends import Loaded, load
 from optplan.plan import Plan, validate
 from optplan.planners import get_planner
 from optplan.problem import Problem, lower_bound
@@ -426,8 +425,7 @@ def replayed(loaded: Loaded, plan: Plan) -> tuple[float, bool]:
     from optplan import executor
 
     assert loaded.program is not None and loaded.memory is not None
-    weights = onnx_weights(loaded.path) if loaded.path.endswith(".onnx") else {}
-    inputs = {**executor.make_inputs(loaded.program), **weights}
+    inputs = {**executor.make_inputs(loaded.program), **loaded.weights}
     reference = executor.reference_run(loaded.program, inputs)
     start = time.perf_counter()
     executor.reference_run(loaded.program, inputs)

@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.graphs import GRAPHS
 from optplan.analysis.liveness import build_memory
 from optplan.executor import compare, make_inputs, planned_run, reference_run
+from optplan.frontends import load
 from optplan.ir import Program
-from optplan.load import load_program
 from optplan.passes.reorder import Reordered, reorder
 from optplan.plan import validate
 from optplan.planners import get_planner
@@ -50,10 +50,10 @@ COLUMNS = (
 def corpus() -> dict[str, Callable[[], Program]]:
     graphs: dict[str, Callable[[], Program]] = dict(GRAPHS)
     for path in sorted((ROOT / "examples").glob("*.py")):
-        graphs[path.stem] = lambda path=path: load_program(str(path))
+        graphs[path.stem] = lambda path=path: load(str(path)).program
     if HIGHLEVEL.is_dir():
         for path in sorted(HIGHLEVEL.glob("*.py")):
-            graphs[f"tvm/{path.stem}"] = lambda path=path: load_program(str(path))
+            graphs[f"tvm/{path.stem}"] = lambda path=path: load(str(path)).program
     else:
         print(f"skipping TVM's models: {HIGHLEVEL} is absent", file=sys.stderr)
     return graphs

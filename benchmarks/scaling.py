@@ -115,7 +115,7 @@ def resnet_chain(count: int, seed: int = 0) -> Problem:
 def tvm_chain(count: int, seed: int = 0) -> Problem | None:
     """Rescaled copies of TVM's real traces, end to end, until there are `count` buffers."""
     from optplan.errors import InputError
-    from optplan.load import load
+    from optplan.frontends import load
 
     traces = []
     for path in sorted(TVM.glob("*.2_fused_dataflow.py")):

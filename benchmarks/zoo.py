@@ -48,7 +48,7 @@ from zoo_models import NAMES, build, llama_fp16
 
 from optplan import executor
 from optplan.errors import InputError
-from optplan.load import load
+from optplan.frontends import load
 from optplan.onnx_frontend import read_onnx
 from optplan.plan import validate
 from optplan.planners import get_planner

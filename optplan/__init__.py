@@ -28,6 +28,8 @@ _EXPORTS = {
     "validate": "optplan.plan",
     "PLANNERS": "optplan.planners",
     "get_planner": "optplan.planners",
+    "load": "optplan.frontends",
+    "Loaded": "optplan.frontends",
 }
 
 __all__ = [
@@ -35,10 +37,12 @@ __all__ = [
     "Alias",
     "Buffer",
     "Interval",
+    "Loaded",
     "Plan",
     "Problem",
     "Status",
     "get_planner",
+    "load",
     "lower_bound",
     "read_csv",
     "validate",
@@ -46,6 +50,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from optplan.frontends import Loaded, load
     from optplan.plan import Plan, Status, validate
     from optplan.planners import PLANNERS, get_planner
     from optplan.problem import Alias, Buffer, Interval, Problem, lower_bound, read_csv, write_csv

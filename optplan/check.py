@@ -24,19 +24,18 @@ says where every tensor lives: `R.memory.alloc_storage` makes storages and
    last kill frees a tensor whose reshape is still read), while the replay poisons bytes
    at a kill, which is right only once every alias is dead.
 
-`check_file(path)` is what `optplan check PROGRAM` calls: it exits 0 when the report is
-`valid`, 1 otherwise.
+`check_program(program)` is what `optplan check PROGRAM` calls on the file's program: it
+exits 0 when the report is `valid`, 1 otherwise.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from optplan.analysis.memory import Placement
-from optplan.analysis.types import infer_types
+from optplan.analysis.types import infer_types, typed_program
 from optplan.errors import InputError
 from optplan.executor import compare, make_inputs
 from optplan.ir import Binding, Call, Function, If, Literal, Program, TensorType, Var, iter_bindings
@@ -60,7 +59,7 @@ class Carved:
 
 @dataclass(frozen=True, slots=True)
 class CheckReport:
-    """What `check_file` found. `valid` when no violation and the replay matched."""
+    """What `check_program` found. `valid` when no violation and the replay matched."""
 
     path: str
     arena_bytes: int
@@ -103,16 +102,9 @@ class CheckReport:
         return "\n".join(lines)
 
 
-def check_file(path: str | Path) -> CheckReport:
-    """Read a planned TVMScript file and check it (InputError if it cannot be read)."""
-    from optplan.script import load
-
-    return check_program(load(path), path=str(path))
-
-
 def check_program(program: Program, *, path: str = "<program>", seed: int = 0) -> CheckReport:
     """Extract, validate and replay the plan of a planned program (steps 1-5)."""
-    typed = infer_types(program)
+    typed = typed_program(program)
     problem, plan = extract_plan(typed)
     storages = _counted_storages(typed.main, problem)
     faults = [str(v) for v in validate(problem, plan)]
@@ -131,7 +123,7 @@ def check_program(program: Program, *, path: str = "<program>", seed: int = 0) -
 
 def extract_plan(program: Program) -> tuple[Problem, Plan]:
     """The Problem and Plan that a planned program's entry function encodes (steps 1-3)."""
-    fn = infer_types(program).main
+    fn = typed_program(program).main
     objects = function_objects(fn)
     carved = carved_tensors(fn)
     live = _lifetimes(objects)
@@ -274,7 +266,7 @@ def _misaligned(fn: Function) -> list[str]:
 
 def _replay(program: Program, seed: int) -> str | None:
     """Step 5: None when the shared run matches the fresh one byte for byte."""
-    program = kill_after_last_use(strip_kills(program))
+    program = infer_types(kill_after_last_use(strip_kills(program)))
     inputs = make_inputs(program, seed)
     fresh = run_lowered(program, inputs, shared=False)
     shared = run_lowered(program, inputs, shared=True)

@@ -30,7 +30,7 @@ import numpy as np
 
 from optplan import __version__
 from optplan.errors import InputError
-from optplan.load import Loaded, load, read_plan
+from optplan.frontends import Loaded, frontend_of, load, read_plan
 from optplan.plan import Plan, validate
 from optplan.problem import Problem, write_csv
 
@@ -337,11 +337,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(f"invalid plan at the replayed size: {fault}", file=sys.stderr)
         loaded = replay
     assert loaded.program is not None and loaded.memory is not None
-    inputs = executor.make_inputs(loaded.program, seed=args.seed)
-    if args.program.lower().endswith(".onnx"):
-        from optplan.onnx_frontend import onnx_weights
-
-        inputs.update(onnx_weights(args.program))
+    inputs = {**executor.make_inputs(loaded.program, seed=args.seed), **loaded.weights}
     if args.inputs:
         given = _read_npz(args.inputs)
         unknown = sorted(set(given) - set(inputs) - _expected_names(args, given))
@@ -381,7 +377,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _replay_program(loaded: Loaded, args: argparse.Namespace) -> Loaded:
     """The program at the sizes `--dim` asks for, when they differ from the planned ones."""
-    from optplan.load import load_replay
+    from optplan.frontends import load_replay
 
     dims = _dims(args.dim)
     if not dims or all(loaded.bounds.get(n) == v for n, v in dims.items()):
@@ -576,10 +572,12 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
 
 
 def _load(args: argparse.Namespace) -> Loaded:
+    # A missing file is `load`'s to report.
+    frontend = frontend_of(args.program) if Path(args.program).is_file() else None
     if args.alignment is None:
-        args.alignment = 1 if args.program.lower().endswith(".csv") else 64
-    script = args.program.lower().endswith(".py")
-    if script and args.dim and args.command != "run":
+        args.alignment = frontend.default_alignment if frontend else 64
+    replay_dims = frontend is not None and frontend.dims_at_replay
+    if replay_dims and args.dim and args.command != "run":
         raise InputError(
             "--dim on a TVMScript program is the size 'optplan run' replays at; "
             "plans are made at the upper bounds (--bound)",
@@ -590,7 +588,7 @@ def _load(args: argparse.Namespace) -> Loaded:
         alignment=args.alignment,
         plan_outputs=args.plan_outputs,
         inplace=args.inplace,
-        dims={} if script else _dims(args.dim),
+        dims={} if replay_dims else _dims(args.dim),
         bounds=_dims(args.bound, "--bound"),
     )
 
@@ -617,7 +615,7 @@ def _target(args: argparse.Namespace, loaded: Loaded) -> Loaded:
     if not getattr(args, "json", False):
         print(f"{loaded.path}: {_reorder_note(result)}", file=sys.stderr)
     memory = build_memory(program, plan_outputs=args.plan_outputs, alignment=args.alignment)
-    return Loaded(loaded.path, memory.problem, program, memory)
+    return Loaded(loaded.path, memory.problem, program, memory, loaded.weights)
 
 
 def _reorder_note(result: Reordered) -> str:

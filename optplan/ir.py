@@ -266,11 +266,14 @@ class Kernel:
 @dataclass(frozen=True, slots=True)
 class Program:
     """Relax functions and kernel texts. `module` is the `@I.ir_module` class name, or
-    None for a file of bare `@R.function`s."""
+    None for a file of bare `@R.function`s. `typed`: made by `infer_types`, so every
+    binding has its checked type (a pass that adds untyped bindings clears it); consumers
+    then use the program as it is instead of inferring its types again."""
 
     functions: tuple[Function, ...]
     kernels: tuple[Kernel, ...] = ()
     module: str | None = None
+    typed: bool = field(default=False, compare=False)
 
     @property
     def main(self) -> Function:

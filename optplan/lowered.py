@@ -17,7 +17,9 @@ are run as written, statement by statement:
   `optplan.ops.evaluate`, exactly as the executor runs a `call_tir` of that name;
 - `R.memory.kill_tensor(x)`: x's bytes become POISON; `R.memory.kill_storage(s)`: the
   bytes of `s` not held by a live tensor become POISON, and `s` may carve no more;
-- anything else (views, tuples, high-level ops) as the executor evaluates it.
+- anything else (views, tuples, high-level ops, Ifs) as the reference interpreter
+  (`optplan.interpreter.Interpreter`) runs it: `Lowered` overrides only the memory ops
+  and the kernel calls, and keeps an If's value where its branch carved it.
 
 With `shared=False` every `alloc_tensor` is a fresh poisoned array of its own and kills
 do nothing: the reference that a shared run must match bit for bit. Parameters and
@@ -31,50 +33,30 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from optplan.analysis.types import infer_types
+from optplan.analysis.types import typed_program
 from optplan.errors import InputError
-from optplan.executor import POISON, ReplayFailure, Run, flat_arrays, meta_key, read_only
+from optplan.interpreter import POISON, Interpreter, ReplayFailure, Run, Value
 from optplan.ir import (
     Binding,
     Call,
-    Const,
     Expr,
-    If,
-    Literal,
     Loc,
-    MetaConst,
     Program,
-    SeqExpr,
-    ShapeExpr,
     TensorType,
-    Tuple,
-    TupleGetItem,
     TupleType,
     Type,
     Var,
     var_types,
 )
-from optplan.ops import evaluate
 from optplan.passes.objects import literal_int
-
-_KERNEL_OPS = ("call_tir", "call_tir_inplace", "call_kernel")
 
 
 def run_lowered(program: Program, inputs: dict[str, np.ndarray], *, shared: bool = True) -> Run:
     """Run the entry function of a lowered `program`; see the module docstring."""
-    typed = infer_types(program)
-    machine = _Machine(inputs, var_types(typed.main), shared)
-    fn = typed.main
-    for p in fn.params:
-        if p.var.name not in inputs:
-            raise InputError(f"no input given for parameter {p.var.name!r}")
-        machine.env[p.var.name] = read_only(inputs[p.var.name])
-    try:
-        machine.seq(fn.body)
-        outputs = tuple(np.array(v, copy=True) for v in flat_arrays(machine.expr(fn.body.body)))
-    except ReplayFailure as failure:
-        return Run(machine.values, (), machine.locs, str(failure), failure.loc)
-    return Run(machine.values, outputs, machine.locs)
+    program = typed_program(program)
+    return Lowered(
+        program, inputs, copy_values=True, shared=shared, types=var_types(program.main)
+    ).run()
 
 
 @dataclass(slots=True)
@@ -85,111 +67,74 @@ class _Carved:
 
 
 @dataclass(slots=True)
-class _Machine:
-    inputs: dict[str, np.ndarray]
-    types: dict[str, Type | None]
-    shared: bool
-    env: dict[str, object] = field(default_factory=dict)
+class Lowered(Interpreter):
+    """The reference interpreter, with storages, carved tensors, kills and kernels that
+    write their destinations."""
+
+    shared: bool = True
+    types: dict[str, Type | None] = field(default_factory=dict)
     storages: dict[str, np.ndarray] = field(default_factory=dict)
     dead_storages: set[str] = field(default_factory=set)
     carved: dict[str, _Carved] = field(default_factory=dict)
     unwritten: set[str] = field(default_factory=set)
-    values: dict[str, np.ndarray] = field(default_factory=dict)
-    locs: dict[str, Loc | None] = field(default_factory=dict)
 
-    def seq(self, seq: SeqExpr) -> None:
-        for block in seq.blocks:
-            for binding in block.bindings:
-                self.binding(binding)
+    def record(self, binding: Binding, value: Value) -> None:
+        """Values are recorded as kernels write them (`write`), not as they are bound."""
 
-    def binding(self, binding: Binding) -> None:
-        value = binding.value
-        if isinstance(value, If):
-            taken = bool(np.asarray(self.expr(value.cond)))
-            branch = value.then_branch if taken else value.else_branch
-            self.seq(branch)
-            result = self.expr(branch.body)
-        elif isinstance(value, Call):
-            result = self.call(binding, value)
-        else:
-            result = self.expr(value)
-        self.env[binding.var.name] = result
-
-    def expr(self, expr: Expr) -> object:
-        match expr:
-            case Var(name=name):
-                return self.env[name]
-            case Const(value=value, dtype=dtype):
-                return read_only(np.asarray(value, dtype=dtype))
-            case MetaConst(kind=kind, index=index):
-                key = meta_key(kind, index)
-                if key not in self.inputs:
-                    raise InputError(f"no input given for {key}")
-                return read_only(self.inputs[key])
-            case ShapeExpr(values=values):
-                return values
-            case Literal(value=value):
-                return value
-            case Tuple(fields=fields):
-                return tuple(self.expr(f) for f in fields)
-            case TupleGetItem(tuple_value=inner, index=index):
-                return self.expr(inner)[index]  # type: ignore[index]
-            case _:
-                raise InputError(f"cannot evaluate a {type(expr).__name__} here")
+    def if_value(self, binding: Binding, result: Value) -> Value:
+        """The branch yields the If's own tensor, carved where the plan put it."""
+        return result
 
     # ------------------------------------------------------------------ memory ops
 
-    def call(self, binding: Binding, call: Call) -> object:
-        handler = {
-            "memory.alloc_storage": self.alloc_storage,
-            "memory.alloc_tensor": self.alloc_tensor,
-            "memory.kill_tensor": self.kill_tensor,
-            "memory.kill_storage": self.kill_storage,
-            "call_kernel": self.kernel,
-        }.get(call.op)
-        if handler is not None:
-            return handler(binding, call)
-        value = evaluate(call, [self.expr(a) for a in call.args], _type_of(binding, call))
-        if call.op == "builtin.alloc_tensor":
-            self.unwritten.add(binding.var.name)
-        return value
+    def alloc_storage(
+        self, call: Call, args: list[Value], out_type: Type | None, binding: Binding | None
+    ) -> Value:
+        name = _bound_name(call, binding)
+        size = int(args[0][0])  # type: ignore[index]
+        self.storages[name] = np.full(size, POISON, dtype=np.uint8)
+        return self.storages[name]
 
-    def alloc_storage(self, binding: Binding, call: Call) -> object:
-        size = int(self.expr(call.args[0])[0])  # type: ignore[index]
-        self.storages[binding.var.name] = np.full(size, POISON, dtype=np.uint8)
-        return self.storages[binding.var.name]
-
-    def alloc_tensor(self, binding: Binding, call: Call) -> object:
+    def alloc_tensor(
+        self, call: Call, args: list[Value], out_type: Type | None, binding: Binding | None
+    ) -> Value:
+        name = _bound_name(call, binding)
+        loc = binding.loc if binding is not None else None
         storage = _var_name(call.args[0])
-        type_ = _type_of(binding, call)
+        type_ = _type_of(call, out_type)
         assert isinstance(type_, TensorType)
         start = literal_int(call.args[1])
         end = start + type_.size_bytes
         arena = self.storages[storage]
         if storage in self.dead_storages:
-            raise ReplayFailure(
-                f"{binding.var.name!r} is carved from {storage!r} after its kill", binding.loc
-            )
+            raise ReplayFailure(f"{name!r} is carved from {storage!r} after its kill", loc)
         if start < 0 or end > arena.size:
             raise ReplayFailure(
-                f"{binding.var.name!r} at bytes [{start}, {end}) overruns {storage!r} of {arena.size} bytes",
-                binding.loc,
+                f"{name!r} at bytes [{start}, {end}) overruns {storage!r} of {arena.size} bytes",
+                loc,
             )
-        self.carved[binding.var.name] = _Carved(storage, start, end)
-        self.unwritten.add(binding.var.name)
+        self.carved[name] = _Carved(storage, start, end)
+        self.unwritten.add(name)
         if not self.shared:
             return _poisoned(type_)
         return arena[start:end].view(type_.dtype).reshape(type_.shape)
 
-    def kill_tensor(self, binding: Binding, call: Call) -> object:
-        value = self.expr(call.args[0])
+    def alloc_fresh(
+        self, call: Call, args: list[Value], out_type: Type | None, binding: Binding | None
+    ) -> Value:
+        value = Interpreter.alloc_fresh(self, call, args, out_type, binding)
+        self.unwritten.add(_bound_name(call, binding))
+        return value
+
+    def kill_tensor(self, call: Call, args: list[Value]) -> Value:
+        value = args[0]
         if self.shared and isinstance(value, np.ndarray) and value.flags.writeable:
             value.reshape(-1).view(np.uint8)[:] = POISON
         if isinstance(call.args[0], Var):
             self.carved.pop(call.args[0].name, None)
         return ()
 
-    def kill_storage(self, binding: Binding, call: Call) -> object:
+    def kill_storage(self, call: Call, args: list[Value]) -> Value:
         name = _var_name(call.args[0])
         self.dead_storages.add(name)
         if self.shared:
@@ -202,15 +147,16 @@ class _Machine:
 
     # ------------------------------------------------------------------ kernels
 
-    def kernel(self, binding: Binding, call: Call) -> object:
-        args = [self.expr(a) for a in call.args]
+    def call_kernel(self, call: Call, args: list[Value], binding: Binding | None) -> Value:
         outs, in_place = self.destinations(call, args)
         count = len(args) if in_place else len(args) - len(outs)
         out_type = self.out_type(call, outs)
-        result = evaluate(_as_op_call(call, call.args[:count]), args[:count], out_type)
+        op_call = _as_op_call(call, call.args[:count])
+        result = self.compute(op_call, args[:count], out_type, binding)
         results = result if isinstance(result, tuple) else (result,)
+        loc = binding.loc if binding is not None else call.loc
         for index, value in zip(outs, results):
-            self.write(call, index, args[index], value, binding.loc)
+            self.write(call, index, args[index], value, loc)
         return ()
 
     def out_type(self, call: Call, outs: list[int]) -> Type:
@@ -224,7 +170,7 @@ class _Machine:
             types.append(type_)
         return types[0] if len(types) == 1 else TupleType(tuple(types))
 
-    def destinations(self, call: Call, args: list[object]) -> tuple[list[int], bool]:
+    def destinations(self, call: Call, args: list[Value]) -> tuple[list[int], bool]:
         """The arguments the kernel writes, and whether they are inputs too (in place)."""
         listed = call.attr("inplace_indices")
         if listed is not None:
@@ -251,7 +197,7 @@ class _Machine:
             call.loc,
         )
 
-    def write(self, call: Call, index: int, target: object, value: object, loc: Loc | None) -> None:
+    def write(self, call: Call, index: int, target: Value, value: Value, loc: Loc | None) -> None:
         if not isinstance(target, np.ndarray) or not target.flags.writeable:
             raise ReplayFailure(
                 f"kernel {call.attr('kernel')!r} writes into argument {index}, which is read-only "
@@ -276,10 +222,16 @@ def _as_op_call(call: Call, in_exprs: tuple[Expr, ...]) -> Call:
     return Call("call_tir", tuple(in_exprs), (("kernel", str(call.attr("kernel"))),))
 
 
-def _type_of(binding: Binding, call: Call) -> Type:
-    if binding.type is None:
+def _type_of(call: Call, out_type: Type | None) -> Type:
+    if out_type is None:
         raise InputError(f"the type of the {call.op} call is not known")
-    return binding.type
+    return out_type
+
+
+def _bound_name(call: Call, binding: Binding | None) -> str:
+    if binding is None:
+        raise InputError(f"{call.op} must be bound to a variable")
+    return binding.var.name
 
 
 def _var_name(expr: Expr) -> str:

@@ -89,6 +89,10 @@ RANDOM_OPS = frozenset(
         "Multinomial",
     }
 )
+# Facts the replay's input maker reads (see `optplan.ops.OpDef`), as for Relax's ops.
+_KEEPS_SIGN_OPS = VIEW_OPS | {"Add", "Mul", "Cast"}
+_NEEDS_POSITIVE_OPS = frozenset({"Sqrt", "Log"})
+_INDEXING_OPS = frozenset({"Gather", "GatherElements"})
 _STANDARD_DOMAINS = ("", "ai.onnx")
 # The few dtypes NumPy has natively; bfloat16 and float8 would need ml_dtypes.
 _DTYPES = frozenset(
@@ -104,18 +108,6 @@ class OnnxModel:
     program: Program
     weights: dict[str, np.ndarray] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)
-
-
-def load_onnx(path: str, dims: dict[str, int]) -> Program:
-    """The Program of the ONNX model at `path` (weights are not read)."""
-    return read_onnx(path, dims, with_weights=False).program
-
-
-def onnx_weights(path: str) -> dict[str, np.ndarray]:
-    """The weights of the model at `path` (initializers and Constant values), by the name
-    of their parameter in the Program that `load_onnx` gives."""
-    model = _read_checked(path, load_data=True)
-    return _weights(model, _names(model.graph), _opset(model))
 
 
 def read_onnx(path: str, dims: dict[str, int], *, with_weights: bool = True) -> OnnxModel:
@@ -405,7 +397,9 @@ def _weights(model: onnx.ModelProto, names: dict[str, str], opset: int) -> dict[
 # ---------------------------------------------------------------------------- op table
 
 # Attributes optplan adds to a call; the rest are the node's own.
-_OWN_ATTRS = frozenset({"out_ty", "onnx_opset", "onnx_inputs", "onnx_outputs"})
+# optplan's own attributes of an `onnx.*` call, never handed to the ONNX node
+# (`inplace_indices` is `use_inplace_calls`'s).
+_OWN_ATTRS = frozenset({"out_ty", "onnx_opset", "onnx_inputs", "onnx_outputs", "inplace_indices"})
 
 
 def _infer(call: Call, arg_types: Sequence[Type | None]) -> Type:
@@ -549,6 +543,12 @@ def _has_reference(schema: onnx.defs.OpSchema) -> bool:
     return True
 
 
+def _indexed_axis_size(call: Call, data: TensorType) -> int:
+    """Gather's and GatherElements' indices index `axis` of the data (default 0)."""
+    axis = call.attr("axis", 0)
+    return data.shape[axis] if isinstance(axis, int) and -len(data.shape) <= axis < len(data.shape) else 1
+
+
 def _register_all() -> None:
     """One OpDef per standard op; ops without a reference implementation get no kernel,
     so the executor runs its deterministic mixing kernel for them."""
@@ -563,10 +563,14 @@ def _register_all() -> None:
                     inplace=name in ELEMENTWISE_OPS,
                     view=name in VIEW_OPS,
                     elementwise=name in ELEMENTWISE_OPS,
+                    keeps_elements=name in VIEW_OPS,
+                    keeps_sign=name in _KEEPS_SIGN_OPS,
+                    needs_positive=name in _NEEDS_POSITIVE_OPS,
+                    indexed_size=_indexed_axis_size if name in _INDEXING_OPS else None,
                 )
             )
 
 
 _register_all()
 
-__all__ = ["VIEW_OPS", "OnnxModel", "load_onnx", "onnx_weights", "read_onnx"]
+__all__ = ["VIEW_OPS", "OnnxModel", "read_onnx"]

@@ -10,6 +10,17 @@ Analyses read `OPS[name]` instead of testing op names. An entry says:
   same shape and dtype (elementwise ops);
 - `view`: the output is the same bytes as the first argument, reinterpreted (reshape);
   views are never planned on their own;
+- `effect`: the op does something besides computing its value (allocates, kills, prints),
+  so it keeps its place in the program whatever the order of the values around it;
+- `keeps_elements`: the output is the first operand's elements in the same order (reshape);
+  `keeps_sign`: positive operands give a positive output (add, astype);
+  `needs_positive`: the op's domain is the positive numbers (sqrt, log);
+  `indexed_size(call, data)`: for ops that read operand 1 as indices into operand 0
+  (`take`, ONNX Gather), how many entries the indexed axis of `data` has. The replay's
+  input maker reads these four (`optplan.executor.make_inputs`);
+- `runs`: the interpreter's override point for the op (`Runs`): most ops compute a value;
+  kernel calls, allocations and kills have points of their own, which the planned and
+  lowered runners override;
 - `into(call, args, out)`: optional destination passing: writes the result straight into
   the array `out` and returns True, or returns False when it cannot (the executor then
   runs `kernel` and copies). NumPy ufuncs do this with `out=`, saving a copy per op.
@@ -26,6 +37,8 @@ family. NumPy bodies too long for a lambda live in `optplan.kernels`.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,6 +52,20 @@ from optplan.ir import Call, Literal, ObjectType, TensorType, TupleType, Type
 Infer = Callable[[Call, Sequence[Type | None]], Type]
 Kernel = Callable[[Call, Sequence[object]], object]
 Into = Callable[[Call, Sequence[object], np.ndarray], bool]
+IndexedSize = Callable[[Call, TensorType], int]
+
+
+class Runs(enum.Enum):
+    """Which override point of the interpreter (`optplan.interpreter`) runs an op."""
+
+    OP = "op"  # computes its value from its operands (`call_op`)
+    KERNEL = "kernel"  # writes its destination operands (`call_kernel`)
+    ALLOC_STORAGE = "alloc_storage"
+    ALLOC_TENSOR = "alloc_tensor"  # carved from a storage
+    ALLOC_FRESH = "alloc_fresh"  # a tensor of its own
+    KILL_TENSOR = "kill_tensor"
+    KILL_STORAGE = "kill_storage"
+    KILL_OBJECT = "kill_object"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +77,12 @@ class OpDef:
     view: bool = False
     elementwise: bool = False
     into: Into | None = None
+    effect: bool = False
+    keeps_elements: bool = False
+    keeps_sign: bool = False
+    needs_positive: bool = False
+    indexed_size: IndexedSize | None = None
+    runs: Runs = Runs.OP
 
 
 OPS: dict[str, OpDef] = {}
@@ -63,6 +96,20 @@ def register(op: OpDef) -> OpDef:
 def lookup(name: str) -> OpDef | None:
     """The table entry of `name`, or None when optplan does not know the op."""
     return OPS.get(name)
+
+
+# Ops with an effect that the table has no entry for (they have no type rule), and the
+# namespaces whose every op has one.
+_EFFECTS_UNTABLED = frozenset({"print", "assert_op", "call_packed", "call_builtin_with_ctx"})
+_EFFECT_NAMESPACES = ("memory.", "vm.")
+
+
+def has_effect(name: str) -> bool:
+    """Whether op `name` does something besides computing its value (`OpDef.effect`)."""
+    op = lookup(name)
+    if op is not None and op.effect:
+        return True
+    return name in _EFFECTS_UNTABLED or name.startswith(_EFFECT_NAMESPACES)
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -517,7 +564,7 @@ def _view(name: str, infer: Infer) -> None:
         assert isinstance(out, TensorType)
         return x.reshape(out.shape)
 
-    register(OpDef(name, infer, kernel, view=True))
+    register(OpDef(name, infer, kernel, view=True, keeps_elements=name != "match_cast"))
 
 
 def _infer_match_cast(call: Call, arg_types: Sequence[Type | None]) -> Type:
@@ -994,7 +1041,12 @@ def _triangle(name: str, fn: Callable[[np.ndarray, int], np.ndarray]) -> None:
 
 register(OpDef("concat", _infer_concat, _concat_kernel))
 register(OpDef("split", _infer_split, _split_kernel))
-register(OpDef("take", _infer_take, _take_kernel))
+def _take_size(call: Call, data: TensorType) -> int:
+    axis = call.attr("axis")
+    return data.shape[axis] if isinstance(axis, int) else _count(data.shape)
+
+
+register(OpDef("take", _infer_take, _take_kernel, indexed_size=_take_size))
 register(OpDef("strided_slice", _infer_strided_slice, _strided_slice_kernel))
 register(OpDef("repeat", _infer_repeat, _repeat_kernel))
 register(
@@ -1252,7 +1304,7 @@ def _no_value(call: Call, arg_types: Sequence[Type | None]) -> Type:
 register(OpDef("call_tir", _infer_call_tir))
 # `kernel(a, b, out)` after CallTIRRewrite: writes its destinations, returns nothing.
 # Lowered programs run with optplan.lowered, which knows storages and destinations.
-register(OpDef("call_kernel", _no_value))
+register(OpDef("call_kernel", _no_value, runs=Runs.KERNEL))
 register(OpDef("call_tir_inplace", _infer_call_tir))
 register(
     OpDef(
@@ -1260,6 +1312,7 @@ register(
         _infer_builtin_alloc,
         # Fresh memory is zeroed so that a replay is deterministic.
         lambda call, args: np.zeros(shape_value(args, 0), _literal_dtype(call, 1)),
+        runs=Runs.ALLOC_FRESH,
     )
 )
 register(
@@ -1267,19 +1320,43 @@ register(
         "memory.alloc_storage",
         _infer_alloc_storage,
         lambda call, args: np.zeros(shape_value(args, 0), np.uint8),
+        effect=True,
+        runs=Runs.ALLOC_STORAGE,
     )
 )
-register(OpDef("memory.alloc_tensor", _infer_memory_alloc, _storage_view, view=True))
-for _kill in ("memory.kill_tensor", "memory.kill_storage", "vm.kill_object"):
-    register(OpDef(_kill, _no_value, lambda call, args: ()))
+register(
+    OpDef(
+        "memory.alloc_tensor",
+        _infer_memory_alloc,
+        _storage_view,
+        view=True,
+        effect=True,
+        runs=Runs.ALLOC_TENSOR,
+    )
+)
+for _kill, _runs in (
+    ("memory.kill_tensor", Runs.KILL_TENSOR),
+    ("memory.kill_storage", Runs.KILL_STORAGE),
+    ("vm.kill_object", Runs.KILL_OBJECT),
+):
+    register(OpDef(_kill, _no_value, lambda call, args: (), effect=True, runs=_runs))
+
+# Facts for drawing replay inputs: a sqrt or log of a value in [-1, 1) would be a NaN that
+# spreads and hides later corruption.
+for _name in ("sqrt", "rsqrt", "log"):
+    OPS[_name] = dataclasses.replace(OPS[_name], needs_positive=True)
+for _name in ("add", "multiply", "astype", "reshape", "expand_dims", "squeeze", "flatten"):
+    OPS[_name] = dataclasses.replace(OPS[_name], keeps_sign=True)
 
 __all__ = [
     "OPS",
     "OpDef",
+    "Runs",
     "Window",
     "broadcast",
     "evaluate",
     "fail",
+    "has_effect",
     "inplace_outputs",
     "lookup",
     "normal_axis",

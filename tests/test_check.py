@@ -14,7 +14,7 @@ import pytest
 
 from optplan.analysis.liveness import build_memory
 from optplan.analysis.types import infer_types
-from optplan.check import check_file, check_program, extract_plan
+from optplan.check import check_program, extract_plan
 from optplan.ir import Binding, Call, Program, Var
 from optplan.passes import lower_program, plan_memory
 from optplan.plan import validate
@@ -39,7 +39,8 @@ TVM_TOTALS = {
 @pytest.mark.parametrize("stage", ["4_planned", "5_killed"])
 @pytest.mark.parametrize("model", sorted(TVM_TOTALS))
 def test_tvm_plans_are_valid_with_tvm_totals(model: str, stage: str) -> None:
-    report = check_file(DATA / f"{model}.{stage}.py")
+    path = DATA / f"{model}.{stage}.py"
+    report = check_program(load(path), path=str(path))
     assert report.arena_bytes == TVM_TOTALS[model]
     assert report.valid, report.summary()
     assert report.summary().endswith("valid")
@@ -106,7 +107,8 @@ def _move(program: Program, name: str, storage: str) -> Program:
 def test_tvm_inplace_resnet18_writes_a_constant() -> None:
     """TVM 0.27's in-place pass writes BatchNorm's `var + eps` into the model constant:
     the plan itself is valid, but the replay, with read-only constants, stops there."""
-    report = check_file(DATA / "resnet18.unfused_inplace.4_planned.py")
+    path = DATA / "resnet18.unfused_inplace.4_planned.py"
+    report = check_program(load(path), path=str(path))
     assert report.violations == ()
     assert report.replay is not None and "read-only" in report.replay
     assert not report.valid

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from optplan import executor
 from optplan.cli import main
 from optplan.errors import InputError
-from optplan.load import load, load_replay
+from optplan.frontends import load, load_replay
 from optplan.plan import validate
 from optplan.planners import get_planner
 from optplan.script import parse, print_program

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optplan.analysis.liveness import build_memory
-from optplan.analysis.memory import Memory, Placement
+from optplan.analysis.memory import Memory, Placement, Releases
 from optplan.analysis.types import infer_types
 from optplan.errors import InputError
 from optplan.executor import POISON, compare, make_inputs, meta_key, planned_run, reference_run
@@ -90,7 +90,7 @@ def chain_memory() -> Memory:
     return Memory(
         buffers(("a", 0, 3), ("b", 1, 4), ("c", 2, 4)),
         placements={"a": Placement("a"), "b": Placement("b"), "c": Placement("c")},
-        release_after={"c": ("a",), "out": ("b", "c")},
+        releases={"c": Releases(after=("a",)), "out": Releases(after=("b", "c"))},
     )
 
 
@@ -125,7 +125,7 @@ def test_a_plan_reusing_freed_bytes_replays_bit_for_bit() -> None:
     memory = Memory(
         buffers(("a", 0, 3), ("b", 1, 4), ("c", 2, 4), ("d", 4, 5)),
         placements={n: Placement(n) for n in "abcd"},
-        release_after={"c": ("a",), "d": ("b", "c", "d")},
+        releases={"c": Releases(after=("a",)), "d": Releases(after=("b", "c", "d"))},
     )
     program = fn_program(
         [
@@ -154,7 +154,7 @@ def test_two_live_tensors_sharing_bytes_show_as_a_difference() -> None:
 
 def test_poison_shows_a_buffer_released_too_early() -> None:
     memory = chain_memory()
-    early = Memory(memory.problem, memory.placements, release_after={"b": ("a",)})
+    early = Memory(memory.problem, memory.placements, releases={"b": Releases(after=("a",))})
     difference = replay(chain(), early, plan_of({"a": 0, "b": 64, "c": 128}, 192))
     assert difference is not None and difference.name == "c"  # type: ignore[attr-defined]
 
@@ -164,7 +164,7 @@ def test_nan_values_compare_bytewise() -> None:
         [bind("a", Call("sqrt", (Var("x"),))), bind("out", Call("negative", (Var("a"),)))],
         Var("out"),
     )
-    memory = Memory(buffers(("a", 0, 2)), placements={"a": Placement("a")}, release_after={"out": ("a",)})
+    memory = Memory(buffers(("a", 0, 2)), placements={"a": Placement("a")}, releases={"out": Releases(after=("a",))})
     inputs = {"x": -np.ones((4, 4), np.float32)}
     reference = reference_run(program, inputs)
     assert np.isnan(reference.values["a"]).all()
@@ -184,7 +184,7 @@ def test_views_share_the_bytes_of_their_source() -> None:
     memory = Memory(
         buffers(("a", 0, 4)),
         placements={"a": Placement("a"), "r": Placement("a"), "same": Placement("a")},
-        release_after={"out": ("a",)},
+        releases={"out": Releases(after=("a",))},
     )
     assert replay(program, memory, plan_of({"a": 64}, 128)) is None
 
@@ -209,7 +209,7 @@ def test_tuple_results_and_items_live_at_their_placements() -> None:
             "p1": Placement("parts[1]"),
             "pair": (Placement("parts[1]"), Placement("parts[0]")),
         },
-        release_after={"out": ("parts[0]", "parts[1]")},
+        releases={"out": Releases(after=("parts[0]", "parts[1]"))},
     )
     inputs = make_inputs(program)
     reference = reference_run(program, inputs)
@@ -238,9 +238,7 @@ def test_if_copies_the_branch_value_and_poisons_on_entry() -> None:
     memory = Memory(
         problem,
         placements={"a": Placement("a"), "t": Placement("t"), "e": Placement("e")},
-        release_else={"r": ("a",)},
-        release_then_exit={"r": ("a", "t")},
-        release_else_exit={"r": ("e",)},
+        releases={"r": Releases(else_entry=("a",), then_exit=("a", "t"), else_exit=("e",))},
     )
     # The else branch does not read a, so e may take a's bytes.
     plan = plan_of({"a": 0, "t": 64, "e": 0}, 128)

@@ -169,12 +169,12 @@ def test_branch_only_tensors_may_share_bytes() -> None:
 
 def test_releases_follow_the_path_taken() -> None:
     memory = build_memory(branchy(), alignment=1)
-    assert memory.release_then["y"] == ("c", "cond")
-    assert memory.release_else["y"] == ("b", "cond")
-    assert memory.release_then_exit["y"] == ("t1",)
-    assert memory.release_else_exit["y"] == ("e1",)
-    assert memory.release_after["gv"] == ("y",)
-    assert memory.release_after["c"] == ("a",)
+    assert memory.releases["y"].then_entry == ("c", "cond")
+    assert memory.releases["y"].else_entry == ("b", "cond")
+    assert memory.releases["y"].then_exit == ("t1",)
+    assert memory.releases["y"].else_exit == ("e1",)
+    assert memory.releases["gv"].after == ("y",)
+    assert memory.releases["c"].after == ("a",)
 
 
 def test_alignment_is_given_to_every_buffer() -> None:

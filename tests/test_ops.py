@@ -489,3 +489,27 @@ def test_unary_ops_keep_an_integer_dtype() -> None:
     out_type, value = call("exp", np.array([0, 1, 2], np.int32))
     assert out_type == TensorType((3,), "int32") and value.dtype == np.int32  # type: ignore[union-attr]
     assert np.asarray(value).tolist() == [1, 2, 7]
+
+
+def test_effects_are_op_facts() -> None:
+    from optplan.ops import OPS, has_effect
+
+    for name in ("memory.alloc_storage", "memory.alloc_tensor", "memory.kill_tensor", "vm.kill_object"):
+        assert OPS[name].effect and has_effect(name)
+    for name in ("print", "call_packed", "vm.builtin.anything"):
+        assert has_effect(name)
+    assert not any(has_effect(name) for name in ("add", "reshape", "call_tir", "nn.conv2d"))
+
+
+def test_memory_ops_name_their_override_point() -> None:
+    from optplan.ops import OPS, Runs
+
+    assert OPS["call_kernel"].runs is Runs.KERNEL
+    assert OPS["memory.alloc_storage"].runs is Runs.ALLOC_STORAGE
+    assert OPS["memory.alloc_tensor"].runs is Runs.ALLOC_TENSOR
+    assert OPS["builtin.alloc_tensor"].runs is Runs.ALLOC_FRESH
+    assert OPS["memory.kill_tensor"].runs is Runs.KILL_TENSOR
+    assert OPS["memory.kill_storage"].runs is Runs.KILL_STORAGE
+    assert OPS["vm.kill_object"].runs is Runs.KILL_OBJECT
+    special = ("memory.", "vm.", "call_kernel", "builtin.")
+    assert all(op.runs is Runs.OP for name, op in OPS.items() if not name.startswith(special))

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
-from optplan.analysis.liveness import build_memory, build_problem
+from optplan.analysis.liveness import build_memory
 from optplan.analysis.types import infer_types, verify
 from optplan.check import check_program
 from optplan.errors import InputError
@@ -225,7 +225,7 @@ def test_inplace_replays_bit_for_bit() -> None:
     memory = build_memory(rewritten)
     plan = get_planner("greedy")(memory.problem)
     assert compare(reference, planned_run(rewritten, memory, plan, inputs)) is None
-    assert plan.arena < get_planner("greedy")(build_problem(program)).arena
+    assert plan.arena < get_planner("greedy")(build_memory(program).problem).arena
 
 
 def test_inplace_refuses_the_batchnorm_constant() -> None:

@@ -31,3 +31,11 @@ def test_version_is_the_package_version() -> None:
     from importlib.metadata import version
 
     assert optplan.__version__ == version("optplan")
+
+
+def test_load_is_a_function_of_the_package() -> None:
+    # Importing the module must not shadow the function.
+    import optplan.frontends
+
+    assert callable(optplan.load)
+    assert optplan.load is optplan.frontends.load

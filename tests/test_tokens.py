@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 
-from optplan.load import load
+from optplan.frontends import load
 from optplan.plan import validate
 from optplan.planners.common import make_form
 from optplan.planners.tokens import plan_tokens

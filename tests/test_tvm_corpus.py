@@ -35,7 +35,7 @@ if not tvm.__version__.startswith("0.27"):
 from tvm import relax
 
 from optplan.check import check_program
-from optplan.load import load
+from optplan.frontends import load
 from optplan.plan import validate
 from optplan.planners import get_planner
 from optplan.script import parse

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from optplan.load import script_bounds
+from optplan.frontends import script_bounds
 from optplan.script import load, print_program
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from optplan.analysis.memory import Memory, Placement
+from optplan.analysis.memory import Memory, Placement, Releases
 from optplan.errors import InputError
 from optplan.ir import (
     Call,
@@ -117,14 +117,9 @@ def build_memory(program: Program, *, plan_outputs: bool = False, alignment: int
             for var, value in walk.placed.items()
             if value is not None and var != "_" and not (_buffers_of(value) & excluded)
         },
+        releases=_releases(walk, occupied, excluded),
         points=dict(walk.point_of),
-        **_releases(walk, occupied, excluded),
     )
-
-
-def build_problem(program: Program, *, plan_outputs: bool = False, alignment: int = 64) -> Problem:
-    """The allocation problem of `program`'s intermediates (see `build_memory`)."""
-    return build_memory(program, plan_outputs=plan_outputs, alignment=alignment).problem
 
 
 # ---------------------------------------------------------------------------- walking
@@ -293,9 +288,7 @@ def _intervals(points: list[int]) -> tuple[Interval, ...]:
     return tuple(runs)
 
 
-def _releases(
-    walk: _Walk, occupied: dict[str, list[int]], excluded: set[str]
-) -> dict[str, dict[str, tuple[str, ...]]]:
+def _releases(walk: _Walk, occupied: dict[str, list[int]], excluded: set[str]) -> dict[str, Releases]:
     """Which buffers the executor may poison after each binding and around each If."""
     at: list[set[str]] = [set() for _ in walk.points]
     for name, points in occupied.items():
@@ -311,25 +304,17 @@ def _releases(
         succ = walk.points[point].succ
         return succ[0] if succ else None
 
-    release_after = {
-        name: dead_after(point, next_of(point))
-        for name, point in walk.point_of.items()
-        if name not in walk.if_points
-    }
-    release_then: dict[str, tuple[str, ...]] = {}
-    release_else: dict[str, tuple[str, ...]] = {}
-    then_exit: dict[str, tuple[str, ...]] = {}
-    else_exit: dict[str, tuple[str, ...]] = {}
-    for name, (test, then_yield, else_yield) in walk.if_points.items():
-        then_first, else_first = walk.points[test].succ
-        release_then[name] = dead_after(test, then_first)
-        release_else[name] = dead_after(test, else_first)
-        then_exit[name] = dead_after(then_yield, next_of(then_yield))
-        else_exit[name] = dead_after(else_yield, next_of(else_yield))
-    return {
-        "release_after": release_after,
-        "release_then": release_then,
-        "release_else": release_else,
-        "release_then_exit": then_exit,
-        "release_else_exit": else_exit,
-    }
+    releases: dict[str, Releases] = {}
+    for name, point in walk.point_of.items():
+        if name in walk.if_points:
+            test, then_yield, else_yield = walk.if_points[name]
+            then_first, else_first = walk.points[test].succ
+            releases[name] = Releases(
+                then_entry=dead_after(test, then_first),
+                else_entry=dead_after(test, else_first),
+                then_exit=dead_after(then_yield, next_of(then_yield)),
+                else_exit=dead_after(else_yield, next_of(else_yield)),
+            )
+        else:
+            releases[name] = Releases(after=dead_after(point, next_of(point)))
+    return releases

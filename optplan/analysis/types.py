@@ -54,6 +54,7 @@ from optplan.ir import (
     Type,
     Var,
     free_vars,
+    iter_bindings,
     operands,
 )
 from optplan.ops import lookup
@@ -191,7 +192,7 @@ def _meta_types(program: Program) -> dict[MetaKey, TensorType]:
     exact: dict[MetaKey, TensorType] = {}
     by_reshape: dict[MetaKey, TensorType] = {}
     for fn in program.functions:
-        for binding in _all_bindings(fn.body):
+        for binding in iter_bindings(fn.body):
             value, annotated = binding.value, binding.type
             if isinstance(value, Tuple) and isinstance(annotated, TupleType):
                 for item, item_type in zip(value.fields, annotated.fields):
@@ -207,15 +208,6 @@ def _meta_types(program: Program) -> dict[MetaKey, TensorType]:
                 meta = value.args[0]
                 by_reshape.setdefault((meta.kind, meta.index), annotated)
     return by_reshape | exact
-
-
-def _all_bindings(seq: SeqExpr) -> Iterator[Binding]:
-    for block in seq.blocks:
-        for binding in block.bindings:
-            if isinstance(binding.value, If):
-                yield from _all_bindings(binding.value.then_branch)
-                yield from _all_bindings(binding.value.else_branch)
-            yield binding
 
 
 def _fill_meta(expr: Expr, known: dict[MetaKey, TensorType]) -> Expr:
@@ -237,10 +229,17 @@ def _fill_meta(expr: Expr, known: dict[MetaKey, TensorType]) -> Expr:
 
 
 def infer_types(program: Program) -> Program:
-    """`program` with every binding typed; InputError where an annotation disagrees."""
+    """`program` with every binding typed (`Program.typed`); InputError where an
+    annotation disagrees."""
     known = _meta_types(program)
     functions = tuple(_infer_function(fn, known) for fn in program.functions)
-    return Program(functions, program.kernels, program.module)
+    return Program(functions, program.kernels, program.module, typed=True)
+
+
+def typed_program(program: Program) -> Program:
+    """`program` itself when its types are already inferred, else `infer_types(program)`:
+    a frontend infers once, and every consumer after it takes the program as it is."""
+    return program if program.typed else infer_types(program)
 
 
 @dataclasses.dataclass(slots=True)
@@ -399,4 +398,4 @@ def _producer(value: Expr) -> str:
             return "its value"
 
 
-__all__: Sequence[str] = ["format_type", "infer_types", "verify"]
+__all__: Sequence[str] = ["format_type", "infer_types", "typed_program", "verify"]

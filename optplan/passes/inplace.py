@@ -3,13 +3,13 @@
 The analogue of TVM Relax's DataflowUseInplaceCalls, on high-level ops. Per function:
 
 1. Infer types and compute buffer liveness (`build_memory`): each binding's point, the
-   buffers dead after it (`release_after`), and where every variable's value lives
+   buffers dead after it (`Memory.released(var).after`), and where every variable's value lives
    (`placements`; parameters, constants and views of them have none, being never planned).
 2. Walk the bindings of dataflow blocks (inside If branches too) in program order. A call
    may run in place over argument i when all hold:
    - its op may run in place (`OpDef.inplace`: elementwise ops of equal byte size;
      `call_tir` kernels are opaque, whatever their names say, so they never qualify);
-   - argument i is a variable whose value is a whole planned buffer (delta 0, the same
+   - argument i is a variable whose value is a whole planned buffer (of the same
      byte size): so not a parameter, a constant, nor a view or alias of one. This is the
      rule TVM 0.27 misses when it writes BatchNorm's `var + eps` into the model constant;
    - its buffer is dead after this binding: no alias of it (view, var-to-var binding,
@@ -28,7 +28,7 @@ import dataclasses
 
 from optplan.analysis.liveness import build_memory
 from optplan.analysis.memory import Memory, Placement
-from optplan.analysis.types import infer_types
+from optplan.analysis.types import typed_program
 from optplan.ir import (
     AttrValue,
     Binding,
@@ -52,7 +52,7 @@ def use_inplace_calls(program: Program) -> Program:
 
     Types are filled in where they were missing (the liveness needs them).
     """
-    typed = infer_types(program)
+    typed = typed_program(program)
     functions = tuple(_inplace_function(fn) for fn in typed.functions)
     return dataclasses.replace(typed, functions=functions)
 
@@ -103,7 +103,7 @@ def inplace_candidate(
     out = binding.type
     if not isinstance(out, TensorType):
         return None
-    dead = set(memory.release_after.get(binding.var.name, ()))
+    dead = set(memory.released(binding.var.name).after)
     for index, arg in enumerate(call.args):
         if (
             isinstance(arg, Var)
@@ -118,7 +118,7 @@ def _owns_dying(name: str, out: TensorType, memory: Memory, dead: set[str]) -> b
     """Whether `name` is a whole planned buffer that dies here: parameters, constants and
     views of them have no placement, so they are never candidates."""
     placement = memory.placements.get(name)
-    if not isinstance(placement, Placement) or placement.delta != 0:
+    if not isinstance(placement, Placement):
         return False
     if placement.buffer not in dead:
         return False

@@ -9,7 +9,7 @@ it), without their gaps around If. Per function:
    share their source's buffer, so an alias class is one buffer and dies only when every
    member is dead. Parameters, constants and returned values are no buffers: never killed.
 2. After each binding, one bare `R.memory.kill_tensor(x)` (or `kill_storage(s)` for a
-   storage) per buffer that `Memory.release_after` says is dead there. A storage's uses
+   storage) per buffer that `Memory.released(var).after` says is dead there. A storage's uses
    are the `alloc_tensor` calls carving it, so it is killed right after the last one.
 3. If: a buffer live before the If but dead on entering a branch (the condition after its
    test, a value used only in the other branch) is killed at the top of that branch; one
@@ -71,15 +71,16 @@ def kill_after_last_use(program: Program) -> Program:
         _kill_function(fn, function_objects(typed_fn))
         for fn, typed_fn in zip(program.functions, typed.functions)
     )
-    return dataclasses.replace(program, functions=functions)
+    # The kills are bare statements without types.
+    return dataclasses.replace(program, functions=functions, typed=False)
 
 
 def name_branch_values(program: Program) -> Program:
     """A branch whose value is a call gets the call bound to a fresh variable first, so
     that its operands can be killed after it (nothing can follow a branch's value)."""
-    return dataclasses.replace(
-        program, functions=tuple(_name_function(fn) for fn in program.functions)
-    )
+    functions = tuple(_name_function(fn) for fn in program.functions)
+    # The new bindings have no types yet.
+    return dataclasses.replace(program, functions=functions, typed=False)
 
 
 def _name_function(fn: Function) -> Function:
@@ -145,16 +146,16 @@ def _block_bindings(block: Block, twin: Block, objects: Objects) -> list[Binding
             out.extend(_if_bindings(binding, binding.value, shadow.value, name, objects))
         else:
             out.append(binding)
-            out.extend(kills(objects.memory.release_after.get(name, ()), objects))
+            out.extend(kills(objects.memory.released(name).after, objects))
     return out
 
 
 def _if_bindings(
     binding: Binding, node: If, twin: If, name: str, objects: Objects
 ) -> list[Binding]:
-    memory = objects.memory
-    then_kills = kills(memory.release_then.get(name, ()), objects)
-    else_kills = kills(memory.release_else.get(name, ()), objects)
+    released = objects.memory.released(name)
+    then_kills = kills(released.then_entry, objects)
+    else_kills = kills(released.else_entry, objects)
     rewritten = dataclasses.replace(
         node,
         then_branch=_seq(node.then_branch, twin.then_branch, objects, tuple(then_kills)),
@@ -162,9 +163,7 @@ def _if_bindings(
     )
     # Of what dies at a branch's exit, only the If's own buffers are killed: the rest is
     # the branch's value, moved into the If's variable (step 4).
-    exits = set(memory.release_then_exit.get(name, ())) | set(
-        memory.release_else_exit.get(name, ())
-    )
+    exits = set(released.then_exit) | set(released.else_exit)
     own = sorted(b for b in exits if _root(b) == name)
     return [dataclasses.replace(binding, value=rewritten), *kills(tuple(own), objects)]
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from optplan.analysis.liveness import build_memory
 from optplan.analysis.memory import Memory, Placement
-from optplan.analysis.types import infer_types
+from optplan.analysis.types import typed_program
 from optplan.errors import InputError
 from optplan.ir import (
     Binding,
@@ -80,7 +80,7 @@ def plan_memory(program: Program, memory: Memory, plan: Plan) -> Program:
         raise ValueError(
             f"plan of {plan.planner!r} has status {plan.status.value}: nothing to lower"
         )
-    fn = infer_types(program).main
+    fn = typed_program(program).main
     taken = {b.var.name for b in iter_bindings(fn.body)} | {p.var.name for p in fn.params}
     storages = storages_of(plan, taken)
     lowering = _Lowering(memory, plan, storages, taken)
@@ -97,7 +97,7 @@ def lower_program(
 ) -> tuple[Program, Plan]:
     """Plan `program`'s entry function with `planner` and lower it onto the plan: what
     `optplan lower PROGRAM --planner NAME` prints (with `print_program`)."""
-    typed = infer_types(program)
+    typed = typed_program(program)
     memory = build_memory(typed, alignment=alignment)
     plan = planner(memory.problem)
     return plan_memory(typed, memory, plan), plan
@@ -223,7 +223,7 @@ class _Lowering:
                 (shape, dtype, Literal("prim", 0), Literal("str", "global")),
                 (("ty_args", (type_,)),),
             )
-        offset = self.plan.offsets[placement.buffer] + placement.delta
+        offset = self.plan.offsets[placement.buffer]
         storage = storage_of(self.storages, offset)
         args = (
             Var(storage.name),

@@ -10,7 +10,7 @@ The freedom and how it is used, per function (the entry function):
    its reads and new buffers; edges from the binding of every variable it reads;
    in-place: every earlier reader of a buffer an in-place call overwrites runs before
    that call (its old bytes have no later reader); a binding with an effect (bound to
-   `_`, or a `memory.*` / `vm.*` / print call) and an `If` keep their place (every earlier
+   `_`, or a call with `ops.has_effect`: `memory.*`, `vm.*`, print) and an `If` keep their place (every earlier
    binding before them, every later one after). Buffers read in the block and live on
    entry are `live_in`, those occupied just after it `live_out`, and bytes live across it
    that it does not touch are `base_bytes`. Plain blocks keep their order.
@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from optplan.analysis.liveness import build_memory
-from optplan.analysis.types import infer_types
+from optplan.analysis.types import typed_program
 from optplan.ir import (
     Binding,
     Block,
@@ -53,16 +53,13 @@ from optplan.ir import (
     iter_bindings,
     operands,
 )
-from optplan.ops import inplace_outputs, lookup
+from optplan.ops import has_effect, inplace_outputs, lookup
 from optplan.problem import Problem, live_profile
 from optplan.schedule import Schedule, Scheduler
 from optplan.schedule.graph import Graph
 
 # A value's buffers by name: a name, None (not planned), or a tuple of those.
 Value = str | None | tuple["Value", ...]
-
-EFFECT_PREFIXES = ("memory.", "vm.")
-EFFECT_OPS = frozenset({"print", "assert_op", "call_packed", "call_builtin_with_ctx"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,13 +90,14 @@ def reorder(
     (`Scheduler("auto")` by default)."""
     began = time.perf_counter()
     scheduler = scheduler or Scheduler()
-    program = infer_types(program)
+    program = typed_program(program)
     fn = program.main
     memory = build_memory(program, plan_outputs=plan_outputs, alignment=1)
     facts = _Facts(memory.problem, _values(fn), memory.points)
     schedules: list[Schedule] = []
     body = _seq(fn.body, facts, scheduler, schedules)
-    reordered = program.replace_function(dataclasses.replace(fn, body=body))
+    # The same typed bindings in another order: still typed.
+    reordered = dataclasses.replace(program.replace_function(dataclasses.replace(fn, body=body)), typed=True)
     fixed = max((live for point, live in _profile(memory.problem) if point not in facts.scheduled), default=0)
     peak = max([fixed, *(s.peak_bytes for s in schedules)])
     bound = max([fixed, *(s.bound_bytes for s in schedules)])
@@ -251,7 +249,7 @@ def _pinned(binding: Binding) -> bool:
     value = binding.value
     if binding.var.name == "_" or isinstance(value, If):
         return True
-    return isinstance(value, Call) and (value.op.startswith(EFFECT_PREFIXES) or value.op in EFFECT_OPS)
+    return isinstance(value, Call) and has_effect(value.op)
 
 
 # ---------------------------------------------------------------------------- values

@@ -1,8 +1,20 @@
-"""Reading what the command line is given: a TVMScript program, an ONNX model, a CSV problem.
+"""Frontends: what `optplan.load` reads, one reader per kind of file, chosen by suffix.
 
-Steps for a program: parse, infer types, verify, then liveness gives the Problem and the
-placements the replay needs. A CSV problem goes straight to the planners; it has no program
-to replay. Every fault becomes an InputError that names the file.
+`FRONTENDS` maps a suffix to a `Frontend`: a TVMScript program (`.py`), an ONNX model
+(`.onnx`, weights read with it, once), a MiniMalloc problem (`.csv`). Steps of `load`:
+
+1. pick the frontend by the file's suffix (an unknown suffix names the known ones);
+2. its reader gives a `Source`: a typed program (types inferred once, here), its weights
+   and the values its symbolic dimensions were read at; or, for a problem file, the
+   Problem itself, which has no program to replay;
+3. for a program: refuse one that is already planned, make calls in place when asked
+   (`use_inplace_calls`), and derive its Memory (`build_memory`): the Problem and the
+   placements the replay needs;
+4. with symbolic dimensions, read it again once per dimension at a smaller value to find
+   which buffers each one sizes (without weights).
+
+Every fault becomes an InputError that names the file. To add a kind of input: a reader
+`(path, Options) -> Source` and a `register(Frontend(suffix, ...))`.
 """
 
 from __future__ import annotations
@@ -16,6 +28,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
+
 from optplan.analysis.liveness import build_memory
 from optplan.analysis.memory import Memory
 from optplan.errors import InputError
@@ -26,16 +40,76 @@ from optplan.problem import Problem, read_csv
 
 @dataclass(frozen=True, slots=True)
 class Loaded:
-    """A problem to plan and, for programs, the program and its memory facts."""
+    """A problem to plan and, for programs, the program, its memory facts and weights."""
 
     path: str
     problem: Problem
     program: Program | None = None
     memory: Memory | None = None
+    # Parameter values the file itself holds (an ONNX model's initializers), by name.
+    weights: dict[str, np.ndarray] = field(default_factory=dict)
     # Symbolic dimensions at the values the program was read at (their upper bounds when
     # planning), and for each the buffers whose size it sets.
     bounds: dict[str, int] = field(default_factory=dict)
     sized_by: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """How to read a file: see `load`."""
+
+    alignment: int = 64
+    plan_outputs: bool = False
+    dims: dict[str, int] = field(default_factory=dict)
+    inplace: bool = False
+    bounds: dict[str, int] = field(default_factory=dict)
+    with_weights: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """What a reader gives: a typed program with its weights and the values its symbolic
+    dimensions were read at, or a problem."""
+
+    program: Program | None = None
+    problem: Problem | None = None
+    weights: dict[str, np.ndarray] = field(default_factory=dict)
+    bounds: dict[str, int] = field(default_factory=dict)
+
+
+Reader = Callable[[str, Options], Source]
+
+
+@dataclass(frozen=True, slots=True)
+class Frontend:
+    """One kind of input file.
+
+    `default_alignment`: the alignment a plan uses unless told (a problem file's sizes are
+    exact byte counts: 1). `dims_at_replay`: `--dim` is the size a replay runs at, not
+    the size read for planning (TVMScript, whose bounds are in the program).
+    """
+
+    suffix: str
+    read: Reader
+    default_alignment: int = 64
+    dims_at_replay: bool = False
+
+
+FRONTENDS: dict[str, Frontend] = {}
+
+
+def register(frontend: Frontend) -> Frontend:
+    FRONTENDS[frontend.suffix] = frontend
+    return frontend
+
+
+def frontend_of(path: str) -> Frontend:
+    """The frontend that reads `path`, by its suffix (InputError for an unknown one)."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in FRONTENDS:
+        known = ", ".join(sorted(FRONTENDS))
+        raise InputError(f"unknown kind of file {suffix!r}; expected one of {known}", file=path)
+    return FRONTENDS[suffix]
 
 
 def load(
@@ -47,42 +121,31 @@ def load(
     inplace: bool = False,
     bounds: dict[str, int] | None = None,
     with_sizes: bool = True,
+    with_weights: bool = True,
 ) -> Loaded:
-    """Read `path` by its extension (.py, .onnx, .csv) into a Problem; with `inplace`,
-    elementwise ops first take over dying inputs (`use_inplace_calls`).
+    """Read `path` by its suffix (`FRONTENDS`: .py, .onnx, .csv) into a Problem; with
+    `inplace`, elementwise ops first take over dying inputs (`use_inplace_calls`).
 
     Symbolic dimensions are read at `bounds` (`--bound`), else at a TVMScript function's
     `tir_var_upper_bound`, else (ONNX inputs) at `dims` (`--dim`); `dims` of a TVMScript
     program are for replays (`load_replay`). With `with_sizes`, `Loaded.sized_by` says
-    which buffers each symbolic dimension sizes (one more read per dimension)."""
+    which buffers each symbolic dimension sizes (one more read per dimension, without
+    weights); with `with_weights`, `Loaded.weights` holds the file's own parameter values."""
     if alignment < 1:
         raise InputError(f"alignment must be at least 1, got {alignment}")
     if not Path(path).is_file():
         raise InputError("no such file", file=path)
-    suffix = Path(path).suffix.lower()
+    options = Options(
+        alignment, plan_outputs, dict(dims or {}), inplace, dict(bounds or {}), with_weights
+    )
     try:
-        if suffix == ".csv":
-            _refuse_options(dims=dims, bound=bounds, inplace=inplace, plan_outputs=plan_outputs)
-            return Loaded(path, read_csv(path, alignment=alignment))
-        values = dict(bounds or {})
-        if suffix == ".py":
-            _refuse_options(dims=dims)
-            program = _read_script(path, values)
-        elif suffix == ".onnx":
-            values = {**(dims or {}), **values}
-            program = _onnx_frontend().load_onnx(path, values)
-        else:
-            raise InputError(f"unknown kind of file {suffix!r}; expected .py, .onnx or .csv")
-        _refuse_planned(program)
-        if inplace:
-            from optplan.passes import use_inplace_calls
-
-            program = use_inplace_calls(program)
-        loaded = _from_program(path, program, alignment, plan_outputs)
-        if suffix == ".py":
-            values = {**script_bounds(program), **values}
-        if not values or not with_sizes:
-            return replace(loaded, bounds=values)
+        source = frontend_of(path).read(path, options)
+        if source.problem is not None:
+            return Loaded(path, source.problem)
+        assert source.program is not None
+        loaded = _from_program(path, source, options)
+        if not source.bounds or not with_sizes:
+            return loaded
         read = functools.partial(
             load,
             path,
@@ -90,10 +153,64 @@ def load(
             plan_outputs=plan_outputs,
             inplace=inplace,
             with_sizes=False,
+            with_weights=False,
         )
-        return replace(loaded, bounds=values, sized_by=_sized_by(loaded, values, read))
+        return replace(loaded, sized_by=_sized_by(loaded, source.bounds, read))
     except InputError as error:
         raise error.located(path) from None
+
+
+def _from_program(path: str, source: Source, options: Options) -> Loaded:
+    program = source.program
+    assert program is not None
+    _refuse_planned(program)
+    if options.inplace:
+        from optplan.passes import use_inplace_calls
+
+        program = use_inplace_calls(program)
+    memory = build_memory(program, plan_outputs=options.plan_outputs, alignment=options.alignment)
+    return Loaded(path, memory.problem, program, memory, source.weights, source.bounds)
+
+
+# ---------------------------------------------------------------------------- readers
+
+
+def _read_script(path: str, options: Options) -> Source:
+    """A TVMScript program, parsed, verified and typed at `--bound` (else its own bounds)."""
+    from optplan.analysis.types import infer_types, verify
+    from optplan.script import load as load_script
+
+    _refuse_options(dims=options.dims)
+    program = load_script(path, dict(options.bounds))
+    verify(program)
+    program = infer_types(program)
+    return Source(program, bounds={**script_bounds(program), **options.bounds})
+
+
+def _read_onnx(path: str, options: Options) -> Source:
+    """An ONNX model with its inputs' symbolic dimensions at `--dim` / `--bound`, and its
+    weights (initializers and Constant values) read in the same pass."""
+    from optplan.analysis.types import infer_types
+
+    values = {**options.dims, **options.bounds}
+    model = _onnx_frontend().read_onnx(path, values, with_weights=options.with_weights)
+    return Source(infer_types(model.program), weights=model.weights, bounds=values)
+
+
+def _read_csv(path: str, options: Options) -> Source:
+    """A MiniMalloc problem: buffers, lifetimes and sizes, nothing to replay."""
+    _refuse_options(
+        dims=options.dims,
+        bound=options.bounds,
+        inplace=options.inplace,
+        plan_outputs=options.plan_outputs,
+    )
+    return Source(problem=read_csv(path, alignment=options.alignment))
+
+
+register(Frontend(".py", _read_script, dims_at_replay=True))
+register(Frontend(".onnx", _read_onnx))
+register(Frontend(".csv", _read_csv, default_alignment=1))
 
 
 def load_replay(planned: Loaded, dims: dict[str, int], **options: object) -> Loaded:
@@ -109,7 +226,9 @@ def load_replay(planned: Loaded, dims: dict[str, int], **options: object) -> Loa
             message = f"--dim {name}={value} is above its upper bound {bound}"
             raise InputError(message, file=planned.path)
     values = {**planned.bounds, **dims}
-    return load(planned.path, bounds=values, with_sizes=False, **options)  # type: ignore[arg-type]
+    # The weights do not depend on the sizes: those read for planning serve.
+    again = load(planned.path, bounds=values, with_sizes=False, with_weights=False, **options)  # type: ignore[arg-type]
+    return replace(again, weights=planned.weights)
 
 
 def script_bounds(program: Program) -> dict[str, int]:
@@ -143,7 +262,11 @@ def _refuse_options(**given: object) -> None:
     for name, value in given.items():
         if value:
             flag = "--dim" if name == "dims" else "--" + name.replace("_", "-")
-            meaning = "fixes a dimension of an ONNX model's inputs" if name == "dims" else "acts on a program"
+            meaning = (
+                "fixes a dimension of an ONNX model's inputs"
+                if name == "dims"
+                else "acts on a program"
+            )
             raise InputError(f"{flag} {meaning}; this input has none to act on")
 
 
@@ -154,24 +277,9 @@ def _onnx_frontend() -> ModuleType:
     except ModuleNotFoundError as error:
         if error.name != "onnx":
             raise
-        raise InputError("reading .onnx models needs the onnx package: pip install 'optplan[onnx]'") from None
-
-
-def load_program(path: str) -> Program:
-    """Parse, type and verify a TVMScript program."""
-    try:
-        return _read_script(path)
-    except InputError as error:
-        raise error.located(path) from None
-
-
-def _read_script(path: str, dims: dict[str, int] | None = None) -> Program:
-    from optplan.analysis.types import infer_types, verify
-    from optplan.script import load as load_script
-
-    program = load_script(path, dims)
-    verify(program)
-    return infer_types(program)
+        raise InputError(
+            "reading .onnx models needs the onnx package: pip install 'optplan[onnx]'"
+        ) from None
 
 
 def _refuse_planned(program: Program) -> None:
@@ -189,11 +297,6 @@ def _refuse_planned(program: Program) -> None:
             )
 
 
-def _from_program(path: str, program: Program, alignment: int, plan_outputs: bool) -> Loaded:
-    memory = build_memory(program, plan_outputs=plan_outputs, alignment=alignment)
-    return Loaded(path, memory.problem, program, memory)
-
-
 def read_plan(path: str, problem: Problem) -> Plan:
     """A plan written by `optplan plan --json` (or by hand: `offsets` and `arena_bytes`)."""
     try:
@@ -201,7 +304,9 @@ def read_plan(path: str, problem: Problem) -> Plan:
     except OSError as error:
         raise InputError(f"cannot read: {error.strerror}", file=path) from None
     except json.JSONDecodeError as error:
-        raise InputError(f"not JSON: {error.msg}", file=path, line=error.lineno, col=error.colno) from None
+        raise InputError(
+            f"not JSON: {error.msg}", file=path, line=error.lineno, col=error.colno
+        ) from None
     if isinstance(data, list) and data:
         data = data[0]
     if not isinstance(data, dict) or not isinstance(data.get("offsets"), dict):
