@@ -5,8 +5,9 @@
 For each target: one `optplan fuzz` campaign of `--seconds` over `--workers` local
 processes with `--keep-going` (one failure per property), from seed 0. Prints a table
 (target, workers, seconds, examples, examples/s/worker, failures found with the seconds
-at which each was found and shrunk) and writes benchmarks/results/fuzz.csv; reproducers
-go to benchmarks/results/fuzz-failures/. `tvm` is left out when TVM is not installed.
+at which each was found and shrunk) and writes benchmarks/results/fuzz.csv, keeping the
+rows of targets not run this time; reproducers go to benchmarks/results/fuzz-failures/.
+`tvm` is left out when TVM is not installed.
 Seconds include the shrinking of what was found, so a target with failures shows fewer
 examples per second than a clean one.
 """
@@ -59,12 +60,21 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(measure(target, args.seconds, args.workers))
         print("  ".join(f"{rows[-1][c]}" for c in COLUMNS), flush=True)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    rows = _kept_rows({str(row["target"]) for row in rows}) + rows
     with RESULTS.open("w", newline="") as out:
         writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
     print(f"written to {RESULTS.relative_to(ROOT)}")
     return 0
+
+
+def _kept_rows(targets: set[str]) -> list[dict[str, object]]:
+    """The rows of the results file for targets not measured in this run."""
+    if not RESULTS.exists():
+        return []
+    with RESULTS.open(newline="") as source:
+        return [row for row in csv.DictReader(source) if row["target"] not in targets]
 
 
 if __name__ == "__main__":

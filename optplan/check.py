@@ -4,7 +4,9 @@ A planned program (TVM's `*.4_planned.py` / `*.5_killed.py`, or `plan_memory`'s 
 says where every tensor lives: `R.memory.alloc_storage` makes storages and
 `R.memory.alloc_tensor(storage, offset, ...)` carves tensors out of them. Steps:
 
-1. Lifetimes: the liveness of the lowered program's runtime objects
+1. Lifetimes: kills and unread names of memory are dropped first (`drop_unread_views`):
+   neither touches a byte, so neither keeps a tensor alive. Then the liveness of the
+   lowered program's runtime objects
    (`optplan.passes.objects`): a carved tensor is live from its `alloc_tensor` to its
    last use (a destination-passing kernel call writes it, later calls read it; views and
    var-to-var bindings share it; a tensor an If branch yields lives on as the If's
@@ -30,6 +32,7 @@ exits 0 when the report is `valid`, 1 otherwise.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,12 +41,29 @@ from optplan.analysis.memory import Placement
 from optplan.analysis.types import infer_types, typed_program
 from optplan.errors import InputError
 from optplan.executor import compare, make_inputs
-from optplan.ir import Binding, Call, Function, If, Literal, Program, TensorType, Var, iter_bindings
+from optplan.ir import (
+    Binding,
+    Call,
+    Function,
+    If,
+    Literal,
+    Program,
+    SeqExpr,
+    TensorType,
+    Tuple,
+    TupleGetItem,
+    Var,
+    free_vars,
+    iter_bindings,
+)
 from optplan.lowered import run_lowered
+from optplan.ops import inplace_outputs, lookup
 from optplan.passes.kill import kill_after_last_use, strip_kills
 from optplan.passes.objects import Objects, function_objects, storage_bytes
 from optplan.plan import Plan, Status, validate
 from optplan.problem import Alias, Buffer, Interval, Problem, lower_bound, merge_intervals
+
+KILLS = ("memory.kill_tensor", "memory.kill_storage", "vm.kill_object")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +124,8 @@ class CheckReport:
 
 def check_program(program: Program, *, path: str = "<program>", seed: int = 0) -> CheckReport:
     """Extract, validate and replay the plan of a planned program (steps 1-5)."""
-    typed = typed_program(program)
+    # Typed first: an unread tuple's annotation may be what types a metadata constant.
+    typed = drop_unread_views(typed_program(program))
     problem, plan = extract_plan(typed)
     storages = _counted_storages(typed.main, problem)
     faults = [str(v) for v in validate(problem, plan)]
@@ -117,7 +138,7 @@ def check_program(program: Program, *, path: str = "<program>", seed: int = 0) -
         tensors=len(problem.buffers),
         lower_bound_bytes=plan.lower_bound,
         violations=tuple(faults),
-        replay=_replay(program, seed),
+        replay=_replay(typed, seed),
     )
 
 
@@ -140,6 +161,74 @@ def extract_plan(program: Program) -> tuple[Problem, Plan]:
     arena = sum(size for size in _counted_storages(fn, problem).values())
     plan = Plan(offsets, arena, Status.FEASIBLE, "extracted", bound, bound=bound)
     return problem, plan
+
+
+def drop_unread_views(program: Program) -> Program:
+    """`program` without kills and without the bindings that only name memory already
+    there (a tuple, a tuple item, a variable, a view op such as reshape) and that nothing
+    reads, repeated until none is left. Neither kind touches a byte, so neither may keep
+    a tensor alive: TVM's StaticPlanBlockMemory counts a tensor as used only where a
+    kernel takes it, and gives away the bytes of one that only an unread tuple holds."""
+    functions = []
+    for fn in program.functions:
+        fn = dataclasses.replace(fn, body=_drop_unread(fn.body, set(), kills=True))
+        while (body := _drop_unread(fn.body, _names_read(fn.body))) != fn.body:
+            fn = dataclasses.replace(fn, body=body)
+        functions.append(fn)
+    return dataclasses.replace(program, functions=tuple(functions))
+
+
+def _names_read(seq: SeqExpr) -> set[str]:
+    names = {var.name for var in free_vars(seq.body)}
+    for binding in iter_bindings(seq):
+        value = binding.value
+        if isinstance(value, If):
+            names |= {var.name for var in free_vars(value.then_branch.body)}
+            names |= {var.name for var in free_vars(value.else_branch.body)}
+        names |= {var.name for var in free_vars(value)}
+    return names
+
+
+def _drop_unread(seq: SeqExpr, read: set[str], *, kills: bool = False) -> SeqExpr:
+    """`seq` without its unread views or, with `kills`, without its kills."""
+    blocks = []
+    for block in seq.blocks:
+        kept = tuple(
+            _drop_in_branches(b, read, kills)
+            for b in block.bindings
+            if not (_is_kill(b) if kills else _unread_view(b, read))
+        )
+        if kept or not block.bindings:
+            outputs = tuple(v for v in block.outputs if v.name in {b.var.name for b in kept})
+            blocks.append(dataclasses.replace(block, bindings=kept, outputs=outputs))
+    return dataclasses.replace(seq, blocks=tuple(blocks))
+
+
+def _drop_in_branches(binding: Binding, read: set[str], kills: bool) -> Binding:
+    node = binding.value
+    if not isinstance(node, If):
+        return binding
+    then_branch = _drop_unread(node.then_branch, read, kills=kills)
+    else_branch = _drop_unread(node.else_branch, read, kills=kills)
+    value = dataclasses.replace(node, then_branch=then_branch, else_branch=else_branch)
+    return dataclasses.replace(binding, value=value)
+
+
+def _is_kill(binding: Binding) -> bool:
+    """TVM's kills: of a tensor, of a storage, and VM's kill of any object (a tuple)."""
+    return isinstance(binding.value, Call) and binding.value.op in KILLS
+
+
+def _unread_view(binding: Binding, read: set[str]) -> bool:
+    value = binding.value
+    if binding.var.name in read:
+        return False
+    if isinstance(value, (Var, Tuple, TupleGetItem)):
+        return True
+    if not isinstance(value, Call) or value.op == "memory.alloc_tensor":
+        return False  # a carved tensor stays, read or not: it is part of the plan
+    op = lookup(value.op)
+    return op is not None and op.view and not inplace_outputs(value)
 
 
 def _yielded(objects: Objects) -> dict[str, list[str]]:

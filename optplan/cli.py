@@ -7,7 +7,7 @@
     optplan show PROGRAM [--planner cpsat] -o arena.png
     optplan check PLANNED_PROGRAM
     optplan reorder PROGRAM [--reorder auto] [-o OUT.py]
-    optplan fuzz TARGET [--examples N | --time S] [--seed S] [--workers N]
+    optplan fuzz TARGET [--examples N | --time S] [--seed S] [--workers N] [--ray | --ray-address ADDR]
 
 `--reorder [auto|program|exact|cpsat|heuristic]` on plan, compare, run, lower and show
 first runs each dataflow block in the order that needs the least memory.
@@ -186,7 +186,12 @@ def _add_fuzz(commands: argparse._SubParsersAction) -> None:  # type: ignore[typ
     budget.add_argument("--examples", type=int, help="examples to try in all (default: 1000)")
     budget.add_argument("--time", type=float, help="seconds to run instead of --examples")
     fuzz.add_argument("--seed", type=int, default=0, help="seed of the campaign (default: 0)")
-    fuzz.add_argument("--workers", type=int, default=1, help="local processes (default: 1)")
+    fuzz.add_argument(
+        "--workers",
+        type=int,
+        help="local processes (default: 1); with --ray, shards run at once (default: "
+        "one per CPU of the cluster)",
+    )
     fuzz.add_argument(
         "--time-limit", type=float, default=10.0, help="seconds per example (default: 10)"
     )
@@ -195,6 +200,15 @@ def _add_fuzz(commands: argparse._SubParsersAction) -> None:  # type: ignore[typ
     )
     fuzz.add_argument(
         "--keep-going", action="store_true", help="go on after a failure (one per property)"
+    )
+    fuzz.add_argument(
+        "--ray",
+        action="store_true",
+        help="run the shards as Ray tasks (pip install 'optplan[ray]'): on the cluster "
+        "RAY_ADDRESS names or `ray start` left on this machine, else on a local one",
+    )
+    fuzz.add_argument(
+        "--ray-address", metavar="ADDR", help="run on the Ray cluster at ADDR (implies --ray)"
     )
     fuzz.set_defaults(handler=_cmd_fuzz)
 
@@ -548,7 +562,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 def _cmd_fuzz(args: argparse.Namespace) -> int:
     try:
-        from optplan.fuzz import Budget, parse_target, run_campaign
+        from optplan.fuzz import Budget, RayCluster, parse_target, run_campaign
     except ImportError as error:
         raise InputError(f"optplan fuzz needs hypothesis: pip install 'optplan[fuzz]' ({error})")
     for name in ("examples", "time", "workers", "time_limit"):
@@ -557,8 +571,10 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
             raise InputError(f"--{name.replace('_', '-')} must be positive, got {value:g}")
     spec = parse_target(args.target, args.command, args.time_limit)
     examples = args.examples if args.examples or args.time else 1000
-    budget = Budget(examples, args.time, args.seed, args.workers, args.keep_going)
-    outcome = run_campaign(spec, budget, Path(args.out))
+    cluster = RayCluster(args.ray_address) if args.ray or args.ray_address else None
+    workers = args.workers or (0 if cluster else 1)
+    budget = Budget(examples, args.time, args.seed, workers, args.keep_going)
+    outcome = run_campaign(spec, budget, Path(args.out), cluster)
     for found in outcome.found:
         print(
             f"{found.path}: {found.failure} (shrunk to size {found.size}, seed {found.seed}, "

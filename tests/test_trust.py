@@ -44,6 +44,15 @@ CONTRADICTING_PINS = Problem(  # v = a + 2, yet a is pinned at 0 and v at 4
 TOKENS_PIN = Problem(  # a pinned at 16 cannot fit a capacity of 8; b needs a multiple of 3
     (_buffer("a", 8, 0, 2, offset=16), _buffer("b", 8, 0, 2, alignment=3)), capacity=8
 )
+FLOAT_BOUND = Problem(  # CP-SAT proves 42 optimal but reports its bound as 41.999...
+    (
+        _buffer("b0", 0, 0, 1),
+        _buffer("b1", 2, 0, 1, alignment=8),
+        _buffer("b2", 7, 0, 1, offset=16),
+        _buffer("b3", 0, 0, 1, alignment=3),
+    ),
+    (Alias("b0", "b1", 1), Alias("b0", "b3", 0)),
+)
 PAST_THE_BASE = Problem(  # the view sits past its base's end and outlives it
     (_buffer("a", 10, 0, 1), _buffer("v", 10, 1, 3), _buffer("c", 10, 1, 3)), (Alias("a", "v", 10),)
 )
@@ -70,6 +79,7 @@ def _judged(name: str, problem: Problem) -> Plan:
 @example(CONTRADICTING_PINS)
 @example(TOKENS_PIN)
 @example(PAST_THE_BASE)
+@example(FLOAT_BOUND)
 def test_statuses_agree_with_brute_force(problem: Problem) -> None:
     optimum = _optimum(problem)
     fits = optimum is not None and (problem.capacity is None or optimum <= problem.capacity)

@@ -8,11 +8,14 @@ shrinks every failure to a small reproducer written to a file.
 
     >>> from optplan.fuzz import Budget, TargetSpec, run_campaign
     >>> outcome = run_campaign(TargetSpec("planner", "greedy"), Budget(examples=200), out)
+
+With `RayCluster()` as the last argument the shards run as Ray tasks
+(`optplan.fuzz.on_ray`).
 """
 
 from __future__ import annotations
 
-from optplan.fuzz.campaign import Budget, Found, Outcome, run_campaign
+from optplan.fuzz.campaign import Budget, Found, Outcome, RayCluster, run_campaign
 from optplan.fuzz.properties import Failure, judge_plan
 from optplan.fuzz.targets import TargetSpec, make_target, parse_target
 
@@ -21,6 +24,7 @@ __all__ = [
     "Failure",
     "Found",
     "Outcome",
+    "RayCluster",
     "TargetSpec",
     "judge_plan",
     "make_target",

@@ -3,7 +3,8 @@
 Steps:
 
 1. The budget (`examples` or `seconds`) is split over `workers` local processes (one
-   worker runs in this process). Each worker runs rounds of hypothesis with its own
+   worker runs in this process), or cut into shards that run as Ray tasks
+   (`optplan.fuzz.on_ray`, the same `run_worker` in each). Each worker runs rounds of hypothesis with its own
    seeds (`seed`, worker, round), each of at most `ROUND` examples, until its share is
    spent, the time is up, or (without `keep_going`) some worker found a failure. A
    shrink runs at most `SHRINK_SECONDS`, and at most `SHRINK_GRACE` past the deadline;
@@ -57,6 +58,17 @@ class Budget:
 
 
 @dataclass(frozen=True, slots=True)
+class RayCluster:
+    """Run the shards as Ray tasks: on the cluster at `address` (as `ray.init` takes it:
+    "auto", "HOST:6379", "ray://HOST:10001"), or with None on the one `ray.init()` finds
+    (RAY_ADDRESS, or one `ray start` left on this machine), else on a local one started
+    for the campaign. `Budget.workers` is then the shards run at once (0: one per CPU of
+    the cluster)."""
+
+    address: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Found:
     """A shrunk failure: what was violated, where it was written, how small it got."""
 
@@ -84,7 +96,7 @@ class Outcome:
         )
 
 
-class _Counters:
+class Counters:
     """Shared between the workers and the progress line."""
 
     def __init__(self, context: Any) -> None:
@@ -95,16 +107,23 @@ class _Counters:
         self.stop = context.Event()
 
 
-def run_campaign(spec: TargetSpec, budget: Budget, out_dir: Path) -> Outcome:
-    """Run the campaign of `spec` within `budget`, writing reproducers into `out_dir`."""
+def run_campaign(
+    spec: TargetSpec, budget: Budget, out_dir: Path, cluster: RayCluster | None = None
+) -> Outcome:
+    """Run the campaign of `spec` within `budget`, writing reproducers into `out_dir`;
+    on local processes, or as tasks on a Ray `cluster` (`optplan.fuzz.on_ray`)."""
+    if cluster is not None:
+        from optplan.fuzz.on_ray import run_on_ray
+
+        return run_on_ray(spec, budget, out_dir, cluster)
     target = make_target(spec)  # fails early, in this process, on a bad target
     context = multiprocessing.get_context("spawn")
-    counters = _Counters(context)
+    counters = Counters(context)
     results: Any = context.Queue()
     started = time.monotonic()
     deadline = None if budget.seconds is None else started + budget.seconds
     shares = [
-        _Share(index, examples, started, deadline) for index, examples in enumerate(_split(budget))
+        Share(index, examples, started, deadline) for index, examples in enumerate(_split(budget))
     ]
     processes = [
         context.Process(target=_worker, args=(spec, budget, shares[index], counters, results))
@@ -112,27 +131,27 @@ def run_campaign(spec: TargetSpec, budget: Budget, out_dir: Path) -> Outcome:
     ]
     for process in processes:
         process.start()
-    progress = _Progress(counters, started, target.label)
+    progress = Progress(counters, started, target.label)
     progress.start()
     received: list[tuple[Any, ...]] = []
     try:
-        _run_worker(target, budget, shares[0], counters, results)
+        run_worker(target, budget, shares[0], counters, results)
         for process in processes:
             # Drain while waiting: a child with unread results on the queue cannot exit.
             while process.is_alive():
-                received += _drain(results)
+                received += drain(results)
                 process.join(0.2)
     finally:
         for process in processes:
             if process.is_alive():
                 process.terminate()
         progress.finish()
-    found = _write_found(received + _drain(results), target, out_dir)
+    found = write_found(received + drain(results), target, out_dir)
     return Outcome(counters.examples.value, time.monotonic() - started, budget.workers, found)
 
 
 @dataclass(frozen=True, slots=True)
-class _Share:
+class Share:
     """One worker's part: its number, its examples (None: until the deadline), and the
     campaign's start and deadline on the system-wide monotonic clock."""
 
@@ -150,16 +169,22 @@ def _split(budget: Budget) -> list[int | None]:
 
 
 def _worker(
-    spec: TargetSpec, budget: Budget, share: _Share, counters: _Counters, results: Any
+    spec: TargetSpec, budget: Budget, share: Share, counters: Counters, results: Any
 ) -> None:
-    _run_worker(make_target(spec), budget, share, counters, results)
+    run_worker(make_target(spec), budget, share, counters, results)
 
 
-def _run_worker(
-    target: Target, budget: Budget, share: _Share, counters: _Counters, results: Any
+def run_worker(
+    target: Target,
+    budget: Budget,
+    share: Share,
+    counters: Counters,
+    results: Any,
+    found_before: frozenset[str] = frozenset(),
 ) -> None:
-    """Rounds of hypothesis until this worker's share or the time is spent (step 1)."""
-    done, number, seen = 0, 0, set[str]()
+    """Rounds of hypothesis until this worker's share or the time is spent (step 1);
+    properties in `found_before` are not reported again."""
+    done, number, seen = 0, 0, set(found_before)
     deadline = share.deadline
     while share.examples is None or done < share.examples:
         if counters.stop.is_set() or (deadline is not None and time.monotonic() > deadline):
@@ -184,7 +209,7 @@ class _Round:
     """One hypothesis run over the target (step 2)."""
 
     def __init__(
-        self, target: Target, counters: _Counters, deadline: float | None, seen: set[str]
+        self, target: Target, counters: Counters, deadline: float | None, seen: set[str]
     ) -> None:
         self.target, self.counters, self.deadline, self.seen = target, counters, deadline, seen
         self.examples = 0
@@ -271,7 +296,7 @@ def _violation(kind: str) -> type[_Violated]:
     return _CLASSES[kind]
 
 
-def _drain(results: Any) -> list[tuple[Any, ...]]:
+def drain(results: Any) -> list[tuple[Any, ...]]:
     drained = []
     while True:
         try:
@@ -280,7 +305,7 @@ def _drain(results: Any) -> list[tuple[Any, ...]]:
             return drained
 
 
-def _write_found(
+def write_found(
     received: list[tuple[Any, ...]], target: Target, out_dir: Path
 ) -> tuple[Found, ...]:
     """Write each failure's reproducer (step 3), one per property."""
@@ -299,10 +324,10 @@ def _write_found(
     return tuple(found)
 
 
-class _Progress:
+class Progress:
     """One line on stderr, redrawn twice a second, when stderr is a terminal (step 4)."""
 
-    def __init__(self, counters: _Counters, started: float, label: str) -> None:
+    def __init__(self, counters: Counters, started: float, label: str) -> None:
         self.counters, self.started, self.label = counters, started, label
         self.enabled = sys.stderr.isatty()
         self.done = threading.Event()

@@ -122,6 +122,15 @@ def solve_part(
     return PartResult(status, offsets, proven)
 
 
+def integer_bound(value: float) -> int:
+    """CP-SAT's bound on an integer objective, as the integer it is.
+
+    CP-SAT reports it as a float that can sit just below the integer (42 as
+    41.99999999999999), and `int()` would then claim one byte less than it proved.
+    """
+    return round(value)
+
+
 def _proven(found: int, target: int, floor: int) -> int:
     """What a solver bound `found` on an arena variable held >= `target` proves about the
     part: above `target` it bounds the part's own arena; at `target` it proves nothing
@@ -216,7 +225,7 @@ class Model:
         found = code in (cp_model.OPTIMAL, cp_model.FEASIBLE)
         if code == cp_model.INFEASIBLE:
             return Status.INFEASIBLE, None, 0
-        bound = int(solver.best_objective_bound) if minimise and found else 0
+        bound = integer_bound(solver.best_objective_bound) if minimise and found else 0
         if not found:
             return Status.UNKNOWN, None, bound
         size = max(r.index for r in self.rects) + 1

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from ortools.sat.python import cp_model
 
+from optplan.planners.cpsat_model import integer_bound
 from optplan.schedule.graph import Graph, peak_bytes
 
 
@@ -62,10 +63,10 @@ def cpsat_schedule(
         status = solver.solve(model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         order = tuple(incumbent)
-        return order, -1, int(solver.best_objective_bound) + graph.base_bytes, False
+        return order, -1, integer_bound(solver.best_objective_bound) + graph.base_bytes, False
     order = tuple(sorted(range(n), key=lambda v: solver.value(pos[v])))
     found = int(solver.value(arena)) + graph.base_bytes
-    bound = int(solver.best_objective_bound) + graph.base_bytes
+    bound = integer_bound(solver.best_objective_bound) + graph.base_bytes
     return order, found, bound, status == cp_model.OPTIMAL
 
 
