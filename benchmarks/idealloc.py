@@ -12,8 +12,10 @@ Steps:
    `optplan.plan.validate`; the peers' arenas from the data READMEs beside them (idealloc
    default and with 30-40 s of tries; MiniMalloc), every arena as % over the live-bytes
    lower bound.
-3. A stage table: read, lower bound, rectangles, split, greedy, validate and write, timed
-   on generated instances of each `--stages` size, to show how each grows.
+3. A stage table: read, lower bound, split, greedy, validate and write, timed on
+   generated instances of each `--stages` size, to show how each grows; then `optplan
+   plan --planner greedy -o plan.csv` on the same file in a new process, end to end, with
+   its wall and CPU seconds and peak memory from `/usr/bin/time -v`.
 4. Both tables are printed and written to `benchmarks/results/idealloc.csv` and
    `benchmarks/results/idealloc_stages.csv`. Exit 1 when a plan is invalid.
 
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import subprocess
 import sys
 import tempfile
 import time
@@ -36,9 +39,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from optplan.plan import Plan, validate
-from optplan.planners import get_planner
-from optplan.planners.common import rectangles, split
+from optplan.planners import get_planner, jit
+from optplan.planners.greedy_columns import split_columns
 from optplan.problem import Problem, lower_bound, read_csv, write_csv
+from optplan.problem_columns import columns_of
 
 DATA = ROOT.parent / "shared" / "data"
 RESULTS = ROOT / "benchmarks" / "results"
@@ -73,7 +77,8 @@ COLUMNS = (
     "minimalloc",
     "minimalloc_pct",
 )
-STAGES = ("read", "lower_bound", "rectangles", "split", "greedy", "validate", "write")
+STAGES = ("read", "lower_bound", "split", "greedy", "validate", "write")
+END_TO_END = ("cli_s", "cli_cpu_s", "cli_mb", "cli_exit")
 
 
 def generate(buffers: int, seed: int = 0) -> str:
@@ -158,30 +163,61 @@ def instances(sets: list[str], only: set[str]) -> list[tuple[str, Callable[[], P
 
 
 def stage_times(buffers: int) -> dict[str, object]:
-    """Wall seconds of each stage of `optplan plan --planner greedy` on a generated CSV."""
+    """Wall seconds of each stage of `optplan plan --planner greedy` on a generated CSV,
+    then the command itself, end to end, with its peak memory (`/usr/bin/time -v`)."""
     row: dict[str, object] = {"buffers": buffers}
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "big.csv"
         path.write_text(generate(buffers, seed=1))
-
-        def clock(stage: str, work: Callable[[], object]) -> object:
-            started = time.perf_counter()
-            result = work()
-            row[stage] = f"{time.perf_counter() - started:.2f}"
-            return result
-
-        problem = clock("read", lambda: read_csv(path))
-        assert isinstance(problem, Problem)
-        clock("lower_bound", lambda: lower_bound(problem))
-        rects = clock("rectangles", lambda: rectangles(problem))
-        clock("split", lambda: split(rects))  # type: ignore[arg-type]
-        plan = clock("greedy", lambda: get_planner("greedy")(problem))
-        assert isinstance(plan, Plan)
-        faults = clock("validate", lambda: validate(problem, plan))
-        clock("write", lambda: write_csv(problem, plan.offsets))
-        row["arena_pct"] = percent(plan.arena, plan.lower_bound)
-        row["valid"] = not faults
+        row |= in_process(path)
+        row |= end_to_end(path, Path(folder) / "plan.csv")
     return row
+
+
+def in_process(path: Path) -> dict[str, object]:
+    """Each stage timed on its own, in this process."""
+    row: dict[str, object] = {}
+
+    def clock(stage: str, work: Callable[[], object]) -> object:
+        started = time.perf_counter()
+        result = work()
+        row[stage] = f"{time.perf_counter() - started:.2f}"
+        return result
+
+    problem = clock("read", lambda: read_csv(path))
+    assert isinstance(problem, Problem)
+    clock("lower_bound", lambda: lower_bound(problem))
+    columns = columns_of(problem)
+    assert columns is not None
+    clock("split", lambda: split_columns(columns))
+    plan = clock("greedy", lambda: get_planner("greedy")(problem))
+    assert isinstance(plan, Plan)
+    faults = clock("validate", lambda: validate(problem, plan))
+    clock("write", lambda: write_csv(problem, plan.offsets))
+    row["arena_pct"] = percent(plan.arena, plan.lower_bound)
+    row["valid"] = not faults
+    return row
+
+
+def end_to_end(path: Path, out: Path) -> dict[str, object]:
+    """`optplan plan PATH --planner greedy -o OUT` in a new process: wall seconds, CPU
+    seconds and peak resident memory (MB), as `/usr/bin/time -v` reports them."""
+    command = [sys.executable, "-m", "optplan", "plan", str(path), "--planner", "greedy", "-o", str(out)]
+    if not Path("/usr/bin/time").exists():
+        return {}
+    done = subprocess.run(["/usr/bin/time", "-v", *command], capture_output=True, text=True, check=False)
+    facts = dict(
+        line.strip().rsplit(": ", 1) for line in done.stderr.splitlines() if ": " in line and line.startswith("\t")
+    )
+    user = float(facts.get("User time (seconds)", "nan")) + float(facts.get("System time (seconds)", "nan"))
+    wall = facts.get("Elapsed (wall clock) time (h:mm:ss or m:ss)", "")
+    minutes, _, seconds = wall.rpartition(":")
+    return {
+        "cli_s": f"{60 * float(minutes or 0) + float(seconds or 'nan'):.1f}",
+        "cli_cpu_s": f"{user:.1f}",
+        "cli_mb": int(facts.get("Maximum resident set size (kbytes)", "0")) // 1024,
+        "cli_exit": done.returncode,
+    }
 
 
 def table(rows: list[dict[str, object]], columns: tuple[str, ...]) -> str:
@@ -209,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
     only = {n.strip() for n in args.instances.split(",") if n.strip()}
+    jit.warm("optplan.planners.search")  # compile once here, not inside a time limit
     rows = []
     for name, read, peers in instances(sets, only):
         rows.append(run(name, read(), args.time_limit, peers))
@@ -218,11 +255,12 @@ def main(argv: list[str] | None = None) -> int:
         write(RESULTS / "idealloc.csv", rows, COLUMNS)
     stages = [stage_times(int(n)) for n in args.stages.split(",") if n.strip()]
     if stages:
-        columns = ("buffers", *STAGES, "arena_pct", "valid")
+        columns = ("buffers", *STAGES, "arena_pct", "valid", *END_TO_END)
         print(table(stages, columns))
         write(RESULTS / "idealloc_stages.csv", stages, columns)
     invalid = any("INVALID" in str(r.get("status", "")) for r in rows)
-    return 1 if invalid or not all(r["valid"] for r in stages) else 0
+    failed = not all(r["valid"] and r.get("cli_exit", 0) == 0 for r in stages)
+    return 1 if invalid or failed else 0
 
 
 if __name__ == "__main__":

@@ -17,10 +17,13 @@ once); no arena can be smaller. `read_csv` / `write_csv` speak MiniMalloc's form
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from optplan.problem_columns import BufferColumns
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -77,18 +80,28 @@ class Alias:
 class Problem:
     """Buffers to place in one arena, aliases between them, and an optional capacity."""
 
-    buffers: tuple[Buffer, ...]
+    buffers: Sequence[Buffer]
     aliases: tuple[Alias, ...] = ()
     capacity: int | None = None
-    _index: dict[str, int] = field(init=False, repr=False, compare=False)
+    _index: dict[str, int] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if isinstance(self.buffers, BufferColumns):
+            # Checked as columns when they were made; the index waits until it is asked
+            # for (100 MB at 1,000,000 buffers).
+            object.__setattr__(self, "_index", None)
+            self._check_aliases(self._positions() if self.aliases else {})
+            return
         index: dict[str, int] = {}
         for position, buffer in enumerate(self.buffers):
             if buffer.id in index:
                 raise ValueError(f"buffer {buffer.id!r} appears twice")
             index[buffer.id] = position
             _check_buffer(buffer)
+        object.__setattr__(self, "_index", index)
+        self._check_aliases(index)
+
+    def _check_aliases(self, index: dict[str, int]) -> None:
         for alias in self.aliases:
             for name in (alias.base, alias.view):
                 if name not in index:
@@ -97,16 +110,25 @@ class Problem:
                 raise ValueError(f"alias of {alias.view!r} has negative delta {alias.delta}")
         if self.capacity is not None and self.capacity < 0:
             raise ValueError(f"capacity {self.capacity} is negative")
-        object.__setattr__(self, "_index", index)
+
+    def _positions(self) -> dict[str, int]:
+        """Position by buffer id (made on first use for buffers held as columns)."""
+        if self._index is None:
+            assert isinstance(self.buffers, BufferColumns)
+            object.__setattr__(self, "_index", {b: i for i, b in enumerate(self.buffers.ids)})
+        assert self._index is not None
+        return self._index
 
     def buffer(self, buffer_id: str) -> Buffer:
-        return self.buffers[self._index[buffer_id]]
+        return self.buffers[self._positions()[buffer_id]]
 
     @property
     def naive_bytes(self) -> int:
         """The arena with no reuse at all: every alias class laid end to end, each at the
         lowest offset its members' alignments allow (the naive planner's arena when
         nothing is pinned)."""
+        if isinstance(self.buffers, BufferColumns) and not self.aliases:
+            return self.buffers.naive_bytes()  # the same sum, without a class per buffer
         total = 0
         for cls in alias_classes(self):
             total = (total if cls.residue is None else cls.lift(total)) + cls.size
@@ -331,6 +353,11 @@ def _spans(problem: Problem) -> np.ndarray:
     """Rows (start, end, size), one per live interval of each alias class: int64 when
     every sum of sizes fits, Python integers otherwise."""
     buffers = problem.buffers
+    if isinstance(buffers, BufferColumns) and not problem.aliases:
+        table = np.stack((buffers.start, buffers.end, buffers.size), axis=1)
+        if float(buffers.size.sum(dtype=np.float64)) < 2.0**62:
+            return table
+        return table.astype(object)
     if not problem.aliases and all(len(b.live) == 1 for b in buffers):
         # Column by column, with no tuple per buffer: 4.8 s -> 1.7 s at 1,000,000.
         columns = (

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 
 from optplan.plan import Status, validate
-from optplan.planners import cpsat, lns
+from optplan.planners import cpsat, greedy_kernel, greedy_tries, lns
 from optplan.planners.common import Form, live_peak, make_form, make_plan, now, top
 from optplan.planners.greedy import best_offsets
 from optplan.problem import Buffer, Interval, Problem
@@ -40,7 +40,7 @@ def staircase() -> Problem:
     return Problem(tuple(buffers))
 
 
-def stacked(form: Form) -> tuple[list[int], dict[str, object]]:
+def stacked(form: Form, deadline: float | None = None) -> tuple[list[int], dict[str, object]]:
     """The naive stack as a (bad) starting placement."""
     offsets, high = [], 0
     for rect in form.rects:
@@ -69,3 +69,20 @@ def test_cpsat_uses_the_neighbourhood_search_on_large_parts(
     assert validate(problem, plan) == []
     assert plan.detail["greedy_arena"] == 90
     assert plan.arena == 20 == plan.lower_bound and plan.status is Status.OPTIMAL
+
+
+@pytest.mark.skipif(not greedy_kernel.COMPILED, reason="numba is not installed")
+@settings(deadline=None, max_examples=40)
+@given(problems(max_buffers=10))
+def test_greedy_tries_keep_plans_valid_and_never_higher(problem: Problem) -> None:
+    form = make_form(problem)
+    if any(r.residue is None for r in form.rects):
+        return
+    offsets, _ = best_offsets(form)
+    if validate(problem, make_plan(form, "greedy", offsets, started=now())):
+        return
+    tried = list(offsets)
+    for part in form.parts:
+        tried = greedy_tries.tries(part, tried, now() + 0.05, seed=3)
+    assert validate(problem, make_plan(form, "tries", tried, started=now())) == []
+    assert top(form.rects, tried) <= top(form.rects, offsets)

@@ -42,13 +42,21 @@ With lifetimes short next to the whole run, as in real models, each query reads 
 dozen entries, so a run is O(n log n) for the ordering plus O(n k log k) for k rectangles
 live at once.
 
-When numba is importable and the problem has COMPILED_FROM rectangles or more,
-`greedy_kernel` runs the same placement compiled, with merged busy ranges in a segment
-tree over time instead of buckets (a query reads O(log T) short lists however many
-rectangles are live), and the orders sorted by `np.lexsort`; it gives the same offsets
-for every order and fit (`tests/test_greedy_scaling.py`). On idealloc's real traces,
-where thousands of buffers are live at once and some live for most of the run, one
-order (size/first) took 12.5 s on pangu_2.6B with buckets and 0.5 s with the tree.
+When numba is importable and the problem has COMPILED_FROM rectangles or more (or
+fewer, crowded enough that Python would read COMPILED_WORK neighbours), `greedy_kernel`
+runs the same placement compiled, and the orders sorted by `np.lexsort`; it gives the
+same offsets for every order and fit (`tests/test_greedy_scaling.py`,
+`tests/test_columns.py`). The loop suits the trace's shape: merged busy ranges in a
+segment tree over time (a query reads O(log T) short lists however many rectangles are
+live) where thousands are live at once and some live for most of the run, as on
+idealloc's traces (size/first on pangu_2.6B: 12.5 s with buckets in Python, 0.5 s with
+the tree); compiled buckets kept sorted by offset where lifetimes are short
+(`greedy_buckets`; the generated 100,000-buffer trace: 0.5 s a run against the tree's
+3-4 s).
+
+A problem without aliases or pins whose buffers have one interval each, as every CSV
+problem is, skips the rectangles: `greedy_columns` plans it from its columns
+(`optplan.problem_columns`), with the same runs and the same offsets.
 
 The plain-Python `place` below stays as the fallback and as the reference.
 """
@@ -56,7 +64,7 @@ The plain-Python `place` below stays as the fallback and as the reference.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
@@ -65,7 +73,9 @@ import numpy as np
 
 from optplan.plan import Plan, Status
 from optplan.planners.common import Form, Rect, make_form, make_plan, no_plan, now, top
-from optplan.planners.greedy_kernel import Compiled
+from optplan.planners.greedy_buckets import reads, shift_for
+from optplan.planners.greedy_columns import plan_columns
+from optplan.planners.greedy_kernel import COMPILED, Compiled
 from optplan.planners.naive import stack
 from optplan.problem import Problem
 
@@ -75,6 +85,7 @@ ORDERS = ("size", "start", "lifetime", "area", "xla")
 # install), more than all greedy runs on 2,000 buffers take in Python (0.01 s on the
 # TVM and ResNet chains, 0.3 s on the dense MiniMalloc chain; compiled: 0.006-0.017 s).
 COMPILED_FROM = 2000
+COMPILED_WORK = 400_000
 FITS = ("first", "best")
 # On parts this large every run costs seconds (idealloc's Y_1, 62,185 buffers: 1.6-6 s
 # each), so only the runs that win on some large real trace are made (module docstring).
@@ -108,7 +119,13 @@ class Greedy:
 
     def __call__(self, problem: Problem) -> Plan:
         started = now()
+        _check(self.orders, self.fits)
         with _cyclic_gc_paused():
+            if len(problem.buffers) >= COMPILED_FROM:
+                # A problem held as columns is planned from them, with no form at all.
+                plan = plan_columns(problem, self.orders, self.fits, self.name, started)
+                if plan is not None:
+                    return plan
             return plan_greedy(make_form(problem), self, started=started)
 
     def plan(self, form: Form) -> Plan:
@@ -144,25 +161,34 @@ def _cyclic_gc_paused() -> Iterator[None]:
 
 
 def best_offsets(
-    form: Form, orders: tuple[str, ...] = ORDERS, fits: tuple[str, ...] = FITS
+    form: Form,
+    orders: tuple[str, ...] = ORDERS,
+    fits: tuple[str, ...] = FITS,
+    *,
+    deadline: float | None = None,
 ) -> tuple[list[int], dict[str, object]]:
     """The lowest-arena offsets over every order and fit (and the naive stack).
 
     Assumes the form has no fault. Ties go to the earlier run, so the result
-    depends only on the input.
+    depends only on the input. Past `deadline` (a `now()` time) each part makes no run
+    after its first.
     """
+    _check(orders, fits)
+    with _cyclic_gc_paused():
+        return _best_of_parts(form, orders, fits, deadline)
+
+
+def _check(orders: tuple[str, ...], fits: tuple[str, ...]) -> None:
     for order in orders:
         if order not in _ORDER_KEYS:
             raise ValueError(f"unknown greedy order {order!r}; choose from {', '.join(ORDERS)}")
     for fit in fits:
         if fit not in FITS:
             raise ValueError(f"unknown greedy fit {fit!r}; choose from {', '.join(FITS)}")
-    with _cyclic_gc_paused():
-        return _best_of_parts(form, orders, fits)
 
 
 def _best_of_parts(
-    form: Form, orders: tuple[str, ...], fits: tuple[str, ...]
+    form: Form, orders: tuple[str, ...], fits: tuple[str, ...], deadline: float | None
 ) -> tuple[list[int], dict[str, object]]:
     """The best run on each independent part; the part with the highest arena names the
     winner. A part stops trying runs once it is under the whole problem's live bytes,
@@ -170,11 +196,11 @@ def _best_of_parts(
     offsets = [r.pin if r.pin is not None else r.lift(0) for r in form.rects]
     floor = form.live_bytes
     parts = [list(part) for part in form.parts]
-    compiled = len(form.rects) >= COMPILED_FROM
+    compiled = len(form.rects) >= COMPILED_FROM or _crowded(form.rects)
     detail: dict[str, object] = {"order": "naive", "arenas": {}}
     highest = -1
     for part in parts:
-        placed, runs = _best_of(part, orders, fits, floor, compiled)
+        placed, runs = _best_of(part, orders, fits, floor, compiled, deadline)
         for rect, offset in zip(part, placed):
             offsets[rect.index] = offset
         arena = top(part, placed)
@@ -184,22 +210,60 @@ def _best_of_parts(
     return offsets, detail
 
 
+def _crowded(rects: Sequence[Rect]) -> bool:
+    """Whether the plain-Python runs would read so many placed neighbours that loading
+    the compiled loop pays: rectangles x neighbours a query reads, COMPILED_WORK or more
+    (resnet50, 1,042 buffers, ~1,000 live at once: 3.3 s in Python, 0.1 s compiled)."""
+    if not COMPILED or len(rects) < 2:
+        return False
+    spans = [(iv.start, iv.end) for r in rects if r.size for iv in r.live]
+    _, ranks = np.unique(np.array(spans, dtype=np.int64), return_inverse=True)
+    ranks = ranks.reshape(-1, 2)
+    starts, ends = ranks[:, 0].copy(), ranks[:, 1].copy()
+    return len(rects) * reads(starts, ends, shift_for(starts, ends)) >= COMPILED_WORK
+
+
 def _best_of(
-    part: list[Rect], orders: tuple[str, ...], fits: tuple[str, ...], floor: int, compiled: bool
+    part: list[Rect],
+    orders: tuple[str, ...],
+    fits: tuple[str, ...],
+    floor: int,
+    compiled: bool,
+    deadline: float | None,
 ) -> tuple[list[int], dict[str, object]]:
     """Offsets for `part` (in its order) from the best run, stopping at `floor`; placed by
     the compiled loop if `compiled` and it can take the part."""
-    runner: _Runner | None = Compiled.build(part) if compiled else None
-    if runner is None:
+    fast = Compiled.build(part) if compiled else None
+    if fast is not None:
+        best, runs = best_runs(fast, fast.stack(), len(part), orders, fits, floor, deadline)
+    else:
         runner = _Interpreted.build(part)
-    best: _Offsets = stack(part)
+        best, runs = best_runs(runner, stack(part), len(part), orders, fits, floor, deadline)
+    return [int(offset) for offset in best], runs
+
+
+def best_runs(
+    runner: Runner,
+    naive: _Offsets,
+    rects: int,
+    orders: tuple[str, ...],
+    fits: tuple[str, ...],
+    floor: int,
+    deadline: float | None = None,
+) -> tuple[_Offsets, dict[str, object]]:
+    """The best of `naive` and the runs `_runs` allows on a part of `rects` rectangles,
+    stopping once an arena is at `floor`, or after the first run once past `deadline`;
+    with the winner and every run's arena."""
+    best = naive
     winner = "naive"
     arenas: dict[str, int] = {"naive": runner.top(best)}
     done: dict[tuple[Hashable, str], str] = {}
     sequences: dict[str, Hashable] = {}
-    for order, fit in _runs(len(part), orders, fits):
+    for order, fit in _runs(rects, orders, fits):
         if arenas[winner] <= floor:
             break  # under the live-bytes bound of the whole problem: nothing to gain
+        if deadline is not None and done and now() >= deadline:
+            break
         if order not in sequences:
             sequences[order] = runner.sequence(order)
         run, key = f"{order}/{fit}", (sequences[order], fit)
@@ -213,7 +277,7 @@ def _best_of(
         done[key] = run
         if arenas[run] < arenas[winner]:
             best, winner = offsets, run
-    return [int(offset) for offset in best], {"order": winner, "arenas": arenas}
+    return best, {"order": winner, "arenas": arenas}
 
 
 def _runs(rects: int, orders: tuple[str, ...], fits: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -227,7 +291,7 @@ def _runs(rects: int, orders: tuple[str, ...], fits: tuple[str, ...]) -> list[tu
     return large[:1] if rects > HUGE_PART else large
 
 
-class _Runner(Protocol):
+class Runner(Protocol):
     """One part, ready for runs: `sequence` names an order's placement sequence (equal
     names, equal sequences), `place` places in it, `top` measures the arena."""
 

@@ -31,6 +31,11 @@ same offset for any list of busy ranges with the same union (sorted by low end),
 offsets are those of `greedy.place` for every order and fit
 (`tests/test_greedy_scaling.py`).
 
+`Compiled.build(part)` (or `Compiled.from_columns`) also picks the loop: this tree, or
+`greedy_buckets`' sorted buckets when a query would read fewer than BUCKET_READS listed
+intervals there (short lifetimes, about a hundred live at once), where the tree's node
+lists repeat the same few hundred ranges and cost 6x more.
+
 `Compiled.build(part)` returns None, and greedy uses `greedy.place`, when numba is
 missing or some number (offsets up to the naive stack, size x lifetime for the `area`
 order) might not fit in int64.
@@ -38,16 +43,21 @@ order) might not fit in int64.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from optplan.planners.common import Rect
+from optplan.planners.greedy_buckets import place_buckets, reads, shift_for
+from optplan.planners.greedy_sweeps import best_hole, first_hole
 from optplan.planners.jit import NUMBA_INSTALLED as COMPILED
 from optplan.planners.jit import njit
 
 _LIMIT = 1 << 62  # numbers at or above this could overflow an int64 sum or product
+# Buckets when a query reads fewer listed intervals than this, on average (module
+# docstring of `greedy_buckets`; measured in `benchmarks/idealloc.py`'s stage table).
+BUCKET_READS = 2000
 
 
 def _fits(size: np.ndarray, modulus: np.ndarray, pin: np.ndarray, length: np.ndarray) -> bool:
@@ -63,7 +73,8 @@ def _fits(size: np.ndarray, modulus: np.ndarray, pin: np.ndarray, length: np.nda
 class Compiled:
     """One part as arrays: intervals (`first`: each rectangle's first interval, CSR
     style; `starts`/`ends` as ranks of end points), shape, pins (-1: none), the order
-    keys, and `leaves`, the number of leaves of the segment tree (a power of two)."""
+    keys, `leaves`, the number of leaves of the segment tree (a power of two), and the
+    loop that places: `buckets` (with buckets of 2**shift ranks) or the tree."""
 
     first: np.ndarray
     starts: np.ndarray
@@ -76,9 +87,11 @@ class Compiled:
     length: np.ndarray
     movable: np.ndarray
     leaves: int
+    buckets: bool = False
+    shift: int = 0
 
     @staticmethod
-    def build(part: list[Rect]) -> Compiled | None:
+    def build(part: Sequence[Rect], kernel: str = "auto") -> Compiled | None:
         """The part as arrays; None when numba is missing or a number might not fit in
         int64, and `greedy.place` must do the work."""
         if not COMPILED:
@@ -101,24 +114,27 @@ class Compiled:
             )
         except OverflowError:
             return None
-        if not _fits(size, modulus, pin, length):
-            return None
         counts = _array([len(r.live) for r in part])
-        points, ranks = np.unique(times, return_inverse=True)
-        ranks = ranks.reshape(-1).astype(np.int64)
-        return Compiled(
-            first=np.concatenate(([0], np.cumsum(counts))).astype(np.int64),
-            starts=ranks[0::2].copy(),
-            ends=ranks[1::2].copy(),
-            size=size,
-            residue=residue,
-            modulus=modulus,
-            pin=pin,
-            start_time=start_time,
-            length=length,
-            movable=np.flatnonzero(pin < 0).astype(np.int64),
-            leaves=1 << max(len(points) - 1, 1).bit_length(),
-        )
+        first = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        shape = (size, residue, modulus, pin)
+        return _assemble(first, times[0::2], times[1::2], shape, start_time, length, kernel)
+
+    @staticmethod
+    def from_columns(
+        start: np.ndarray,
+        end: np.ndarray,
+        size: np.ndarray,
+        alignment: np.ndarray,
+        kernel: str = "auto",
+    ) -> Compiled | None:
+        """Unpinned rectangles of one interval each, from columns (`optplan.problem_columns`);
+        None as for `build`."""
+        if not COMPILED:
+            return None
+        count = len(size)
+        shape = (size, np.zeros(count, np.int64), alignment, np.full(count, -1, np.int64))
+        first = np.arange(count + 1, dtype=np.int64)
+        return _assemble(first, start, end, shape, start, end - start, kernel)
 
     def sequence(self, order: str) -> Hashable:
         """The positions of the movable rectangles in `order`, as bytes (hashable)."""
@@ -135,21 +151,56 @@ class Compiled:
 
     def place(self, sequence: Hashable, fit: str) -> np.ndarray:
         assert isinstance(sequence, bytes)
-        return _place(
-            np.frombuffer(sequence, dtype=np.int64),
-            fit == "best",
-            self.first,
-            self.starts,
-            self.ends,
-            self.size,
-            self.residue,
-            self.modulus,
-            self.pin,
-            self.leaves,
-        )
+        arrays = (self.first, self.starts, self.ends, self.size, self.residue, self.modulus)
+        order = np.frombuffer(sequence, dtype=np.int64)
+        if self.buckets:
+            return place_buckets(order, fit == "best", *arrays, self.pin, self.shift)
+        return _place(order, fit == "best", *arrays, self.pin, self.leaves)
 
     def top(self, offsets: list[int] | np.ndarray) -> int:
         return int((np.asarray(offsets, dtype=np.int64) + self.size).max(initial=0))
+
+    def stack(self) -> np.ndarray:
+        """`naive.stack` of the part: unpinned rectangles end to end above the pinned."""
+        return _stack(self.size, self.residue, self.modulus, self.pin)
+
+
+def _assemble(
+    first: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    shape: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    start_time: np.ndarray,
+    length: np.ndarray,
+    kernel: str,
+) -> Compiled | None:
+    """Ranks of the interval ends, and the loop for the trace's shape: buckets when a
+    query would read fewer than BUCKET_READS listed intervals (`greedy_buckets.reads`),
+    else the tree."""
+    size, residue, modulus, pin = shape
+    if not _fits(size, modulus, pin, length):
+        return None
+    points, ranks = np.unique(np.concatenate((start, end)), return_inverse=True)
+    ranks = ranks.reshape(-1).astype(np.int64)
+    starts, ends = ranks[: len(start)], ranks[len(start) :]
+    shift = shift_for(starts, ends)
+    if kernel == "auto":
+        kernel = "buckets" if reads(starts, ends, shift) < BUCKET_READS else "tree"
+    return Compiled(
+        first=first,
+        starts=starts,
+        ends=ends,
+        size=size,
+        residue=residue,
+        modulus=modulus,
+        pin=pin,
+        start_time=start_time,
+        length=length,
+        movable=np.flatnonzero(pin < 0).astype(np.int64),
+        leaves=1 << max(len(points) - 1, 1).bit_length(),
+        buckets=kernel == "buckets",
+        shift=shift,
+    )
 
 
 def _array(values: list[int]) -> np.ndarray:
@@ -188,9 +239,9 @@ def _place(sequence, best_fit, first, starts, ends, size, residue, modulus, pin,
         order = np.argsort(busy[0, :found], kind="mergesort")
         low, high = busy[0, :found][order], busy[1, :found][order]
         if best_fit:
-            offset = _best_hole(low, high, found, size[i], residue[i], modulus[i])
+            offset = best_hole(low, high, found, size[i], residue[i], modulus[i])
         else:
-            offset = _first_hole(low, high, found, size[i], residue[i], modulus[i])
+            offset = first_hole(low, high, found, size[i], residue[i], modulus[i])
         offsets[i] = offset
         pool, used = _enter(
             i, offset, first, starts, ends, size, leaves, pool, used, at, count, room
@@ -321,26 +372,16 @@ def _search(pool, row, first, last, value, right):
 
 
 @njit(cache=True)
-def _first_hole(busy_low, busy_high, found, size, residue, modulus):
-    """The lowest allowed offset whose bytes clear every busy range (sorted by low end)."""
-    offset = residue
-    for x in range(found):
-        if offset + size <= busy_low[x]:
-            break
-        if busy_high[x] > offset:
-            offset = busy_high[x] + (residue - busy_high[x]) % modulus
-    return offset
-
-
-@njit(cache=True)
-def _best_hole(busy_low, busy_high, found, size, residue, modulus):
-    """The allowed offset in the smallest hole that fits, lowest on ties; else on top."""
-    offset = residue
-    best, best_room = -1, -1
-    for x in range(found):
-        room = busy_low[x] - offset
-        if room >= size and (best < 0 or room < best_room):
-            best, best_room = offset, room
-        if busy_high[x] > offset:
-            offset = busy_high[x] + (residue - busy_high[x]) % modulus
-    return best if best >= 0 else offset
+def _stack(size, residue, modulus, pin):
+    cursor = 0
+    for i in range(size.shape[0]):
+        if pin[i] >= 0:
+            cursor = max(cursor, pin[i] + size[i])
+    offsets = np.empty_like(size)
+    for i in range(size.shape[0]):
+        if pin[i] >= 0:
+            offsets[i] = pin[i]
+        else:
+            offsets[i] = cursor + (residue[i] - cursor) % modulus[i]
+            cursor = offsets[i] + size[i]
+    return offsets
