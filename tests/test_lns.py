@@ -10,6 +10,7 @@ from optplan.plan import Status, validate
 from optplan.planners import cpsat, greedy_kernel, greedy_tries, lns
 from optplan.planners.common import Form, live_peak, make_form, make_plan, now, top
 from optplan.planners.greedy import best_offsets
+from optplan.planners.watch import Watch
 from optplan.problem import Buffer, Interval, Problem
 from optplan.strategies import problems
 
@@ -86,3 +87,21 @@ def test_greedy_tries_keep_plans_valid_and_never_higher(problem: Problem) -> Non
         tried = greedy_tries.tries(part, tried, now() + 0.05, seed=3)
     assert validate(problem, make_plan(form, "tries", tried, started=now())) == []
     assert top(form.rects, tried) <= top(form.rects, offsets)
+
+
+def test_a_stopped_watch_ends_the_large_part_work_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C reaches a part too big for one model: the tries and the neighbourhood
+    search hear the watch and return the placement they have, long before the limit."""
+    problem = staircase()
+    monkeypatch.setattr(cpsat, "MODEL_MAX_PART", 3)
+    monkeypatch.setattr(cpsat, "best_offsets", stacked)
+    watch = Watch()
+    watch.stop()
+    began = now()
+    plan = cpsat.CpSat(time_limit=30.0, search_share=0.0, watch=watch)(problem)
+    assert now() - began < 5.0
+    assert validate(problem, plan) == [] and plan.detail.get("interrupted") is True
+    form = make_form(problem)
+    offsets, _ = stacked(form)
+    assert lns.improve(list(form.rects), offsets, 20, now() + 30.0, watch=watch) == offsets
+    assert greedy_tries.tries(list(form.rects), offsets, now() + 30.0, watch=watch) == offsets

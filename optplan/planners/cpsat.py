@@ -344,9 +344,16 @@ def _improve_part(
     (`greedy_tries`, TRIES_SHARE of it), then by `lns.improve`; proves nothing."""
     deadline = now() + budget
     seed = (options.random_seed, part_top(part, offsets))  # a new draw each round
-    tried = tries(part, offsets, now() + TRIES_SHARE * budget, seed=seed)
+    watch = options.watch
+    tried = tries(part, offsets, now() + TRIES_SHARE * budget, seed=seed, watch=watch)
     improved = improve(
-        list(part), tried, floor, deadline, seed=options.random_seed, workers=options.num_workers
+        list(part),
+        tried,
+        floor,
+        deadline,
+        seed=options.random_seed,
+        workers=options.num_workers,
+        watch=watch,
     )
     return PartResult(Status.FEASIBLE, improved, floor, {"lns": True})
 

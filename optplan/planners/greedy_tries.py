@@ -23,15 +23,21 @@ import numpy as np
 
 from optplan.planners.common import Rect, now
 from optplan.planners.greedy_kernel import Compiled
+from optplan.planners.watch import Watch
 
 NOISE = 0.05
 
 
 def tries(
-    part: Sequence[Rect], offsets: list[int], deadline: float, *, seed: int | tuple[int, ...] = 0
+    part: Sequence[Rect],
+    offsets: list[int],
+    deadline: float,
+    *,
+    seed: int | tuple[int, ...] = 0,
+    watch: Watch | None = None,
 ) -> list[int]:
     """Offsets (by rect index, like `offsets`) with the part's top no higher, from
-    perturbed greedy runs made before `deadline`."""
+    perturbed greedy runs made before `deadline` or before `watch` is stopped."""
     runner = Compiled.build(part)
     if runner is None:
         return offsets
@@ -43,7 +49,7 @@ def tries(
     length = runner.length[movable].astype(np.float64)
     start = runner.start_time[movable]
     run = 0.0  # how long the last run took: one more that long must fit before the deadline
-    while now() + run < deadline:
+    while now() + run < deadline and not (watch is not None and watch.stopped):
         for noisy in ("size", "lifetime"):
             noise = rng.uniform(1 - NOISE, 1 + NOISE, len(movable))
             if noisy == "size":

@@ -23,8 +23,8 @@ Steps:
 4. Keep the new placement if that top went down. A neighbourhood that gave nothing is
    tried again wider (WIDTHS); when no width helps any rectangle at the top, stop.
 5. Stop when the time left is less than the last neighbourhood took (building a band's
-   model on Y_1 takes seconds, and the solver's own limit does not cover it), or when the
-   arena meets the floor.
+   model on Y_1 takes seconds, and the solver's own limit does not cover it), when the
+   arena meets the floor, or when the caller's watch is stopped (Ctrl-C).
 
 Anytime: the offsets are valid after every step. The search proves no bound; the
 caller reports the live-bytes bound as always.
@@ -36,6 +36,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from optplan.planners.common import Rect, now
+from optplan.planners.watch import Watch
 
 WIDTHS = (48, 96, 192, 384)  # freed rectangles per neighbourhood, tried in turn
 STEP_SECONDS = 2.0  # most time one neighbourhood may take
@@ -49,9 +50,10 @@ def improve(
     *,
     seed: int = 0,
     workers: int = 2,
+    watch: Watch | None = None,
 ) -> list[int]:
     """Offsets (by rect index, like `offsets`) with the part's top no higher, found
-    before `deadline`."""
+    before `deadline`, or before `watch` is stopped (which also ends a band's solve)."""
     best = list(offsets)
     start = np.array([r.start for r in part], dtype=np.int64)
     end = np.array([r.end for r in part], dtype=np.int64)
@@ -60,7 +62,7 @@ def improve(
     at = np.array([best[r.index] for r in part], dtype=np.int64)
     failed: set[tuple[int, int]] = set()
     step = 0.0  # how long the last neighbourhood took: one more that long must fit
-    while now() + step < deadline:
+    while now() + step < deadline and not (watch is not None and watch.stopped):
         began = now()
         tops = at + size
         arena = int(tops.max(initial=0))
@@ -71,7 +73,7 @@ def improve(
             break
         centre, width = chosen
         freed = _freed(centre, width, start, end, tops, movable)
-        placed = _solve_band(part, freed, at, start, end, size, deadline, seed, workers)
+        placed = _solve_band(part, freed, at, (start, end, size), deadline, seed, workers, watch)
         step = now() - began
         if placed is None:
             failed.add((centre, width))
@@ -114,15 +116,15 @@ def _solve_band(
     part: list[Rect],
     freed: np.ndarray,
     at: np.ndarray,
-    start: np.ndarray,
-    end: np.ndarray,
-    size: np.ndarray,
+    columns: tuple[np.ndarray, np.ndarray, np.ndarray],
     deadline: float,
     seed: int,
     workers: int,
+    watch: Watch | None,
 ) -> np.ndarray | None:
     """New offsets for `freed` inside their band with a lower highest top; None if the
-    solver found none in time."""
+    solver found none in time. `columns` are the part's start, end and size."""
+    start, end, size = columns
     low = int(at[freed].min())
     old_top = int((at[freed] + size[freed]).max())
     live = np.zeros(len(part), dtype=bool)
@@ -158,7 +160,12 @@ def _solve_band(
     solver.parameters.max_time_in_seconds = max(min(STEP_SECONDS, deadline - now()), 0.01)
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
-    code = solver.solve(model)
+    if watch is None:
+        code = solver.solve(model)
+    else:  # Ctrl-C is the watch's: it stops this solve and the loop above
+        solver.parameters.catch_sigint_signal = False
+        with watch.solving(solver):
+            code = solver.solve(model)
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE) or solver.value(top) >= old_top:
         return None
     return np.array(
