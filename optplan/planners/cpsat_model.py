@@ -219,9 +219,7 @@ class Model:
         elif watch.stopped:
             return Status.UNKNOWN, None, 0
         else:
-            solver.parameters.catch_sigint_signal = False
-            with watch.solving(solver):
-                code = solver.solve(self.model, _Heard(watch, self.arena, heard))
+            code = watch.solve(solver, self.model, _Heard(watch, self.arena, heard))
         found = code in (cp_model.OPTIMAL, cp_model.FEASIBLE)
         if code == cp_model.INFEASIBLE:
             return Status.INFEASIBLE, None, 0

@@ -160,12 +160,7 @@ def _solve_band(
     solver.parameters.max_time_in_seconds = max(min(STEP_SECONDS, deadline - now()), 0.01)
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
-    if watch is None:
-        code = solver.solve(model)
-    else:  # Ctrl-C is the watch's: it stops this solve and the loop above
-        solver.parameters.catch_sigint_signal = False
-        with watch.solving(solver):
-            code = solver.solve(model)
+    code = solver.solve(model) if watch is None else watch.solve(solver, model)
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE) or solver.value(top) >= old_top:
         return None
     return np.array(

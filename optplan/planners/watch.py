@@ -3,7 +3,7 @@
 A long planner (`cpsat`) takes a `Watch` among its options. It calls `report(arena,
 bound, phase)` whenever its best arena or its proven bound improves, and reads `stopped`
 between steps; another thread (the command line, on Ctrl-C) calls `stop()`, which also
-stops the CP-SAT solve under way (`solving`). The planner then returns the best plan it
+stops the CP-SAT solve under way (`solve`). The planner then returns the best plan it
 has, with the bound proven so far. The watch itself prints nothing: what to do with a
 report is the caller's `on_progress`.
 
@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +40,13 @@ class Progress:
         return (self.arena - self.bound) / self.bound if self.bound else 0.0
 
 
-class _Stoppable(Protocol):
+class _Solver(Protocol):
+    """What the watch needs of a CP-SAT solver."""
+
+    parameters: Any
+
+    def solve(self, *args: Any) -> Any: ...
+
     def stop_search(self) -> None: ...
 
 
@@ -53,7 +58,7 @@ class Watch:
         self._started = time.perf_counter()
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._solvers: list[_Stoppable] = []
+        self._solvers: list[_Solver] = []
         self._reported = 0.0
         self.last: Progress | None = None
 
@@ -83,13 +88,15 @@ class Watch:
     def stopped(self) -> bool:
         return self._stop.is_set()
 
-    @contextmanager
-    def solving(self, solver: _Stoppable) -> Iterator[None]:
-        """Let `stop()` reach `solver` while the block runs (a CP-SAT solve)."""
+    def solve(self, solver: _Solver, model: object, callback: object = None) -> Any:
+        """Run a CP-SAT solve that `stop()` can end. Ctrl-C is left to the watch: CP-SAT
+        would otherwise take the signal itself and end this one solve alone. Returns what
+        the solver returns (its status)."""
+        solver.parameters.catch_sigint_signal = False
         with self._lock:
             self._solvers.append(solver)
         try:
-            yield
+            return solver.solve(model) if callback is None else solver.solve(model, callback)
         finally:
             with self._lock:
                 self._solvers.remove(solver)
