@@ -293,9 +293,9 @@ def write_csv(problem: Problem, offsets: dict[str, int] | None = None) -> str:
     A buffer live over several intervals is written as one row spanning them all (the
     format has no gaps), which is safe: it only ever forbids more sharing.
     """
-    columns = columns_of(problem)
-    if columns is not None and isinstance(problem.buffers, BufferColumns):
-        return _write_columns(columns, offsets)
+    stored = columns_of(problem)
+    if stored is not None and isinstance(problem.buffers, BufferColumns):
+        return _write_columns(stored, offsets)
     has_alignment = any(b.alignment != 1 for b in problem.buffers)
     columns = ["id", "lower", "upper", "size"] + (["alignment"] if has_alignment else [])
     if offsets is not None or any(b.offset is not None for b in problem.buffers):
