@@ -55,7 +55,7 @@ cut at every interval end into *sections*) by its height in bytes.
    nodes each, and any one answering answers for all: the floor search in twelve
    (order: longest, tallest or largest area first; section rule; time forwards or
    mirrored) and the order search in three static orders (only on parts of at most
-   1024 rectangles: it scans them all at every node). Turns are counted in nodes, so
+   2048 rectangles: it scans them all at every node). Turns are counted in nodes, so
    the result is the same on any machine; `seed` only breaks ties between equal ones.
 
 The inner loops are plain loops over int64 arrays compiled by numba (about 130 times

@@ -151,9 +151,7 @@ def _solve_part(
 
     if int(part.arrays().section_bytes.max(initial=0)) > capacity:
         return _Outcome(SearchStatus.INFEASIBLE, (), 0)
-    configs = _CONFIGS
-    if len(part.rects) > _ORDER_RECTANGLES:
-        configs = tuple(config for config in configs if config[0] == _FLOOR_SEARCH)
+    configs = configurations(len(part.rects))
     runners: list[Runner] = []
     nodes = 0
     while True:
@@ -178,6 +176,15 @@ def _solve_part(
                 return _Outcome(SearchStatus.TIMEOUT, (), nodes)
         if all(r.code == _OVERFLOW for r in runners):
             return _Outcome(SearchStatus.TIMEOUT, (), nodes)
+
+
+def configurations(rectangles: int) -> tuple[tuple[int, int, int, int], ...]:
+    """The configurations (search, order, section rule, mirrored) that take turns on a
+    part of `rectangles`: all of them, or the floor search's alone on parts too large
+    for the order search's scan of every rectangle at every node."""
+    if rectangles > _ORDER_RECTANGLES:
+        return tuple(config for config in _CONFIGS if config[0] == _FLOOR_SEARCH)
+    return _CONFIGS
 
 
 def _turn(runner: Runner, past: Callable[[], bool]) -> int:
