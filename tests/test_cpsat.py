@@ -11,9 +11,13 @@ from hypothesis import strategies as st
 
 from optplan.fuzz.brute import brute_force
 from optplan.plan import Status, validate
-from optplan.planners import get_planner
+from optplan.planners import cpsat_model, get_planner
+from optplan.planners.common import make_form, make_plan, now, top
+from optplan.planners.cpsat import CpSat
+from optplan.planners.cpsat_model import part_top
+from optplan.planners.greedy import best_offsets
 from optplan.problem import Buffer, Interval, Problem
-from optplan.strategies import tiny_awkward_problems
+from optplan.strategies import problems, tiny_awkward_problems
 
 LIMIT = 10.0  # seconds; every problem drawn here solves in a small fraction of that
 
@@ -46,3 +50,36 @@ def test_rounds_alone_agree_with_brute_force(problem: Problem, capacity: str, sp
         assert plan.detail["rounds"] <= plan.detail["parts_solved"]
     else:
         assert (plan.status, plan.offsets) == (Status.INFEASIBLE, {}), plan
+
+
+@given(problems(max_buffers=8, residues=True, max_size=40))
+def test_a_minimisation_in_many_short_solves_keeps_its_bounds(problem: Problem) -> None:
+    """Long minimisations run as a chain of short solves (`cpsat_model.SOLVE_CHUNK`), each
+    hinted with the best placement so far: with solves of 10 ms, every part's placement is
+    valid, no worse than greedy, and every bound proven stays at or below the optimum."""
+    form = make_form(replace(problem, capacity=None))
+    if form.fault is not None:
+        return
+    greedy, _ = best_offsets(form)
+    offsets, bound = list(greedy), 0
+    saved = cpsat_model.SOLVE_CHUNK
+    try:
+        cpsat_model.SOLVE_CHUNK = 0.0  # each solve gets CP-SAT's least time, 10 ms
+        for part in form.parts:
+            upper = part_top(part, greedy)
+            status, placed, found = cpsat_model._minimise(
+                part, form.live_bytes, upper, list(greedy), now() + 0.2, CpSat(), None
+            )
+            assert placed is not None or status is not Status.OPTIMAL
+            if placed is not None:
+                assert part_top(part, placed) <= upper
+                for rect in part:
+                    offsets[rect.index] = placed[rect.index]
+            bound = max(bound, found)
+    finally:
+        cpsat_model.SOLVE_CHUNK = saved
+    plan = make_plan(
+        form, "chain", offsets, started=now(), bound=min(bound, top(form.rects, offsets))
+    )
+    assert validate(form.problem, plan) == []
+    assert bound <= brute_force(replace(problem, capacity=None)).arena
