@@ -170,13 +170,15 @@ class _Failure:
 @dataclass(frozen=True, slots=True)
 class _Work:
     """What every round works on: the form, the parts CP-SAT takes (split or whole), each
-    part's floor (by the part's id), the deadline and the options."""
+    part's floor (by the part's id), the deadline, the options, and how long one greedy
+    run took on each large part (by id) the last time it was improved."""
 
     form: Form
     parts: Sequence[Sequence[Rect]]
     floors: dict[int, int]
     deadline: float
     options: CpSat
+    runs: dict[int, float] = field(default_factory=dict)  # a large part's greedy run, s
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,7 +259,7 @@ def _round(work: _Work, offsets: list[int], bound: int) -> _Rounds:
         assert upper is not None
         floor = max(bound, work.floors[id(part)])
         if len(part) > MODEL_MAX_PART and fits:
-            result = _improve_part(part, offsets, floor, budget, options)
+            result = _improve_part(part, offsets, floor, budget, work)
         else:
             heard = _hearing(options, form.rects, offsets, [part], bound, "cp-sat")
             result = solve_part(
@@ -338,14 +340,22 @@ TRIES_SHARE = 0.7
 
 
 def _improve_part(
-    part: Sequence[Rect], offsets: list[int], floor: int, budget: float, options: CpSat
+    part: Sequence[Rect], offsets: list[int], floor: int, budget: float, work: _Work
 ) -> PartResult:
     """The part's placement improved within `budget` by greedy tries in perturbed orders
-    (`greedy_tries`, TRIES_SHARE of it), then by `lns.improve`; proves nothing."""
+    (`greedy_tries`, TRIES_SHARE of it), then by `lns.improve`; proves nothing. Nothing
+    starts when the budget is shorter than one greedy run on the part took last time
+    (at 1,000,000 rectangles a run takes 2 s, and a second round used to start one with
+    1 s left)."""
+    options, last_run = work.options, work.runs.get(id(part), 0.0)
+    if budget < last_run:
+        return PartResult(Status.FEASIBLE, None, floor)
     deadline = now() + budget
     seed = (options.random_seed, part_top(part, offsets))  # a new draw each round
     watch = options.watch
-    tried = tries(part, offsets, now() + TRIES_SHARE * budget, seed=seed, watch=watch)
+    tried, work.runs[id(part)] = tries(
+        part, offsets, now() + TRIES_SHARE * budget, seed=seed, watch=watch, run=last_run
+    )
     improved = improve(
         list(part),
         tried,

@@ -35,12 +35,15 @@ def tries(
     *,
     seed: int | tuple[int, ...] = 0,
     watch: Watch | None = None,
-) -> list[int]:
+    run: float = 0.0,
+) -> tuple[list[int], float]:
     """Offsets (by rect index, like `offsets`) with the part's top no higher, from
-    perturbed greedy runs made before `deadline` or before `watch` is stopped."""
+    perturbed greedy runs made before `deadline` or before `watch` is stopped, and how
+    long the last run took. `run` is how long one is expected to take (the last call's
+    answer): none starts unless that much time is left."""
     runner = Compiled.build(part)
     if runner is None:
-        return offsets
+        return offsets, 0.0
     best = np.array([offsets[r.index] for r in part], dtype=np.int64)
     best_top = runner.top(best)
     rng = np.random.default_rng(seed)
@@ -48,7 +51,7 @@ def tries(
     size = runner.size[movable].astype(np.float64)
     length = runner.length[movable].astype(np.float64)
     start = runner.start_time[movable]
-    run = 0.0  # how long the last run took: one more that long must fit before the deadline
+    # `run`: how long the last run took; one more that long must fit before the deadline
     while now() + run < deadline and not (watch is not None and watch.stopped):
         for noisy in ("size", "lifetime"):
             noise = rng.uniform(1 - NOISE, 1 + NOISE, len(movable))
@@ -69,4 +72,4 @@ def tries(
     improved = list(offsets)
     for position, rect in enumerate(part):
         improved[rect.index] = int(best[position])
-    return improved
+    return improved, run
