@@ -5,18 +5,23 @@ split or whole."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from optplan.fuzz.brute import brute_force
 from optplan.plan import Status, validate
-from optplan.planners import cpsat_model, get_planner
+from optplan.planners import cpsat, cpsat_model, get_planner
 from optplan.planners.common import make_form, make_plan, now, top
 from optplan.planners.cpsat import CpSat
 from optplan.planners.cpsat_model import part_top
 from optplan.planners.greedy import best_offsets
-from optplan.problem import Buffer, Interval, Problem
+from optplan.planners.search import Packing, SearchResult
+from optplan.planners.search import ask as search_ask
+from optplan.problem import Buffer, Interval, Problem, read_csv
 from optplan.strategies import problems, tiny_awkward_problems
 
 LIMIT = 10.0  # seconds; every problem drawn here solves in a small fraction of that
@@ -83,3 +88,27 @@ def test_a_minimisation_in_many_short_solves_keeps_its_bounds(problem: Problem) 
     )
     assert validate(form.problem, plan) == []
     assert bound <= brute_force(replace(problem, capacity=None)).arena
+
+
+MINIMALLOC_D = Path(__file__).parents[2] / "shared/data/minimalloc/challenging/D.1048576.csv"
+
+
+@pytest.mark.skipif(not MINIMALLOC_D.exists(), reason="no shared data")
+def test_the_search_asks_a_capacity_again_only_for_longer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search counts its turns in nodes, so asking the bound again for less time than
+    the first ask ran walks the same nodes: on MiniMalloc's D (one part, nothing fits at
+    the bound) that second ask took the time the bisection needed to reach MiniMalloc's
+    peak. The bound is asked once, and the time goes to bisecting."""
+    asked: list[tuple[int, float]] = []
+
+    def spy(packing: Packing, capacity: int, **options: Any) -> SearchResult:
+        answer = search_ask(packing, capacity, **options)
+        asked.append((capacity, answer.seconds))
+        return answer
+
+    monkeypatch.setattr(cpsat, "ask", spy)
+    problem = read_csv(MINIMALLOC_D)
+    plan = get_planner("cpsat", time_limit=8.0)(problem)
+    assert validate(problem, plan) == []
+    at_bound = [seconds for capacity, seconds in asked if capacity == plan.lower_bound]
+    assert len(at_bound) == 1, asked

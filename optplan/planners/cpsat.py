@@ -430,8 +430,9 @@ def _search_parts(
 
     1. Each kind of part above the bound asks whether it fits under the bound, with
        FIRST_ASK of its share of the time.
-    2. The kinds that missed share what is left: half of each one's share asks again,
-       the rest minimises its own peak from the best placement so far.
+    2. The kinds that missed share what is left: half of each one's share asks again
+       (when that is longer than the first ask ran at the same capacity), the rest
+       minimises its own peak from the best placement so far.
 
     Returns the proven bound and how many parts got a better placement; `offsets` is
     updated in place.
@@ -443,7 +444,7 @@ def _search_parts(
             key, ordered = _shape(part)
             kinds.setdefault(key, []).append(ordered)
     improved = 0
-    missed: list[tuple[list[list[Rect]], Packing]] = []
+    missed: list[tuple[list[list[Rect]], Packing, int, float]] = []
     for position, copies in enumerate(kinds.values()):
         share = FIRST_ASK * max(deadline - now(), 0.0) / (len(kinds) - position)
         packing = prepare(copies[0], [copies[0]], seed)
@@ -451,15 +452,18 @@ def _search_parts(
         if answer.status is SearchStatus.INFEASIBLE:
             bound += 1  # this part, and so the arena, needs more than the bound
         if answer.placement is None:
-            missed.append((copies, packing))
+            missed.append((copies, packing, answer.capacity, answer.seconds))
             continue
         improved += _place_copies(copies, answer.placement, offsets)
         _report(options, form.rects, offsets, bound, "search")
-    for position, (copies, packing) in enumerate(missed):
+    for position, (copies, packing, asked, walked) in enumerate(missed):
         share = max(deadline - now(), 0.0) / (len(missed) - position)
-        answer = ask(packing, bound, time_limit=share / 2, stop=stop)
-        if answer.placement is not None:
-            improved += _place_copies(copies, answer.placement, offsets)
+        # Turns are counted in nodes: asking the same capacity again for no longer than
+        # the first ask ran would walk the same nodes and answer nothing new.
+        fresh = asked != bound or share / 2 > walked
+        again = ask(packing, bound, time_limit=share / 2, stop=stop) if fresh else None
+        if again is not None and again.placement is not None:
+            improved += _place_copies(copies, again.placement, offsets)
             _report(options, form.rects, offsets, bound, "search")
             continue
         upper = part_top(copies[0], offsets)
