@@ -31,14 +31,17 @@ positionally (`R.triu(x, 1)`) is also accepted as a `Literal` operand. `evaluate
 args, out_type)` runs a call the way both replays do: the kernel, or the mixing kernel,
 then a check that the result has the inferred type.
 
-Sections below: helpers; type rules shared by many ops; the table, op family by op
-family. NumPy bodies too long for a lambda live in `optplan.kernels`.
+The package: `core` (the record, the registry, `evaluate`, shared helpers and type rules)
+and one module per family of ops, imported below in the order the registry keeps:
+`elementwise` (and matmul), `shapes` (and views), `reductions` (and normalisation),
+`conv` (and pooling), `indexing` (joining and indexing), `creation` (and more tensor ops),
+`memory` (kernel calls, allocations, kills). NumPy bodies too long for a lambda live in
+`optplan.kernels`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -46,235 +49,38 @@ from dataclasses import dataclass
 import numpy as np
 
 from optplan import kernels
-from optplan.errors import InputError
 from optplan.ir import Call, Literal, ObjectType, TensorType, TupleType, Type
-
-Infer = Callable[[Call, Sequence[Type | None]], Type]
-Kernel = Callable[[Call, Sequence[object]], object]
-Into = Callable[[Call, Sequence[object], np.ndarray], bool]
-IndexedSize = Callable[[Call, TensorType], int]
-
-
-class Runs(enum.Enum):
-    """Which override point of the interpreter (`optplan.interpreter`) runs an op."""
-
-    OP = "op"  # computes its value from its operands (`call_op`)
-    KERNEL = "kernel"  # writes its destination operands (`call_kernel`)
-    ALLOC_STORAGE = "alloc_storage"
-    ALLOC_TENSOR = "alloc_tensor"  # carved from a storage
-    ALLOC_FRESH = "alloc_fresh"  # a tensor of its own
-    KILL_TENSOR = "kill_tensor"
-    KILL_STORAGE = "kill_storage"
-    KILL_OBJECT = "kill_object"
-
-
-@dataclass(frozen=True, slots=True)
-class OpDef:
-    name: str
-    infer: Infer
-    kernel: Kernel | None = None
-    inplace: bool = False
-    view: bool = False
-    elementwise: bool = False
-    into: Into | None = None
-    effect: bool = False
-    keeps_elements: bool = False
-    keeps_sign: bool = False
-    needs_positive: bool = False
-    indexed_size: IndexedSize | None = None
-    runs: Runs = Runs.OP
-
-
-OPS: dict[str, OpDef] = {}
-
-
-def register(op: OpDef) -> OpDef:
-    OPS[op.name] = op
-    return op
-
-
-def lookup(name: str) -> OpDef | None:
-    """The table entry of `name`, or None when optplan does not know the op."""
-    return OPS.get(name)
-
-
-# Ops with an effect that the table has no entry for (they have no type rule), and the
-# namespaces whose every op has one.
-_EFFECTS_UNTABLED = frozenset({"print", "assert_op", "call_packed", "call_builtin_with_ctx"})
-_EFFECT_NAMESPACES = ("memory.", "vm.")
-
-
-def has_effect(name: str) -> bool:
-    """Whether op `name` does something besides computing its value (`OpDef.effect`)."""
-    op = lookup(name)
-    if op is not None and op.effect:
-        return True
-    return name in _EFFECTS_UNTABLED or name.startswith(_EFFECT_NAMESPACES)
-
-
-# ---------------------------------------------------------------------------- helpers
-
-
-def fail(call: Call, message: str) -> InputError:
-    """An InputError about `call`, placed at its source location when it has one."""
-    loc = call.loc
-    if loc is None:
-        return InputError(message)
-    return InputError(message, file=loc.file, line=loc.line, col=loc.col)
-
-
-def param(call: Call, name: str, position: int | None = None, default: object = None) -> object:
-    """Attribute `name`, else the Literal operand at `position`, else `default`."""
-    for key, value in call.attrs:
-        if key == name:
-            return value
-    if position is not None and position < len(call.args):
-        operand = call.args[position]
-        if isinstance(operand, Literal):
-            return operand.value
-    return default
-
-
-def int_param(call: Call, name: str, position: int | None = None, default: int | None = None) -> int:
-    """An integer attribute (or positional literal); InputError when it is anything else."""
-    value = param(call, name, position, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise fail(call, f"{call.op}: {name} must be an integer, not {value!r}")
-    return value
-
-
-def optional_int(call: Call, name: str, position: int | None = None) -> int | None:
-    """An integer attribute that may be absent or None (an axis of "all axes")."""
-    if param(call, name, position) is None:
-        return None
-    return int_param(call, name, position)
-
-
-def float_attr(call: Call, name: str, default: float) -> float:
-    value = call.attr(name, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise fail(call, f"{call.op}: {name} must be a number, not {value!r}")
-    return float(value)
-
-
-def shape_value(args: Sequence[object], index: int) -> tuple[int, ...]:
-    """Operand `index` of a kernel that is an `R.shape([...])`, as a tuple of ints."""
-    value = args[index]
-    if not isinstance(value, tuple) or not all(isinstance(d, int) for d in value):
-        raise TypeError(f"operand {index} is {value!r}, not a shape")
-    return value
-
-
-def array(args: Sequence[object], index: int) -> np.ndarray:
-    """Operand `index` of a kernel, which the type rule has made sure is a tensor."""
-    value = args[index]
-    if not isinstance(value, np.ndarray):
-        raise TypeError(f"operand {index} is a {type(value).__name__}, not an array")
-    return value
-
-
-def inplace_outputs(call: Call) -> tuple[int, ...]:
-    """For each output of the call, the argument it overwrites, or -1 for a fresh output
-    (`inplace_indices` of `call_tir_inplace`); empty for other calls."""
-    indices = call.attr("inplace_indices")
-    if indices is None:
-        return ()
-    if isinstance(indices, int):
-        indices = (indices,)
-    if not isinstance(indices, tuple):
-        raise fail(call, f"inplace_indices must be integers, not {indices!r}")
-    return tuple(int(i) for i in indices if isinstance(i, int))
-
-
-def overwritten_args(call: Call) -> tuple[int, ...]:
-    """Positions of the arguments whose memory the call's outputs take (and overwrite)."""
-    return tuple(i for i in inplace_outputs(call) if i >= 0)
-
-
-def evaluate(call: Call, args: Sequence[object], out_type: Type) -> np.ndarray | tuple[np.ndarray, ...]:
-    """The value of `call` on `args`: its kernel's result, or the mixing kernel's for
-    opaque ops, checked against `out_type` (a mismatch is a bug in the table)."""
-    op = lookup(call.op)
-    if op is None or op.kernel is None:
-        name = str(call.attr("kernel") or call.op)
-        return _checked(call, kernels.mix(name, args, out_type), out_type)
-    with np.errstate(all="ignore"):
-        return _checked(call, op.kernel(call, args), out_type)
-
-
-def _checked(call: Call, value: object, out_type: Type) -> np.ndarray | tuple[np.ndarray, ...]:
-    if isinstance(out_type, TupleType):
-        if not isinstance(value, tuple) or len(value) != len(out_type.fields):
-            raise RuntimeError(f"{call.op} returned {type(value).__name__}, expected {out_type}")
-        fields = [_checked(call, v, t) for v, t in zip(value, out_type.fields)]
-        return tuple(f for f in fields if isinstance(f, np.ndarray))
-    array = np.asarray(value)
-    if isinstance(out_type, TensorType) and (
-        array.shape != out_type.shape or array.dtype != np.dtype(out_type.dtype)
-    ):
-        raise RuntimeError(
-            f"{call.op} kernel gave {array.shape} {array.dtype}, its type rule says "
-            f"{out_type.shape} {out_type.dtype}"
-        )
-    return array
-
-
-# ---------------------------------------------------------------------------- shared rules
-
-
-def tensor_arg(call: Call, arg_types: Sequence[Type | None], index: int) -> TensorType:
-    """The type of operand `index`, which must be a tensor of known type."""
-    if index >= len(arg_types):
-        raise fail(call, f"{call.op} needs at least {index + 1} operands, got {len(arg_types)}")
-    arg = arg_types[index]
-    if arg is None:
-        raise fail(call, f"{call.op}: the type of operand {index} is not known")
-    if not isinstance(arg, TensorType):
-        raise fail(call, f"{call.op}: operand {index} is not a tensor")
-    return arg
-
-
-def ints(value: object, what: str, call: Call) -> tuple[int, ...]:
-    """An attribute that may be one integer or a list of them, as a tuple."""
-    if isinstance(value, bool) or value is None:
-        raise fail(call, f"{call.op}: {what} must be integers, not {value!r}")
-    if isinstance(value, int):
-        return (value,)
-    if isinstance(value, tuple) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        return tuple(v for v in value if isinstance(v, int))
-    raise fail(call, f"{call.op}: {what} must be integers, not {value!r}")
-
-
-def normal_axis(call: Call, axis: int, ndim: int) -> int:
-    """`axis` counted from the front; InputError when it is out of range."""
-    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
-        raise fail(call, f"{call.op}: axis {axis} is out of range for {ndim} dimensions")
-    return axis % ndim if ndim else 0
-
-
-def broadcast(call: Call, shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
-    """NumPy's broadcasting of `shapes`, or InputError naming them all."""
-    ndim = max(len(s) for s in shapes)
-    out: list[int] = []
-    for position in range(ndim):
-        dims = {s[len(s) - ndim + position] for s in shapes if len(s) - ndim + position >= 0}
-        dims.discard(1)
-        if len(dims) > 1:
-            listed = " and ".join(str(s) for s in shapes)
-            raise fail(call, f"{call.op} of {listed}: shapes do not broadcast")
-        out.append(dims.pop() if dims else 1)
-    return tuple(out)
-
-
-def same_dtype(call: Call, types: Sequence[TensorType]) -> str:
-    dtypes = {t.dtype for t in types}
-    if len(dtypes) > 1:
-        raise fail(call, f"{call.op} of {' and '.join(t.dtype for t in types)}: dtypes differ")
-    return types[0].dtype
-
-
-def _infer_unary(call: Call, arg_types: Sequence[Type | None]) -> Type:
-    return tensor_arg(call, arg_types, 0)
+from optplan.ops.core import (
+    OPS,
+    IndexedSize,
+    Infer,
+    Into,
+    Kernel,
+    OpDef,
+    Runs,
+    array,
+    broadcast,
+    dtype_name,
+    element_count,
+    evaluate,
+    fail,
+    float_attr,
+    has_effect,
+    infer_unary,
+    inplace_outputs,
+    int_param,
+    ints,
+    lookup,
+    normal_axis,
+    optional_int,
+    overwritten_args,
+    param,
+    register,
+    same_dtype,
+    shape_operand,
+    shape_value,
+    tensor_arg,
+)
 
 
 def _infer_predicate(call: Call, arg_types: Sequence[Type | None]) -> Type:
@@ -315,7 +121,6 @@ def _ufunc_into(ufunc: np.ufunc) -> Into:
         return True
 
     return into
-
 
 # ---------------------------------------------------------------------------- elementwise
 
@@ -378,20 +183,20 @@ def _register_elementwise() -> None:
         # A bool result has another byte size than its operands: never in place.
         _elementwise(name, _binary_rule("bool"), fn, inplace=False, ufunc=fn)
     for name, fn in _UNARY.items():
-        _elementwise(name, _infer_unary, kernels.same_dtype(fn), ufunc=fn)
+        _elementwise(name, infer_unary, kernels.same_dtype(fn), ufunc=fn)
     for name, fn in _PREDICATES.items():
         _elementwise(name, _infer_predicate, fn, inplace=False, ufunc=fn)
-    _elementwise("logical_not", _infer_unary, np.logical_not)
+    _elementwise("logical_not", infer_unary, np.logical_not)
     register(
         OpDef(
             "nn.leakyrelu",
-            _infer_unary,
+            infer_unary,
             lambda call, args: _leakyrelu(array(args, 0), float_attr(call, "alpha", 0.01)),
             inplace=True,
             elementwise=True,
         )
     )
-    register(OpDef("clip", _infer_unary, _clip_kernel, inplace=True, elementwise=True))
+    register(OpDef("clip", infer_unary, _clip_kernel, inplace=True, elementwise=True))
     register(OpDef("astype", _infer_astype, _astype_kernel, elementwise=True))
     register(OpDef("where", _infer_where, lambda call, args: np.where(array(args, 0), array(args, 1), array(args, 2)), elementwise=True))
 
@@ -414,19 +219,12 @@ def _infer_astype(call: Call, arg_types: Sequence[Type | None]) -> Type:
     dtype = param(call, "dtype", 1)
     if not isinstance(dtype, str):
         raise fail(call, f"astype needs a dtype, got {dtype!r}")
-    return TensorType(x.shape, _dtype_name(call, dtype))
+    return TensorType(x.shape, dtype_name(call, dtype))
 
 
 def _astype_kernel(call: Call, args: Sequence[object]) -> object:
     x = array(args, 0)
-    return x.astype(_dtype_name(call, str(param(call, "dtype", 1))))
-
-
-def _dtype_name(call: Call, dtype: str) -> str:
-    try:
-        return np.dtype(dtype).name
-    except TypeError:
-        raise fail(call, f"{call.op}: unknown dtype {dtype!r}") from None
+    return x.astype(dtype_name(call, str(param(call, "dtype", 1))))
 
 
 def _infer_where(call: Call, arg_types: Sequence[Type | None]) -> Type:
@@ -454,7 +252,7 @@ def _infer_matmul(call: Call, arg_types: Sequence[Type | None]) -> Type:
     batch = broadcast(call, (left[:-2], right[:-2]))
     shape = batch + left[-2:-1] * (len(a.shape) > 1) + right[-1:] * (len(b.shape) > 1)
     out_dtype = call.attr("out_dtype")
-    return TensorType(shape, _dtype_name(call, str(out_dtype)) if out_dtype else dtype)
+    return TensorType(shape, dtype_name(call, str(out_dtype)) if out_dtype else dtype)
 
 
 def _matmul_kernel(call: Call, args: Sequence[object]) -> object:
@@ -469,40 +267,24 @@ register(OpDef("matmul", _infer_matmul, _matmul_kernel))
 # ---------------------------------------------------------------------------- shapes and views
 
 
-def _shape_operand(call: Call, index: int) -> tuple[int, ...]:
-    from optplan.ir import ShapeExpr
-
-    operand = call.args[index] if index < len(call.args) else None
-    if not isinstance(operand, ShapeExpr):
-        raise fail(call, f"{call.op}: operand {index} must be R.shape([...])")
-    return operand.values
-
-
 def _infer_reshape(call: Call, arg_types: Sequence[Type | None]) -> Type:
     x = tensor_arg(call, arg_types, 0)
-    target = list(_shape_operand(call, 1))
-    count = _count(x.shape)
+    target = list(shape_operand(call, 1))
+    count = element_count(x.shape)
     if target.count(-1) > 1:
         raise fail(call, f"reshape of {x.shape} to {tuple(target)}: more than one -1")
     if -1 in target:
-        known = _count(tuple(d for d in target if d != -1))
+        known = element_count(tuple(d for d in target if d != -1))
         if known == 0 or count % known:
             raise fail(call, f"reshape of {x.shape} to {tuple(target)}: no size fits the -1")
         target[target.index(-1)] = count // known
-    if _count(tuple(target)) != count:
+    if element_count(tuple(target)) != count:
         raise fail(
             call,
             f"reshape of {x.shape} to {tuple(target)}: element counts differ "
-            f"({count} vs {_count(tuple(target))})",
+            f"({count} vs {element_count(tuple(target))})",
         )
     return TensorType(tuple(target), x.dtype)
-
-
-def _count(shape: tuple[int, ...]) -> int:
-    count = 1
-    for dim in shape:
-        count *= dim
-    return count
 
 
 def _permutation(call: Call, ndim: int) -> tuple[int, ...]:
@@ -551,7 +333,7 @@ def _infer_squeeze(call: Call, arg_types: Sequence[Type | None]) -> Type:
 
 def _infer_flatten(call: Call, arg_types: Sequence[Type | None]) -> Type:
     x = tensor_arg(call, arg_types, 0)
-    return TensorType((_count(x.shape),), x.dtype)
+    return TensorType((element_count(x.shape),), x.dtype)
 
 
 def _view(name: str, infer: Infer) -> None:
@@ -787,7 +569,7 @@ def _infer_conv2d(call: Call, arg_types: Sequence[Type | None]) -> Type:
         )
     oh, ow = _conv_output(call, (x.shape[2], x.shape[3]), (w.shape[2], w.shape[3]), window(call))
     dtype = call.attr("out_dtype") or x.dtype
-    return TensorType((x.shape[0], w.shape[0], oh, ow), _dtype_name(call, str(dtype)))
+    return TensorType((x.shape[0], w.shape[0], oh, ow), dtype_name(call, str(dtype)))
 
 
 def _conv2d_kernel(call: Call, args: Sequence[object]) -> object:
@@ -825,7 +607,7 @@ def _infer_conv2d_transpose(call: Call, arg_types: Sequence[Type | None]) -> Typ
         raise fail(call, f"{call.op} of {x.shape} and {w.shape}: the output would be empty")
     dtype = call.attr("out_dtype") or x.dtype
     return TensorType(
-        (x.shape[0], w.shape[1] * groups, size[0], size[1]), _dtype_name(call, str(dtype))
+        (x.shape[0], w.shape[1] * groups, size[0], size[1]), dtype_name(call, str(dtype))
     )
 
 
@@ -1011,7 +793,7 @@ def _infer_repeat(call: Call, arg_types: Sequence[Type | None]) -> Type:
     repeats = int_param(call, "repeats", 1, 1)
     axis = optional_int(call, "axis", 2)
     if axis is None:
-        return TensorType((_count(x.shape) * repeats,), x.dtype)
+        return TensorType((element_count(x.shape) * repeats,), x.dtype)
     a = normal_axis(call, axis, len(x.shape))
     shape = list(x.shape)
     shape[a] *= repeats
@@ -1036,14 +818,14 @@ def _triangle(name: str, fn: Callable[[np.ndarray, int], np.ndarray]) -> None:
     def kernel(call: Call, args: Sequence[object]) -> object:
         return fn(array(args, 0), int_param(call, "k", 1, 0))
 
-    register(OpDef(name, _infer_unary, kernel))
+    register(OpDef(name, infer_unary, kernel))
 
 
 register(OpDef("concat", _infer_concat, _concat_kernel))
 register(OpDef("split", _infer_split, _split_kernel))
 def _take_size(call: Call, data: TensorType) -> int:
     axis = call.attr("axis")
-    return data.shape[axis] if isinstance(axis, int) else _count(data.shape)
+    return data.shape[axis] if isinstance(axis, int) else element_count(data.shape)
 
 
 register(OpDef("take", _infer_take, _take_kernel, indexed_size=_take_size))
@@ -1066,14 +848,14 @@ def _creation_dtype(call: Call, position: int | None, default: str | None) -> st
     dtype = param(call, "dtype", position, None) or default
     if dtype is None:
         raise fail(call, f"{call.op} needs a dtype")
-    return _dtype_name(call, str(dtype))
+    return dtype_name(call, str(dtype))
 
 
 def _infer_full(call: Call, arg_types: Sequence[Type | None]) -> Type:
     fill = tensor_arg(call, arg_types, 1)
     if fill.shape:
         raise fail(call, f"full: the fill value must be a scalar, not shape {fill.shape}")
-    return TensorType(_shape_operand(call, 0), _creation_dtype(call, 2, fill.dtype))
+    return TensorType(shape_operand(call, 0), _creation_dtype(call, 2, fill.dtype))
 
 
 def _full_kernel(call: Call, args: Sequence[object]) -> object:
@@ -1082,7 +864,7 @@ def _full_kernel(call: Call, args: Sequence[object]) -> object:
 
 
 def _constant_rule(call: Call, arg_types: Sequence[Type | None]) -> Type:
-    return TensorType(_shape_operand(call, 0), _creation_dtype(call, 1, None))
+    return TensorType(shape_operand(call, 0), _creation_dtype(call, 1, None))
 
 
 def _infer_like(call: Call, arg_types: Sequence[Type | None]) -> Type:
@@ -1124,7 +906,7 @@ register(OpDef("ones_like", _infer_like, _filled_like(1)))
 
 def _infer_broadcast_to(call: Call, arg_types: Sequence[Type | None]) -> Type:
     x = tensor_arg(call, arg_types, 0)
-    target = _shape_operand(call, 1)
+    target = shape_operand(call, 1)
     if broadcast(call, (x.shape, target)) != target:
         raise fail(call, f"broadcast_to of {x.shape} to {target}: shapes do not broadcast")
     return TensorType(target, x.dtype)
@@ -1193,9 +975,9 @@ def _infer_dropout(call: Call, arg_types: Sequence[Type | None]) -> Type:
 def _infer_cumsum(call: Call, arg_types: Sequence[Type | None]) -> Type:
     x = tensor_arg(call, arg_types, 0)
     axis = optional_int(call, "axis", 1)
-    dtype = _dtype_name(call, str(call.attr("dtype") or x.dtype))
+    dtype = dtype_name(call, str(call.attr("dtype") or x.dtype))
     if axis is None:
-        return TensorType((_count(x.shape),), dtype)
+        return TensorType((element_count(x.shape),), dtype)
     normal_axis(call, axis, len(x.shape))
     return TensorType(x.shape, dtype)
 
@@ -1267,27 +1049,27 @@ def _literal_dtype(call: Call, position: int) -> str:
     operand = call.args[position] if position < len(call.args) else None
     if not isinstance(operand, Literal) or operand.kind != "dtype":
         raise fail(call, f"{call.op}: operand {position} must be R.dtype(...)")
-    return _dtype_name(call, str(operand.value))
+    return dtype_name(call, str(operand.value))
 
 
 def _infer_builtin_alloc(call: Call, arg_types: Sequence[Type | None]) -> Type:
-    return TensorType(_shape_operand(call, 0), _literal_dtype(call, 1))
+    return TensorType(shape_operand(call, 0), _literal_dtype(call, 1))
 
 
 def _infer_alloc_storage(call: Call, arg_types: Sequence[Type | None]) -> Type:
-    _shape_operand(call, 0)
+    shape_operand(call, 0)
     return ObjectType()
 
 
 def _infer_memory_alloc(call: Call, arg_types: Sequence[Type | None]) -> Type:
-    return TensorType(_shape_operand(call, 2), _literal_dtype(call, 3))
+    return TensorType(shape_operand(call, 2), _literal_dtype(call, 3))
 
 
 def _storage_view(call: Call, args: Sequence[object]) -> object:
     """`R.memory.alloc_tensor(storage, offset, shape, dtype)`: a view of the storage."""
     storage, offset, shape = array(args, 0), int_param(call, "offset", 1), shape_value(args, 2)
     dtype = np.dtype(_literal_dtype(call, 3))
-    size_bytes = _count(shape) * dtype.itemsize
+    size_bytes = element_count(shape) * dtype.itemsize
     if offset < 0 or offset + size_bytes > storage.nbytes:
         raise fail(
             call,
@@ -1350,19 +1132,30 @@ for _name in ("add", "multiply", "astype", "reshape", "expand_dims", "squeeze", 
 
 __all__ = [
     "OPS",
+    "IndexedSize",
+    "Infer",
+    "Into",
+    "Kernel",
     "OpDef",
     "Runs",
     "Window",
+    "array",
     "broadcast",
     "evaluate",
     "fail",
+    "float_attr",
     "has_effect",
     "inplace_outputs",
+    "int_param",
+    "ints",
     "lookup",
     "normal_axis",
+    "optional_int",
     "overwritten_args",
     "param",
     "register",
+    "same_dtype",
+    "shape_value",
     "tensor_arg",
     "window",
 ]
