@@ -147,7 +147,9 @@ class Interpreter:
             case Var(name=name):
                 return self.env[name]
             case Const(value=value, dtype=dtype):
-                return read_only(np.asarray(value, dtype=dtype))
+                # A constant beyond its dtype's range becomes inf, as NumPy and TVM make it.
+                with np.errstate(over="ignore"):
+                    return read_only(np.asarray(value, dtype=dtype))
             case MetaConst(kind=kind, index=index, type=type_):
                 key = meta_key(kind, index)
                 if key not in self.inputs:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
+import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 
 from optplan.analysis.liveness import build_memory
@@ -15,6 +17,7 @@ from optplan.ir import Binding, Call, If, Program, Type, iter_bindings
 from optplan.lowered import Lowered, run_lowered
 from optplan.passes import plan_memory
 from optplan.planners import get_planner
+from optplan.script import parse
 from optplan.strategies.passes import straight_programs
 from optplan.strategies.programs import programs
 
@@ -89,3 +92,25 @@ def test_types_are_inferred_once(program: Program) -> None:
     assert all(
         b.type is not None for b in iter_bindings(typed.main.body) if not isinstance(b.value, If)
     )
+
+
+OUT_OF_RANGE = '''
+from tvm.script import relax as R
+
+@R.function
+def main(x: R.Tensor((2,), dtype="float16")) -> R.Tensor((2,), dtype="float16"):
+    with R.dataflow():
+        y: R.Tensor((2,), dtype="float16") = R.add(x, R.const(100000.0, "float16"))
+        R.output(y)
+    return y
+'''
+
+
+def test_a_constant_beyond_its_dtype_is_infinite_without_a_warning() -> None:
+    """float16 holds at most 65504: a larger constant is inf, as NumPy and TVM make it,
+    and the cast is meant, not a fault to warn of."""
+    program = infer_types(parse(OUT_OF_RANGE))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run = reference_run(program, make_inputs(program))
+    assert run.failure is None and np.isinf(run.outputs[0]).all()
