@@ -2,6 +2,7 @@
 
     python benchmarks/idealloc.py [--time-limit 60] [--sets idealloc,minimalloc,generated]
                                   [--instances S_1,Y_1] [--stages 10000,100000,1000000]
+                                  [--tables plans,orders,stages]
 
 Steps:
 1. Instances: every CSV in `../shared/data/idealloc/` (real traces from idealloc's
@@ -12,12 +13,16 @@ Steps:
    `optplan.plan.validate`; the peers' arenas from the data READMEs beside them (idealloc
    default and with 30-40 s of tries; MiniMalloc), every arena as % over the live-bytes
    lower bound.
-3. A stage table: read, lower bound, split, greedy, validate and write, timed on
+3. An order table (`order_row`): every greedy order with every fit alone, on every
+   instance but the generated one, as % over the bound, and which run wins: which
+   orders win on which traces (greedy itself makes only a few of them on large parts).
+4. A stage table: read, lower bound, split, greedy, validate and write, timed on
    generated instances of each `--stages` size, to show how each grows; then `optplan
    plan --planner greedy -o plan.csv` on the same file in a new process, end to end, with
    its wall and CPU seconds and peak memory from `/usr/bin/time -v`.
-4. Both tables are printed and written to `benchmarks/results/idealloc.csv` and
-   `benchmarks/results/idealloc_stages.csv`. Exit 1 when a plan is invalid.
+5. The tables asked for (`--tables`) are printed and written to
+   `benchmarks/results/idealloc.csv`, `idealloc_orders.csv` and `idealloc_stages.csv`.
+   Exit 1 when a plan is invalid.
 
 Times are wall seconds of one run on a shared 2-core machine: read the ratios.
 """
@@ -40,7 +45,10 @@ sys.path.insert(0, str(ROOT))
 
 from optplan.plan import Plan, validate
 from optplan.planners import get_planner, jit
+from optplan.planners.common import make_form
+from optplan.planners.greedy import FITS, ORDERS
 from optplan.planners.greedy_columns import split_columns
+from optplan.planners.greedy_kernel import Compiled
 from optplan.problem import Problem, lower_bound, read_csv, write_csv
 from optplan.problem_columns import columns_of
 
@@ -162,6 +170,27 @@ def instances(sets: list[str], only: set[str]) -> list[tuple[str, Callable[[], P
     return [item for item in found if not only or item[0] in only]
 
 
+def order_row(name: str, problem: Problem) -> dict[str, object]:
+    """Each greedy order with each fit alone on `problem`, all of them even on parts
+    where greedy itself makes only LARGE_RUNS: its arena as % over the live-bytes bound,
+    and which run wins (ties to the earlier, as greedy breaks them)."""
+    form = make_form(problem)
+    bound = lower_bound(problem)
+    runners = [Compiled.build(list(part)) for part in form.parts]
+    row: dict[str, object] = {"instance": name, "buffers": len(problem.buffers)}
+    arenas: dict[str, int] = {}
+    started = time.perf_counter()
+    for order in ORDERS:
+        for fit in FITS:
+            run = f"{order}/{fit}"
+            tops = [r.top(r.place(r.sequence(order), fit)) for r in runners if r is not None]
+            arenas[run] = max(tops, default=0)
+            row[run] = percent(arenas[run], bound)
+    row["wins"] = min(arenas, key=lambda run: arenas[run])
+    row["seconds"] = f"{time.perf_counter() - started:.1f}"
+    return row
+
+
 def stage_times(buffers: int) -> dict[str, object]:
     """Wall seconds of each stage of `optplan plan --planner greedy` on a generated CSV,
     then the command itself, end to end, with its peak memory (`/usr/bin/time -v`)."""
@@ -241,19 +270,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=60.0, help="cpsat seconds (0: skip)")
     parser.add_argument("--sets", default="idealloc,minimalloc,generated")
     parser.add_argument("--instances", default="", help="comma-separated names, e.g. S_1,Y_1")
+    parser.add_argument(
+        "--tables",
+        default="plans,orders,stages",
+        help="which tables to make: plans (greedy and cpsat against the peers), orders "
+        "(each greedy order and fit alone), stages (each stage from 10k to 1M buffers)",
+    )
     parser.add_argument("--stages", default="10000,100000,1000000", help="sizes ('' to skip)")
     args = parser.parse_args(argv)
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
     only = {n.strip() for n in args.instances.split(",") if n.strip()}
     jit.warm("optplan.planners.search")  # compile once here, not inside a time limit
+    tables = {t.strip() for t in args.tables.split(",") if t.strip()}
     rows = []
-    for name, read, peers in instances(sets, only):
+    for name, read, peers in instances(sets, only) if "plans" in tables else ():
         rows.append(run(name, read(), args.time_limit, peers))
         print(table(rows[-1:], COLUMNS).splitlines()[1], flush=True)
     if rows:
         print(table(rows, COLUMNS))
         write(RESULTS / "idealloc.csv", rows, COLUMNS)
-    stages = [stage_times(int(n)) for n in args.stages.split(",") if n.strip()]
+    if "orders" in tables:
+        real = [name for name in sets if name != "generated"]
+        ordered = [order_row(name, read()) for name, read, _ in instances(real, only)]
+        columns = ("instance", "buffers", *(f"{o}/{f}" for o in ORDERS for f in FITS), "wins", "seconds")
+        print(table(ordered, columns))
+        write(RESULTS / "idealloc_orders.csv", ordered, columns)
+    sizes = args.stages.split(",") if "stages" in tables else []
+    stages = [stage_times(int(n)) for n in sizes if n.strip()]
     if stages:
         columns = ("buffers", *STAGES, "arena_pct", "valid", *END_TO_END)
         print(table(stages, columns))
