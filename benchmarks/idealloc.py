@@ -45,9 +45,8 @@ sys.path.insert(0, str(ROOT))
 
 from optplan.plan import Plan, validate
 from optplan.planners import get_planner, jit
-from optplan.planners.common import make_form
+from optplan.planners.common import make_form, split_columns
 from optplan.planners.greedy import FITS, ORDERS
-from optplan.planners.greedy_columns import split_columns
 from optplan.planners.greedy_kernel import Compiled
 from optplan.problem import Problem, lower_bound, read_csv, write_csv
 from optplan.problem_columns import columns_of

@@ -212,6 +212,8 @@ def alias_classes(problem: Problem) -> list[AliasClass]:
     Without aliases every buffer is its own class, and no grouping is done (it matters at
     100k buffers).
     """
+    if not problem.aliases and isinstance(problem.buffers, BufferColumns):
+        return _column_classes(problem.buffers)
     if not problem.aliases:
         return [
             AliasClass(
@@ -229,6 +231,26 @@ def alias_classes(problem: Problem) -> list[AliasClass]:
     return [
         _alias_class(problem, index, members)
         for index, members in enumerate(_alias_groups(problem).values())
+    ]
+
+
+def _column_classes(columns: BufferColumns) -> list[AliasClass]:
+    """One class per buffer, read from the columns without making `Buffer` objects."""
+    ids = columns.ids
+    sizes, aligns, pins = columns.size.tolist(), columns.alignment.tolist(), columns.pin.tolist()
+    spans = zip(columns.start.tolist(), columns.end.tolist())
+    return [
+        AliasClass(
+            index=index,
+            root=ids[index],
+            members=((ids[index], 0),),
+            size=sizes[index],
+            live=(Interval(start, end),),
+            modulus=aligns[index],
+            residue=0,
+            pins=() if pins[index] < 0 else (pins[index],),
+        )
+        for index, (start, end) in enumerate(spans)
     ]
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from optplan.plan import Plan, Status
-from optplan.planners.common import now
+from optplan.planners.common import now, split_columns
 from optplan.planners.greedy_kernel import COMPILED, Compiled
 from optplan.problem import Problem, lower_bound
 from optplan.problem_columns import BufferColumns, columns_of, fits_int64
@@ -57,27 +57,6 @@ def plan_columns(
             highest, detail = arena, runs
     detail["parts"] = len(parts)
     return _plan(problem, columns, offsets, floor, name, started, detail)
-
-
-def split_columns(columns: BufferColumns) -> list[np.ndarray]:
-    """Positions of the buffers of non-zero size, in groups no point of time connects."""
-    sized = np.flatnonzero(columns.size > 0)
-    if not len(sized):
-        return []
-    start, end = columns.start[sized], columns.end[sized]
-    order = np.argsort(start, kind="stable")
-    reach = np.maximum.accumulate(end[order])
-    # Sorted position k opens a part when it starts at or after every earlier end.
-    opens = np.concatenate(([True], start[order][1:] >= reach[:-1]))
-    label = np.empty(len(sized), dtype=np.int64)
-    label[order] = np.cumsum(opens) - 1
-    # Parts in the order of their lowest buffer; members in buffer order.
-    _, lowest = np.unique(label, return_index=True)
-    rank = np.empty(len(lowest), dtype=np.int64)
-    rank[np.argsort(lowest, kind="stable")] = np.arange(len(lowest))
-    grouped = np.argsort(rank[label], kind="stable")
-    bounds = np.cumsum(np.bincount(rank[label], minlength=len(lowest)))[:-1]
-    return [sized[group] for group in np.split(grouped, bounds)]
 
 
 def _plan(
