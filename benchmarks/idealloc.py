@@ -21,7 +21,8 @@ Steps:
    plan --planner greedy -o plan.csv` on the same file in a new process, end to end, with
    its wall and CPU seconds and peak memory from `/usr/bin/time -v`.
 5. The tables asked for (`--tables`) are printed and written to
-   `benchmarks/results/idealloc.csv`, `idealloc_orders.csv` and `idealloc_stages.csv`.
+   `benchmarks/results/idealloc.csv`, `idealloc_orders.csv` (both updated by instance,
+   so a run on a few instances keeps the others' rows) and `idealloc_stages.csv`.
    Exit 1 when a plan is invalid.
 
 Times are wall seconds of one run on a shared 2-core machine: read the ratios.
@@ -230,14 +231,30 @@ def in_process(path: Path) -> dict[str, object]:
 def end_to_end(path: Path, out: Path) -> dict[str, object]:
     """`optplan plan PATH --planner greedy -o OUT` in a new process: wall seconds, CPU
     seconds and peak resident memory (MB), as `/usr/bin/time -v` reports them."""
-    command = [sys.executable, "-m", "optplan", "plan", str(path), "--planner", "greedy", "-o", str(out)]
+    command = [
+        sys.executable,
+        "-m",
+        "optplan",
+        "plan",
+        str(path),
+        "--planner",
+        "greedy",
+        "-o",
+        str(out),
+    ]
     if not Path("/usr/bin/time").exists():
         return {}
-    done = subprocess.run(["/usr/bin/time", "-v", *command], capture_output=True, text=True, check=False)
-    facts = dict(
-        line.strip().rsplit(": ", 1) for line in done.stderr.splitlines() if ": " in line and line.startswith("\t")
+    done = subprocess.run(
+        ["/usr/bin/time", "-v", *command], capture_output=True, text=True, check=False
     )
-    user = float(facts.get("User time (seconds)", "nan")) + float(facts.get("System time (seconds)", "nan"))
+    facts = dict(
+        line.strip().rsplit(": ", 1)
+        for line in done.stderr.splitlines()
+        if ": " in line and line.startswith("\t")
+    )
+    user = float(facts.get("User time (seconds)", "nan")) + float(
+        facts.get("System time (seconds)", "nan")
+    )
     wall = facts.get("Elapsed (wall clock) time (h:mm:ss or m:ss)", "")
     minutes, _, seconds = wall.rpartition(":")
     return {
@@ -253,6 +270,18 @@ def table(rows: list[dict[str, object]], columns: tuple[str, ...]) -> str:
     lines = [" ".join(c.rjust(w) for c, w in zip(columns, widths))]
     lines += [" ".join(str(r.get(c, "")).rjust(w) for c, w in zip(columns, widths)) for r in rows]
     return "\n".join(lines)
+
+
+def merged(path: Path, rows: list[dict[str, object]]) -> list[dict[str, object]]:
+    """The rows of `path` with `rows` in place of those of the same instance, and any
+    new instance last: a run on some instances updates the file, not replaces it."""
+    if not path.exists():
+        return rows
+    with path.open(newline="") as old:
+        kept: list[dict[str, object]] = list(csv.DictReader(old))
+    fresh = {row["instance"]: row for row in rows}
+    updated = [fresh.pop(str(row["instance"]), row) for row in kept]
+    return updated + list(fresh.values())
 
 
 def write(path: Path, rows: list[dict[str, object]], columns: tuple[str, ...]) -> None:
@@ -287,13 +316,23 @@ def main(argv: list[str] | None = None) -> int:
         print(table(rows[-1:], COLUMNS).splitlines()[1], flush=True)
     if rows:
         print(table(rows, COLUMNS))
-        write(RESULTS / "idealloc.csv", rows, COLUMNS)
+        write(RESULTS / "idealloc.csv", merged(RESULTS / "idealloc.csv", rows), COLUMNS)
     if "orders" in tables:
         real = [name for name in sets if name != "generated"]
         ordered = [order_row(name, read()) for name, read, _ in instances(real, only)]
-        columns = ("instance", "buffers", *(f"{o}/{f}" for o in ORDERS for f in FITS), "wins", "seconds")
+        columns = (
+            "instance",
+            "buffers",
+            *(f"{o}/{f}" for o in ORDERS for f in FITS),
+            "wins",
+            "seconds",
+        )
         print(table(ordered, columns))
-        write(RESULTS / "idealloc_orders.csv", ordered, columns)
+        write(
+            RESULTS / "idealloc_orders.csv",
+            merged(RESULTS / "idealloc_orders.csv", ordered),
+            columns,
+        )
     sizes = args.stages.split(",") if "stages" in tables else []
     stages = [stage_times(int(n)) for n in sizes if n.strip()]
     if stages:
