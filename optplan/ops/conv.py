@@ -174,11 +174,17 @@ def _pool_output(call: Call, x: TensorType) -> tuple[int, int]:
     return (out[0], out[1])
 
 
-def _infer_pool(call: Call, arg_types: Sequence[Type | None]) -> Type:
+def _pooled(call: Call, arg_types: Sequence[Type | None]) -> TensorType:
+    """A pool's data operand: 4-D, in NCHW layout in and out."""
     _check_layouts(call, layout="NCHW", out_layout="NCHW")
     x = tensor_arg(call, arg_types, 0)
     if len(x.shape) != 4:
         raise fail(call, f"{call.op} of {x.shape}: data must be 4-D (NCHW)")
+    return x
+
+
+def _infer_pool(call: Call, arg_types: Sequence[Type | None]) -> Type:
+    x = _pooled(call, arg_types)
     return TensorType(x.shape[:2] + _pool_output(call, x), x.dtype)
 
 
@@ -199,10 +205,7 @@ def _adaptive_size(call: Call, x: TensorType) -> tuple[int, int]:
 
 
 def _infer_adaptive_pool(call: Call, arg_types: Sequence[Type | None]) -> Type:
-    _check_layouts(call, layout="NCHW", out_layout="NCHW")
-    x = tensor_arg(call, arg_types, 0)
-    if len(x.shape) != 4:
-        raise fail(call, f"{call.op} of {x.shape}: data must be 4-D (NCHW)")
+    x = _pooled(call, arg_types)
     return TensorType(x.shape[:2] + _adaptive_size(call, x), x.dtype)
 
 
