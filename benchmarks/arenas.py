@@ -30,10 +30,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from optplan.plan import Plan, Status, validate
 from optplan.planners import get_planner, jit
 from optplan.planners.search import minimise
 from optplan.problem import Alias, Buffer, Interval, Problem, lower_bound, read_csv
+from optplan.problem.plan import Plan, Status, validate
 
 SHARED = ROOT.parent / "shared" / "data"
 RESULTS = ROOT / "benchmarks" / "results" / "arenas.csv"

@@ -10,7 +10,7 @@ Steps:
    buffers (`generate`: seeded, about 100 buffers live at once, sizes up to 1 MiB).
    Alignment 1, as the peers' figures are.
 2. For each: `greedy` and `cpsat` (`--time-limit` seconds), both checked with
-   `optplan.plan.validate`; the peers' arenas from the data READMEs beside them (idealloc
+   `optplan.problem.plan.validate`; the peers' arenas from the data READMEs beside them (idealloc
    default and with 30-40 s of tries; MiniMalloc), every arena as % over the live-bytes
    lower bound.
 3. An order table (`order_row`): every greedy order with every fit alone, on every
@@ -44,13 +44,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from optplan.plan import Plan, validate
 from optplan.planners import get_planner, jit
 from optplan.planners.common import make_form, split_columns
 from optplan.planners.greedy import FITS, ORDERS
-from optplan.planners.greedy_kernel import Compiled
-from optplan.problem import Problem, lower_bound, read_csv, write_csv
-from optplan.problem_columns import columns_of
+from optplan.planners.greedy.kernel import Compiled
+from optplan.problem import Problem, columns_of, lower_bound, read_csv, write_csv
+from optplan.problem.plan import Plan, validate
 
 DATA = ROOT.parent / "shared" / "data"
 RESULTS = ROOT / "benchmarks" / "results"

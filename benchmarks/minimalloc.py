@@ -6,7 +6,7 @@ For each instance: buffers, live-bytes lower bound, MiniMalloc's peak, the greed
 planner's arena, the arena the `cpsat` planner reaches (greedy, then the skyline search,
 then CP-SAT; `--planner search` runs the bare search's `minimise` instead), the best bound
 it proved, status, seconds. Every plan is checked with
-optplan.plan.validate. Writes benchmarks/results/minimalloc.csv. Exits 0 with a message
+optplan.problem.plan.validate. Writes benchmarks/results/minimalloc.csv. Exits 0 with a message
 when the data are absent, 1 when a plan is invalid.
 """
 
@@ -21,10 +21,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from optplan.plan import Plan, Status, validate
 from optplan.planners import get_planner, jit
 from optplan.planners.search import minimise
 from optplan.problem import lower_bound, read_csv
+from optplan.problem.plan import Plan, Status, validate
 
 DATA = ROOT.parent / "shared" / "data" / "minimalloc" / "challenging"
 RESULTS = ROOT / "benchmarks" / "results" / "minimalloc.csv"

@@ -46,9 +46,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from optplan.errors import InputError
 from optplan.frontends import Loaded, load
-from optplan.plan import Plan, validate
 from optplan.planners import get_planner
 from optplan.problem import Problem, lower_bound
+from optplan.problem.plan import Plan, validate
 
 OPSET = 17
 SEED = 0
@@ -422,7 +422,7 @@ def tokens_planner() -> Callable[[Problem], Plan] | None:
 
 def replayed(loaded: Loaded, plan: Plan) -> tuple[float, bool]:
     """The planned run's time over the unplanned run's, and whether they agree bit for bit."""
-    from optplan import executor
+    from optplan.runtime import replay as executor
 
     assert loaded.program is not None and loaded.memory is not None
     inputs = {**executor.make_inputs(loaded.program), **loaded.weights}
@@ -478,9 +478,9 @@ def tvm_programs() -> dict[str, Path]:
         print(f"skipping TVM programs: {TVM_DIR} does not exist")
         return {}
     try:
-        import optplan.script  # noqa: F401
+        import optplan.frontends.script  # noqa: F401
     except ImportError as error:
-        print(f"skipping TVM programs: optplan.script is not importable ({error})")
+        print(f"skipping TVM programs: optplan.frontends.script is not importable ({error})")
         return {}
     files = sorted(TVM_DIR.glob("*.2_fused_dataflow.py"))
     return {"tvm:" + f.name.removesuffix(".2_fused_dataflow.py"): f for f in files}

@@ -31,12 +31,12 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.graphs import GRAPHS
 from optplan.analysis.liveness import build_memory
-from optplan.executor import compare, make_inputs, planned_run, reference_run
 from optplan.frontends import load
 from optplan.ir import Program
 from optplan.passes.reorder import Reordered, reorder
-from optplan.plan import validate
 from optplan.planners import get_planner
+from optplan.problem.plan import validate
+from optplan.runtime.replay import compare, make_inputs, planned_run, reference_run
 from optplan.schedule import Scheduler
 
 HIGHLEVEL = ROOT.parent / "shared" / "data" / "tvm" / "highlevel"

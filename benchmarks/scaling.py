@@ -62,10 +62,10 @@ sys.path.insert(0, str(ROOT.parent))  # run from a checkout without installing
 
 from minimalloc import MINIMALLOC_PEAK  # benchmarks/minimalloc.py: the best-known peaks
 
-from optplan.plan import Plan, validate
 from optplan.planners import Planner, get_planner
 from optplan.planners.greedy import FITS, ORDERS
 from optplan.problem import Buffer, Interval, Problem, lower_bound, read_csv
+from optplan.problem.plan import Plan, validate
 
 MINIMALLOC = ROOT.parent.parent / "shared" / "data" / "minimalloc" / "challenging"
 TVM = ROOT.parent.parent / "shared" / "data" / "tvm"

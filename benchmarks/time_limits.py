@@ -6,7 +6,7 @@ The promise: a plan within the limit plus 10 % or 0.2 s, whichever is larger, on
 instance, whatever the search or CP-SAT are doing when the clock runs out. For each
 instance and limit: buffers, the limit, the wall seconds of the whole planner call, the
 overrun, whether the promise held, and the arena. The search is compiled first, so no
-row pays numba's one-time compile. Every plan is checked with optplan.plan.validate.
+row pays numba's one-time compile. Every plan is checked with optplan.problem.plan.validate.
 Writes benchmarks/results/time_limits.csv. Exits 0 with a message when no data is there.
 """
 
@@ -21,9 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from optplan.plan import validate
 from optplan.planners import get_planner, jit
 from optplan.problem import read_csv
+from optplan.problem.plan import validate
 
 SHARED = ROOT.parent / "shared" / "data"
 DATA = [SHARED / "minimalloc" / "challenging", SHARED / "idealloc"]

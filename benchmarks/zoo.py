@@ -7,7 +7,7 @@ Steps, for every model of `zoo_models` and both of torch's ONNX exporters:
    (TorchScript, what Optimum-style exports produce) or `dynamo=True`; external weights
    are folded back into one file.
 2. Run it in onnxruntime on the export's example inputs: the outputs to match.
-3. Load it as the command line does (static shapes from `optplan.onnx_shapes`), plan it
+3. Load it as the command line does (static shapes from `optplan.frontends.onnx_shapes`), plan it
    with tokens (TVM's rule), greedy and cpsat, and `validate` every plan.
 4. Replay: the reference run and the cpsat plan's run in one arena, compared bit for bit;
    the reference outputs against onnxruntime's within RTOL/ATOL (float16: RTOL16/ATOL16).
@@ -46,12 +46,12 @@ import onnx
 import torch
 from zoo_models import NAMES, build, llama_fp16
 
-from optplan import executor
 from optplan.errors import InputError
 from optplan.frontends import load
-from optplan.onnx_frontend import read_onnx
-from optplan.plan import validate
+from optplan.frontends.onnx import read_onnx
 from optplan.planners import get_planner
+from optplan.problem.plan import validate
+from optplan.runtime import replay as executor
 
 RESULTS = Path(__file__).resolve().parent / "results" / "zoo.csv"
 EXPORTERS = ("script", "dynamo")

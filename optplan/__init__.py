@@ -23,9 +23,9 @@ _EXPORTS = {
     "lower_bound": "optplan.problem",
     "read_csv": "optplan.problem",
     "write_csv": "optplan.problem",
-    "Plan": "optplan.plan",
-    "Status": "optplan.plan",
-    "validate": "optplan.plan",
+    "Plan": "optplan.problem.plan",
+    "Status": "optplan.problem.plan",
+    "validate": "optplan.problem.plan",
     "PLANNERS": "optplan.planners",
     "get_planner": "optplan.planners",
     "load": "optplan.frontends",
@@ -51,9 +51,9 @@ __all__ = [
 
 if TYPE_CHECKING:
     from optplan.frontends import Loaded, load
-    from optplan.plan import Plan, Status, validate
     from optplan.planners import PLANNERS, get_planner
     from optplan.problem import Alias, Buffer, Interval, Problem, lower_bound, read_csv, write_csv
+    from optplan.problem.plan import Plan, Status, validate
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,4 @@
-"""Tests of `optplan.check`: reading the plan out of planned programs, TVM's and ours.
+"""Tests of `optplan.runtime.check`: reading the plan out of planned programs, TVM's and ours.
 
 On TVM's planned MLP and ResNet-18 the check reports TVM's own totals and "valid"; the
 same plan with one tensor moved onto a live one is invalid, and so is TVM's in-place
@@ -14,13 +14,13 @@ import pytest
 
 from optplan.analysis.liveness import build_memory
 from optplan.analysis.types import infer_types
-from optplan.check import check_program, extract_plan
+from optplan.frontends.script import load, parse, print_program
 from optplan.ir import Binding, Call, Program, Var
 from optplan.passes import lower_program, plan_memory
-from optplan.plan import validate
 from optplan.planners import get_planner
 from optplan.planners.tokens import TokensPlanner
-from optplan.script import load, parse, print_program
+from optplan.problem.plan import validate
+from optplan.runtime.check import check_program, extract_plan
 
 GOLDEN = Path(__file__).parent / "golden"
 DATA = Path(__file__).parents[2] / "shared" / "data" / "tvm"

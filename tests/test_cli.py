@@ -383,7 +383,7 @@ def test_onnx_without_the_onnx_package_names_the_extra(
     model = tmp_path / "model.onnx"
     model.write_bytes(b"\x08\x07")
     monkeypatch.setitem(sys.modules, "onnx", None)  # as if it were not installed
-    monkeypatch.delitem(sys.modules, "optplan.onnx_frontend", raising=False)
+    monkeypatch.delitem(sys.modules, "optplan.frontends.onnx", raising=False)
     assert main(["plan", str(model)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "pip install 'optplan[onnx]'" in err, err

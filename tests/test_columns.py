@@ -11,14 +11,14 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from optplan import plan as plan_module
-from optplan.plan import Plan, Status, validate
-from optplan.planners import greedy_kernel
 from optplan.planners.common import make_form, rectangles, split, split_columns
 from optplan.planners.greedy import best_offsets
-from optplan.planners.greedy_columns import plan_columns
-from optplan.problem import Buffer, Interval, Problem, lower_bound, read_csv, write_csv
-from optplan.problem_columns import BufferColumns, columns_of
+from optplan.planners.greedy import kernel as greedy_kernel
+from optplan.planners.greedy.columns import plan_columns
+from optplan.problem import Buffer, Interval, Problem, columns_of, lower_bound, read_csv, write_csv
+from optplan.problem import plan as plan_module
+from optplan.problem.columns import BufferColumns
+from optplan.problem.plan import Plan, Status, validate
 from optplan.strategies import problems
 
 needs_numba = pytest.mark.skipif(not greedy_kernel.COMPILED, reason="numba is not installed")

@@ -13,15 +13,16 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from optplan.fuzz.brute import brute_force
-from optplan.plan import Status, validate
-from optplan.planners import cpsat, cpsat_model, get_planner
+from optplan.planners import get_planner
 from optplan.planners.common import make_form, make_plan, now, top
-from optplan.planners.cpsat import CpSat
-from optplan.planners.cpsat_model import part_top
+from optplan.planners.cpsat import CpSat, search_first
+from optplan.planners.cpsat import model as cpsat_model
+from optplan.planners.cpsat.model import part_top
 from optplan.planners.greedy import best_offsets
 from optplan.planners.search import Packing, SearchResult
 from optplan.planners.search import ask as search_ask
 from optplan.problem import Buffer, Interval, Problem, read_csv
+from optplan.problem.plan import Status, validate
 from optplan.strategies import problems, tiny_awkward_problems
 
 LIMIT = 10.0  # seconds; every problem drawn here solves in a small fraction of that
@@ -106,7 +107,7 @@ def test_the_search_asks_a_capacity_again_only_for_longer(monkeypatch: pytest.Mo
         asked.append((capacity, answer.seconds))
         return answer
 
-    monkeypatch.setattr(cpsat, "ask", spy)
+    monkeypatch.setattr(search_first, "ask", spy)
     problem = read_csv(MINIMALLOC_D)
     plan = get_planner("cpsat", time_limit=8.0)(problem)
     assert validate(problem, plan) == []

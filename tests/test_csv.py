@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from optplan.errors import InputError
 from optplan.problem import Interval, Problem, read_csv, write_csv
-from optplan.problem_csv import read_rows
+from optplan.problem.csv_io import read_rows
 from optplan.strategies import problems
 
 HEADER = "id,lower,upper,size\n"
@@ -125,7 +125,7 @@ def test_plan_of_a_file_that_is_not_utf8_exits_2_with_one_line(
 def test_rows_read_in_chunks_are_the_rows_read_one_by_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from optplan import problem_csv
+    from optplan.problem import csv_io as problem_csv
 
     monkeypatch.setattr(problem_csv, "_CHUNK_ROWS", 2)
     text = HEADER + "".join(f"b{k},{k},{k + 3},{k * 7}\n" for k in range(5))

@@ -17,13 +17,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from optplan import executor
 from optplan.cli import main
 from optplan.errors import InputError
 from optplan.frontends import load, load_replay
-from optplan.plan import validate
+from optplan.frontends.script import parse, print_program
 from optplan.planners import get_planner
-from optplan.script import parse, print_program
+from optplan.problem.plan import validate
+from optplan.runtime import replay as executor
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "transformer_block_dynamic.py"
 
@@ -209,8 +209,8 @@ def test_tvm_plans_the_dynamic_block_at_the_bound_and_check_agrees(tmp_path: Pat
     from tvm.script import relax as script_relax
     from tvm.script.parser import parse as tvm_parse
 
-    from optplan.check import check_program
-    from optplan.script import load as load_script
+    from optplan.frontends.script import load as load_script
+    from optplan.runtime.check import check_program
 
     # At a bound of 64 rather than 2048, so that check's replay takes a second.
     example = tmp_path / "block.py"

@@ -1,6 +1,6 @@
 """The executor: reference run, planned replay in a poisoned arena, bytewise comparison.
 
-Memory objects are built by hand for small programs, so each test says exactly which
+MemoryFacts objects are built by hand for small programs, so each test says exactly which
 bytes a value lives in and when they are freed; a property at the end runs random
 programs through liveness and the planners.
 """
@@ -13,10 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optplan.analysis.liveness import build_memory
-from optplan.analysis.memory import Memory, Placement, Releases
+from optplan.analysis.memory import MemoryFacts, Placement, Releases
 from optplan.analysis.types import infer_types
 from optplan.errors import InputError
-from optplan.executor import POISON, compare, make_inputs, meta_key, planned_run, reference_run
 from optplan.ir import (
     Binding,
     Block,
@@ -36,9 +35,17 @@ from optplan.ir import (
     TupleType,
     Var,
 )
-from optplan.plan import Plan, Status, validate
 from optplan.planners import PLANNERS
 from optplan.problem import Buffer, Interval, Problem
+from optplan.problem.plan import Plan, Status, validate
+from optplan.runtime.replay import (
+    POISON,
+    compare,
+    make_inputs,
+    meta_key,
+    planned_run,
+    reference_run,
+)
 from optplan.strategies.programs import programs
 
 T = TensorType((4, 4), "float32")  # 64 bytes
@@ -86,15 +93,15 @@ def chain() -> Program:
     )
 
 
-def chain_memory() -> Memory:
-    return Memory(
+def chain_memory() -> MemoryFacts:
+    return MemoryFacts(
         buffers(("a", 0, 3), ("b", 1, 4), ("c", 2, 4)),
         placements={"a": Placement("a"), "b": Placement("b"), "c": Placement("c")},
         releases={"c": Releases(after=("a",)), "out": Releases(after=("b", "c"))},
     )
 
 
-def replay(program: Program, memory: Memory, plan: Plan, seed: int = 0) -> object:
+def replay(program: Program, memory: MemoryFacts, plan: Plan, seed: int = 0) -> object:
     inputs = make_inputs(program, seed)
     return compare(reference_run(program, inputs), planned_run(program, memory, plan, inputs))
 
@@ -122,7 +129,7 @@ def test_a_valid_plan_replays_bit_for_bit() -> None:
 
 
 def test_a_plan_reusing_freed_bytes_replays_bit_for_bit() -> None:
-    memory = Memory(
+    memory = MemoryFacts(
         buffers(("a", 0, 3), ("b", 1, 4), ("c", 2, 4), ("d", 4, 5)),
         placements={n: Placement(n) for n in "abcd"},
         releases={"c": Releases(after=("a",)), "d": Releases(after=("b", "c", "d"))},
@@ -154,7 +161,7 @@ def test_two_live_tensors_sharing_bytes_show_as_a_difference() -> None:
 
 def test_poison_shows_a_buffer_released_too_early() -> None:
     memory = chain_memory()
-    early = Memory(memory.problem, memory.placements, releases={"b": Releases(after=("a",))})
+    early = MemoryFacts(memory.problem, memory.placements, releases={"b": Releases(after=("a",))})
     difference = replay(chain(), early, plan_of({"a": 0, "b": 64, "c": 128}, 192))
     assert difference is not None and difference.name == "c"  # type: ignore[attr-defined]
 
@@ -164,7 +171,7 @@ def test_nan_values_compare_bytewise() -> None:
         [bind("a", Call("sqrt", (Var("x"),))), bind("out", Call("negative", (Var("a"),)))],
         Var("out"),
     )
-    memory = Memory(buffers(("a", 0, 2)), placements={"a": Placement("a")}, releases={"out": Releases(after=("a",))})
+    memory = MemoryFacts(buffers(("a", 0, 2)), placements={"a": Placement("a")}, releases={"out": Releases(after=("a",))})
     inputs = {"x": -np.ones((4, 4), np.float32)}
     reference = reference_run(program, inputs)
     assert np.isnan(reference.values["a"]).all()
@@ -181,7 +188,7 @@ def test_views_share_the_bytes_of_their_source() -> None:
         ],
         Var("out"),
     )
-    memory = Memory(
+    memory = MemoryFacts(
         buffers(("a", 0, 4)),
         placements={"a": Placement("a"), "r": Placement("a"), "same": Placement("a")},
         releases={"out": Releases(after=("a",))},
@@ -201,7 +208,7 @@ def test_tuple_results_and_items_live_at_their_placements() -> None:
         Var("out"),
     )
     problem = Problem((Buffer("parts[0]", 32, (Interval(0, 5),)), Buffer("parts[1]", 32, (Interval(0, 5),))))
-    memory = Memory(
+    memory = MemoryFacts(
         problem,
         placements={
             "parts": (Placement("parts[0]"), Placement("parts[1]")),
@@ -235,7 +242,7 @@ def test_if_copies_the_branch_value_and_poisons_on_entry() -> None:
             Buffer("e", 64, (Interval(5, 7),)),
         )
     )
-    memory = Memory(
+    memory = MemoryFacts(
         problem,
         placements={"a": Placement("a"), "t": Placement("t"), "e": Placement("e")},
         releases={"r": Releases(else_entry=("a",), then_exit=("a", "t"), else_exit=("e",))},
@@ -265,7 +272,7 @@ def test_writing_into_a_parameter_fails_in_both_runs() -> None:
     inputs = make_inputs(program)
     reference = reference_run(program, inputs)
     assert reference.failure is not None and "writes into 'x', which is read-only" in reference.failure
-    planned = planned_run(program, Memory(Problem(())), plan_of({}, 0), inputs)
+    planned = planned_run(program, MemoryFacts(Problem(())), plan_of({}, 0), inputs)
     assert planned.failure is not None
     difference = compare(reference, planned)
     assert difference is not None and str(difference).startswith("m.py:3:5: the reference run failed")
@@ -284,7 +291,7 @@ def test_writing_into_a_view_of_a_constant_fails() -> None:
 
 def test_an_in_place_call_writes_into_its_planned_argument() -> None:
     program = fn_program([bind("a", Call("exp", (Var("x"),))), bind("out", overwrite(Var("a")))], Var("out"))
-    memory = Memory(buffers(("a", 0, 2)), placements={"a": Placement("a"), "out": Placement("a")})
+    memory = MemoryFacts(buffers(("a", 0, 2)), placements={"a": Placement("a"), "out": Placement("a")})
     inputs = make_inputs(program)
     reference = reference_run(program, inputs)
     # The reference keeps a's own value; the replay overwrites a's bytes in place.
@@ -304,7 +311,7 @@ def test_a_read_after_a_kill_shows_in_a_planned_run() -> None:
         ],
         Var("out"),
     )
-    memory = Memory(buffers(("a", 0, 3)), placements={"a": Placement("a")})
+    memory = MemoryFacts(buffers(("a", 0, 3)), placements={"a": Placement("a")})
     difference = replay(program, memory, plan_of({"a": 0}, 64))
     assert difference is not None and difference.name == "out"  # type: ignore[attr-defined]
 
@@ -314,7 +321,7 @@ def test_a_lowered_kernel_call_points_to_the_lowered_runner() -> None:
         [bind("_", Call("call_kernel", (Var("x"), Var("x")), (("kernel", "k"),))), bind("out", Var("x"))],
         Var("out"),
     )
-    with pytest.raises(InputError, match="lowered program; run it with optplan.lowered.run_lowered"):
+    with pytest.raises(InputError, match="lowered program; run it with optplan.runtime.lowered.run_lowered"):
         reference_run(program, make_inputs(program))
 
 
@@ -438,7 +445,7 @@ def test_an_in_place_call_with_a_fresh_second_output() -> None:
     assert run.values["t[0]"].tobytes() != run.values["t[1]"].tobytes()
     # The first output is a itself, so out = 2 * t[0].
     assert run.values["out"].tobytes() == (run.values["t[0]"] * 2).tobytes()
-    memory = Memory(
+    memory = MemoryFacts(
         buffers(("a", 0, 4), ("t[1]", 1, 2)),
         placements={"a": Placement("a"), "t": (Placement("a"), Placement("t[1]")), "first": Placement("a")},
     )

@@ -27,8 +27,8 @@ pytest.importorskip(
 )
 
 import optplan.executorch as oet
-from optplan.plan import Plan, Status, validate
 from optplan.problem import Alias, Buffer, Interval, Problem
+from optplan.problem.plan import Plan, Status, validate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import executorch_models

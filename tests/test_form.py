@@ -8,11 +8,11 @@ import itertools
 
 from hypothesis import example, given
 
-from optplan.plan import Plan, Status, validate
 from optplan.planners import get_planner
 from optplan.planners.common import make_form
 from optplan.planners.search import ask, prepare
 from optplan.problem import Alias, Buffer, Interval, Problem, lower_bound
+from optplan.problem.plan import Plan, Status, validate
 from optplan.strategies import awkward_problems, problems
 
 # A view 4 bytes into its base at alignment 8: the class must sit at 4 mod 8.

@@ -14,9 +14,9 @@ import optplan
 from optplan.cli import main
 from optplan.errors import InputError
 from optplan.frontends import FRONTENDS, Frontend, Options, Source, frontend_of, load, register
-from optplan.plan import validate
 from optplan.planners import get_planner
 from optplan.problem import Buffer, Interval, Problem
+from optplan.problem.plan import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT / "tests" / "data" / "zoo"
@@ -72,7 +72,7 @@ def test_an_onnx_model_is_read_once_on_run(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pytest.importorskip("onnx")
-    from optplan import onnx_frontend
+    from optplan.frontends import onnx as onnx_frontend
 
     path = ZOO / "resnet_script.onnx"
     if not path.is_file():
@@ -92,7 +92,7 @@ def test_an_onnx_model_is_read_once_on_run(
 
 def test_load_carries_the_weights_of_an_onnx_model() -> None:
     pytest.importorskip("onnx")
-    from optplan.onnx_frontend import read_onnx
+    from optplan.frontends.onnx import read_onnx
 
     path = ZOO / "resnet_script.onnx"
     if not path.is_file():

@@ -17,11 +17,11 @@ import pytest
 from hypothesis import given, settings
 
 from optplan.cli import main
+from optplan.frontends.script import parse
 from optplan.fuzz import Budget, TargetSpec, run_campaign
 from optplan.fuzz.brute import brute_force
 from optplan.fuzz.relax import use_after_kill
 from optplan.fuzz.targets import over_time
-from optplan.plan import validate
 from optplan.planners import get_planner
 from optplan.problem import (
     Alias,
@@ -32,7 +32,7 @@ from optplan.problem import (
     lower_bound,
     read_csv,
 )
-from optplan.script import parse
+from optplan.problem.plan import validate
 from optplan.strategies import problems
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -16,14 +16,14 @@ from hypothesis import HealthCheck, assume, given, settings
 
 from optplan.analysis.liveness import build_memory
 from optplan.analysis.types import infer_types
-from optplan.check import check_program, drop_unread_views, extract_plan
 from optplan.errors import InputError
-from optplan.executor import make_inputs, reference_run
+from optplan.frontends.script import parse
 from optplan.ir import Program
 from optplan.passes import plan_memory
 from optplan.planners import get_planner
 from optplan.problem import Problem
-from optplan.script import parse
+from optplan.runtime.check import check_program, drop_unread_views, extract_plan
+from optplan.runtime.replay import make_inputs, reference_run
 from optplan.strategies.programs import programs
 
 # After TVM's plan of the program `optplan fuzz tvm` shrank to (`v2 = v0, v0` and

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optplan.analysis.types import infer_types
-from optplan.plan import Plan, Status, validate
+from optplan.frontends.script import parse, print_program
 from optplan.problem import Alias, Buffer, Interval, Problem, lower_bound
-from optplan.script import parse, print_program
+from optplan.problem.plan import Plan, Status, validate
 from optplan.strategies import awkward_problems, fuzz_problems, problems, roomy_offsets
 from optplan.strategies.problems import first_offset
 from optplan.strategies.relax import RelaxCase, relax_cases

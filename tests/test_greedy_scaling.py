@@ -1,6 +1,6 @@
 """The compiled greedy loop places every rectangle exactly where the plain-Python one does.
 
-`greedy.place` is the reference: for every order and fit, `greedy_kernel.Compiled` must
+`greedy.runs.place` is the reference: for every order and fit, `greedy_kernel.Compiled` must
 give the same sequence and the same offsets, on small drawn problems (pins, alignments,
 classes live over two intervals) and on a dense one where a hundred rectangles are live at
 once and lifetimes span many buckets.
@@ -14,18 +14,15 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from optplan.plan import validate
-from optplan.planners import get_planner, greedy, greedy_kernel
+from optplan.planners import get_planner
 from optplan.planners.common import Rect, make_form, rectangles, split
-from optplan.planners.greedy import (
-    FITS,
-    ORDERS,
-    _Grid,
-    _Interpreted,
-    best_offsets,
-    place,
-)
+from optplan.planners.greedy import FITS, ORDERS, best_offsets
+from optplan.planners.greedy import kernel as greedy_kernel
+from optplan.planners.greedy import planner as greedy
+from optplan.planners.greedy import runs as greedy_runs
+from optplan.planners.greedy.runs import Interpreted, _Grid, place
 from optplan.problem import Buffer, Interval, Problem
+from optplan.problem.plan import validate
 from optplan.strategies import problems
 
 pytestmark = pytest.mark.skipif(not greedy_kernel.COMPILED, reason="numba is not installed")
@@ -35,7 +32,7 @@ def assert_same_placements(rects: list[Rect]) -> None:
     for part in split(rects):
         compiled = greedy_kernel.Compiled.build(part)
         assert compiled is not None
-        interpreted = _Interpreted.build(part)
+        interpreted = Interpreted.build(part)
         grid = _Grid.build(part)
         for order in ORDERS:
             sequence = interpreted.sequence(order)
@@ -95,12 +92,12 @@ def test_numbers_beyond_int64_use_the_python_loop(bits: int) -> None:
 
 def test_large_parts_make_only_the_large_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     form = make_form(dense(300, 3))
-    monkeypatch.setattr(greedy, "LARGE_PART", 10)
+    monkeypatch.setattr(greedy_runs, "LARGE_PART", 10)
     _, detail = best_offsets(form)
     arenas = detail["arenas"]
     assert isinstance(arenas, dict)
-    assert set(arenas) <= {"naive"} | {f"{o}/{f}" for o, f in greedy.LARGE_RUNS}
-    monkeypatch.setattr(greedy, "HUGE_PART", 10)
+    assert set(arenas) <= {"naive"} | {f"{o}/{f}" for o, f in greedy_runs.LARGE_RUNS}
+    monkeypatch.setattr(greedy_runs, "HUGE_PART", 10)
     _, detail = best_offsets(form)
     assert set(detail["arenas"]) <= {"naive", "size/first"}  # type: ignore[arg-type]
-    assert greedy._runs(300, ("start",), ("best",)) == [("start", "best")]
+    assert greedy_runs._runs(300, ("start",), ("best",)) == [("start", "best")]

@@ -11,13 +11,13 @@ from hypothesis import HealthCheck, assume, given, settings
 from optplan.analysis.liveness import build_memory
 from optplan.analysis.types import infer_types, typed_program
 from optplan.errors import InputError
-from optplan.executor import Planned, Run, compare, make_inputs, planned_run, reference_run
-from optplan.interpreter import Interpreter, Value
+from optplan.frontends.script import parse
 from optplan.ir import Binding, Call, If, Program, Type, iter_bindings
-from optplan.lowered import Lowered, run_lowered
 from optplan.passes import plan_memory
 from optplan.planners import get_planner
-from optplan.script import parse
+from optplan.runtime.interpreter import Interpreter, Value
+from optplan.runtime.lowered import Lowered, run_lowered
+from optplan.runtime.replay import Planned, Run, compare, make_inputs, planned_run, reference_run
 from optplan.strategies.passes import straight_programs
 from optplan.strategies.programs import programs
 

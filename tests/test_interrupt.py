@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from optplan.plan import Plan, Status, validate
+from optplan.cli.terminal import progress_text, run_planner
 from optplan.planners import get_planner
 from optplan.planners.watch import Progress, Watch
 from optplan.problem import Buffer, Interval, Problem, read_csv, write_csv
-from optplan.terminal import progress_text, run_planner
+from optplan.problem.plan import Plan, Status, validate
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from optplan import kernels
+from optplan.ops import kernels
 
 
 @st.composite
@@ -125,8 +125,8 @@ def test_onnx_gather_elements_replays(tmp_path: Path, capsys: pytest.CaptureFixt
 
 def test_onnx_gather_elements_matches_onnxruntime(tmp_path: Path) -> None:
     ort = pytest.importorskip("onnxruntime")
-    from optplan import executor
-    from optplan.onnx_frontend import read_onnx
+    from optplan.frontends.onnx import read_onnx
+    from optplan.runtime import replay as executor
 
     path = _gather_model(tmp_path, [1, 32], -3)
     model = read_onnx(path, {})

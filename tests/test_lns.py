@@ -6,12 +6,15 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 
-from optplan.plan import Status, validate
-from optplan.planners import cpsat, greedy_kernel, greedy_tries, lns
+from optplan.planners import lns
 from optplan.planners.common import Form, live_peak, make_form, make_plan, now, top
+from optplan.planners.cpsat import planner as cpsat
 from optplan.planners.greedy import best_offsets
+from optplan.planners.greedy import kernel as greedy_kernel
+from optplan.planners.greedy import tries as greedy_tries
 from optplan.planners.watch import Watch
 from optplan.problem import Buffer, Interval, Problem
+from optplan.problem.plan import Status, validate
 from optplan.strategies import problems
 
 

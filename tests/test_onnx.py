@@ -23,17 +23,17 @@ from onnx import TensorProto, helper, numpy_helper
 from optplan.analysis.liveness import build_memory
 from optplan.errors import InputError
 from optplan.frontends import load
+from optplan.frontends.onnx import OnnxModel, read_onnx
 from optplan.ir import Call, TensorType, TupleGetItem, TupleType
-from optplan.onnx_frontend import OnnxModel, read_onnx
-from optplan.plan import validate
 from optplan.planners import get_planner
+from optplan.problem.plan import validate
 
 try:
-    from optplan import executor
+    from optplan.runtime import replay as executor
 except ImportError:  # the executor is optional for the loading and planning tests
     executor = None  # type: ignore[assignment]
 
-needs_executor = pytest.mark.skipif(executor is None, reason="optplan.executor is not available")
+needs_executor = pytest.mark.skipif(executor is None, reason="optplan.runtime.replay is not available")
 
 FLOAT = TensorProto.FLOAT
 RNG_SEED = 7

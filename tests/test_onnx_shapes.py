@@ -21,12 +21,12 @@ from hypothesis import strategies as st
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper
 
-from optplan import executor
 from optplan.analysis.liveness import build_memory
 from optplan.errors import InputError
-from optplan.onnx_frontend import read_onnx
-from optplan.plan import validate
+from optplan.frontends.onnx import read_onnx
 from optplan.planners import get_planner
+from optplan.problem.plan import validate
+from optplan.runtime import replay as executor
 
 
 def _const(name: str, values: list[int]) -> onnx.TensorProto:
@@ -220,7 +220,7 @@ def test_a_shape_computed_from_data_is_refused_naming_the_node(tmp_path: Path) -
 def test_onnxruntime_symbolic_inference_is_a_fallback_when_installed() -> None:
     pytest.importorskip("onnxruntime")
     pytest.importorskip("sympy")
-    from optplan.onnx_shapes import _symbolic
+    from optplan.frontends.onnx_shapes import _symbolic
 
     nodes = [helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Neg", ["h"], ["y"])]
     graph = helper.make_graph(

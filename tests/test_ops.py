@@ -10,10 +10,9 @@ import pytest
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from optplan import kernels
 from optplan.errors import InputError
 from optplan.ir import Call, Const, Literal, Loc, ShapeExpr, TensorType, Tuple, TupleType, Type, Var
-from optplan.ops import OPS, evaluate, lookup, overwritten_args
+from optplan.ops import OPS, evaluate, kernels, lookup, overwritten_args
 
 RNG = np.random.default_rng(7)
 

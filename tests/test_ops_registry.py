@@ -2,7 +2,7 @@
 and the names other modules import from `optplan.ops`.
 
 Anything that walks `OPS` sees the ops in registration order, so splitting the table into
-modules must keep that order. ONNX ops (`optplan.onnx_frontend`) are registered after these,
+modules must keep that order. ONNX ops (`optplan.frontends.onnx`) are registered after these,
 when that module is imported, so the Relax ops are always the registry's first entries.
 """
 

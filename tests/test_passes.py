@@ -19,11 +19,9 @@ from hypothesis import HealthCheck, assume, given, settings
 
 from optplan.analysis.liveness import build_memory
 from optplan.analysis.types import infer_types, verify
-from optplan.check import check_program
 from optplan.errors import InputError
-from optplan.executor import Run, compare, make_inputs, planned_run, reference_run
+from optplan.frontends.script import load, parse, print_program
 from optplan.ir import Binding, Call, If, Program, Var, iter_bindings
-from optplan.lowered import run_lowered
 from optplan.passes import (
     attach_layout_free_buffers,
     kill_after_last_use,
@@ -33,7 +31,9 @@ from optplan.passes import (
 from optplan.passes.kill import strip_kills
 from optplan.planners import get_planner
 from optplan.planners.tokens import TokensPlanner
-from optplan.script import load, parse, print_program
+from optplan.runtime.check import check_program
+from optplan.runtime.lowered import run_lowered
+from optplan.runtime.replay import Run, compare, make_inputs, planned_run, reference_run
 from optplan.strategies.passes import kill_faults, straight_programs
 from optplan.strategies.programs import programs
 

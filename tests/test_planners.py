@@ -9,10 +9,10 @@ import pytest
 from hypothesis import example, given
 
 from optplan.fuzz.brute import brute_force
-from optplan.plan import Plan, Status, validate
 from optplan.planners import get_planner
 from optplan.planners.greedy import FITS, ORDERS
 from optplan.problem import Alias, Buffer, Interval, Problem, lower_bound, read_csv
+from optplan.problem.plan import Plan, Status, validate
 from optplan.strategies import problems
 
 OWN = ("naive", "greedy", "cpsat")  # the planners that honour pins, alignment and capacity

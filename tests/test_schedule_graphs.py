@@ -8,10 +8,10 @@ import pytest
 
 from benchmarks.graphs import GRAPHS
 from optplan.analysis.liveness import build_memory
-from optplan.executor import compare, make_inputs, planned_run, reference_run
 from optplan.passes.reorder import block_graphs, reorder
-from optplan.plan import validate
 from optplan.planners import get_planner
+from optplan.problem.plan import validate
+from optplan.runtime.replay import compare, make_inputs, planned_run, reference_run
 from optplan.schedule import Scheduler
 
 SMALL = [name for name in GRAPHS if name not in ("randwire_24", "randwire_48")]

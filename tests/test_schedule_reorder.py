@@ -10,16 +10,16 @@ from hypothesis import strategies as st
 
 from optplan.analysis.liveness import build_memory
 from optplan.analysis.types import infer_types, verify
-from optplan.executor import compare, make_inputs, planned_run, reference_run
+from optplan.frontends.script import parse
 from optplan.ir import Binding, Block, Call, Function, If, Param, Program, SeqExpr, TensorType, Var
 from optplan.passes import use_inplace_calls
 from optplan.passes.reorder import block_graphs, reorder
-from optplan.plan import validate
 from optplan.planners import PLANNERS
 from optplan.problem import lower_bound
+from optplan.problem.plan import validate
+from optplan.runtime.replay import compare, make_inputs, planned_run, reference_run
 from optplan.schedule import SCHEDULERS, Scheduler
 from optplan.schedule.graph import is_valid_order
-from optplan.script import parse
 from optplan.strategies.passes import straight_programs
 from optplan.strategies.programs import programs
 

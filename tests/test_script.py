@@ -13,6 +13,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from optplan.errors import InputError
+from optplan.frontends.script import load, parse, print_program
 from optplan.ir import (
     Binding,
     Block,
@@ -37,7 +38,6 @@ from optplan.ir import (
     TupleType,
     Var,
 )
-from optplan.script import load, parse, print_program
 from optplan.strategies.programs import attrs, programs
 
 DATA = Path(__file__).parents[2] / "shared" / "data"

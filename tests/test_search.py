@@ -13,7 +13,6 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from optplan.plan import Plan, Status, validate
 from optplan.planners.common import make_form
 from optplan.planners.cpsat import SEARCH_MAX_PART
 from optplan.planners.search import (
@@ -37,6 +36,7 @@ from optplan.problem import (
     lower_bound,
     read_csv,
 )
+from optplan.problem.plan import Plan, Status, validate
 from optplan.strategies import problems
 
 

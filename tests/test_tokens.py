@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 
 from optplan.frontends import load
-from optplan.plan import validate
 from optplan.planners.common import make_form
 from optplan.planners.tokens import plan_tokens
 from optplan.problem import Buffer, Interval, Problem, lower_bound
+from optplan.problem.plan import validate
 from optplan.strategies import problems
 
 TVM = Path(__file__).resolve().parents[2] / "shared" / "data" / "tvm"

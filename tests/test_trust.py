@@ -15,9 +15,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from optplan.fuzz.brute import brute_force
-from optplan.plan import Plan, Status, validate
 from optplan.planners import PLANNERS, get_planner
 from optplan.problem import Alias, Buffer, Interval, Problem, alias_classes, lower_bound
+from optplan.problem.plan import Plan, Status, validate
 from optplan.strategies import tiny_awkward_problems as awkward_problems
 
 LIMIT = 10.0

@@ -34,11 +34,11 @@ if not tvm.__version__.startswith("0.27"):
 
 from tvm import relax
 
-from optplan.check import check_program
 from optplan.frontends import load
-from optplan.plan import validate
+from optplan.frontends.script import parse
 from optplan.planners import get_planner
-from optplan.script import parse
+from optplan.problem.plan import validate
+from optplan.runtime.check import check_program
 from optplan.tvm import storage_bytes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

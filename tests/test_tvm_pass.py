@@ -32,11 +32,11 @@ if not tvm.__version__.startswith("0.27"):
 
 from tvm import relax
 
-import optplan.tvm as otvm
-from optplan.check import extract_plan
+import optplan.integrations.tvm as otvm
+from optplan.frontends.script import parse
 from optplan.ir import Program
-from optplan.plan import Plan, Status, validate
-from optplan.script import parse
+from optplan.problem.plan import Plan, Status, validate
+from optplan.runtime.check import extract_plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tvm_models

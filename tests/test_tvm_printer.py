@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from optplan.frontends import script_bounds
-from optplan.script import load, print_program
+from optplan.frontends.script import load, print_program
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 TVM_DATA = DATA / "tvm"

@@ -15,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optplan.analysis.types import infer_types
+from optplan.frontends.script import parse, print_program
 from optplan.ir import Call, TensorType
-from optplan.script import parse, print_program
 
 MASK = """
 @I.ir_module

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from optplan.plan import Plan, Status, validate
 from optplan.problem import Alias, Buffer, Interval, Problem
+from optplan.problem.plan import Plan, Status, validate
 
 
 def _plan(offsets: dict[str, int], arena: int) -> Plan:

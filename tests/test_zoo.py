@@ -19,11 +19,11 @@ import pytest
 
 pytest.importorskip("onnx")
 
-from optplan import executor
 from optplan.analysis.liveness import build_memory
-from optplan.onnx_frontend import read_onnx
-from optplan.plan import validate
+from optplan.frontends.onnx import read_onnx
 from optplan.planners import get_planner
+from optplan.problem.plan import validate
+from optplan.runtime import replay as executor
 
 ZOO = Path(__file__).resolve().parent / "data" / "zoo"
 MODELS = sorted(p.stem for p in ZOO.glob("*.onnx"))

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from optplan.analysis.memory import Memory, Placement, Releases
+from optplan.analysis.memory import MemoryFacts, Placement, Releases
 from optplan.errors import InputError
 from optplan.ir import (
     Call,
@@ -89,7 +89,7 @@ class _Walk:
         return len(self.points) - 1
 
 
-def build_memory(program: Program, *, plan_outputs: bool = False, alignment: int = 64) -> Memory:
+def build_memory(program: Program, *, plan_outputs: bool = False, alignment: int = 64) -> MemoryFacts:
     """The Problem of `program`'s entry function and where each of its values lives.
 
     The program's types must be known (run `infer_types` first).
@@ -110,7 +110,7 @@ def build_memory(program: Program, *, plan_outputs: bool = False, alignment: int
         for name, size in walk.sizes.items()
         if name not in excluded
     )
-    return Memory(
+    return MemoryFacts(
         problem=Problem(buffers),
         placements={
             var: value

@@ -51,7 +51,7 @@ NO_RELEASES = Releases()
 
 
 @dataclass(frozen=True, slots=True)
-class Memory:
+class MemoryFacts:
     """The memory facts of one function, for planners (`problem`) and the executor.
 
     - `placements[var]`: where a planned tensor value lives; a var whose value is a tuple

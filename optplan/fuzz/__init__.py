@@ -15,9 +15,10 @@ With `RayCluster()` as the last argument the shards run as Ray tasks
 
 from __future__ import annotations
 
-from optplan.fuzz.campaign import Budget, Found, Outcome, RayCluster, run_campaign
+from optplan.fuzz.campaign import run_campaign
 from optplan.fuzz.properties import Failure, judge_plan
 from optplan.fuzz.targets import TargetSpec, make_target, parse_target
+from optplan.fuzz.worker import Budget, Found, Outcome, RayCluster
 
 __all__ = [
     "Budget",

@@ -20,8 +20,8 @@ from __future__ import annotations
 import itertools
 import math
 
-from optplan.plan import Plan, Status
 from optplan.problem import AliasClass, Problem, alias_classes, lower_bound
+from optplan.problem.plan import Plan, Status
 from optplan.strategies.problems import first_offset
 
 BRUTE_CLASSES = 8  # 8! orders, most cut short once they reach the best arena

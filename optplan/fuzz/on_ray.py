@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from optplan.errors import InputError
-from optplan.fuzz.campaign import (
+from optplan.fuzz.targets import TargetSpec, make_target
+from optplan.fuzz.worker import (
     Budget,
     Counters,
     Outcome,
@@ -42,7 +43,6 @@ from optplan.fuzz.campaign import (
     run_worker,
     write_found,
 )
-from optplan.fuzz.targets import TargetSpec, make_target
 
 SHARD = 2000  # examples per Ray task: minutes of work, so that tasks cost little to start
 REACH_SECONDS = 5.0  # how long a cluster's address may take to answer

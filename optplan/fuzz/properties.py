@@ -3,7 +3,7 @@
 For a plan that a target returns for a problem, in order:
 
 1. It did not crash (an exception is a failure named `crash`).
-2. A plan validates (`optplan.plan.validate`: offsets, alignment, pins, aliases, arena,
+2. A plan validates (`optplan.problem.plan.validate`: offsets, alignment, pins, aliases, arena,
    capacity, no live overlap); each kind of violation is its own property.
 3. Its arena is at least the live-bytes lower bound (`optplan.problem.lower_bound`).
 4. A claimed OPTIMAL is not beaten: not by greedy, and on problems of at most
@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from optplan.fuzz.brute import BRUTE_CLASSES, brute_force
-from optplan.plan import Plan, Status, validate
 from optplan.problem import Problem, alias_classes, lower_bound
+from optplan.problem.plan import Plan, Status, validate
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 
 Per example (a `RelaxCase` from `optplan.strategies.relax`):
 
-1. Print the program as TVMScript (`optplan.script.print_program`) and parse it with
+1. Print the program as TVMScript (`optplan.frontends.script.print_program`) and parse it with
    TVM's parser; a program TVM rejects is skipped (it says nothing about the passes).
 2. Bind the weights as model constants (`relax.transform.BindParams`), as an ONNX import
    does, so that writing them is a miscompilation.
@@ -12,7 +12,7 @@ Per example (a `RelaxCase` from `optplan.strategies.relax`):
    ToNonDataflow, RemovePurityChecking, CallTIRRewrite, StaticPlanBlockMemory,
    LowerAllocTensor, KillAfterLastUse. A pass that raises is a failure (`tvm-crash`).
 4. Print TVM's planned `main` and judge it with `optplan check`'s machinery
-   (`optplan.check.check_program`): the extracted plan validates (`invalid-plan`), the
+   (`optplan.runtime.check.check_program`): the extracted plan validates (`invalid-plan`), the
    replay in shared, poisoned storages matches a fresh run bit for bit (`replay-differs`)
    and never writes a parameter or a constant (`constant-written`, checked by read-only
    arrays). Text optplan cannot read is a failure of optplan's reader (`unreadable`).
@@ -76,7 +76,7 @@ class TvmTarget:
         return int(example.bindings)
 
     def judge(self, example: Any) -> Failure | None:
-        from optplan.script import print_program
+        from optplan.frontends.script import print_program
 
         text = print_program(example.program)
         try:
@@ -101,7 +101,7 @@ class TvmTarget:
         return str(planned["main"].script(show_meta=False))
 
     def reproducer(self, example: Any, failure: Failure) -> tuple[str, str]:
-        from optplan.script import print_program
+        from optplan.frontends.script import print_program
 
         header = [
             f"# {failure}",
@@ -121,8 +121,8 @@ def weight_values(case: Any) -> dict[str, np.ndarray]:
 
 def judge_planned(text: str) -> Failure | None:
     """Steps 4 and 5 on TVM's printed `main`."""
-    from optplan.check import check_program
-    from optplan.script import parse
+    from optplan.frontends.script import parse
+    from optplan.runtime.check import check_program
 
     try:
         program = parse(text, "tvm-planned.py")

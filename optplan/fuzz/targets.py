@@ -33,8 +33,8 @@ from hypothesis import strategies as st
 
 from optplan.errors import InputError
 from optplan.fuzz.properties import Failure, judge_plan, plan_from_offsets
-from optplan.plan import Plan
 from optplan.problem import Problem, read_csv, write_csv
+from optplan.problem.plan import Plan
 
 
 @dataclass(frozen=True, slots=True)

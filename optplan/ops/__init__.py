@@ -17,7 +17,7 @@ Analyses read `OPS[name]` instead of testing op names. An entry says:
   `needs_positive`: the op's domain is the positive numbers (sqrt, log);
   `indexed_size(call, data)`: for ops that read operand 1 as indices into operand 0
   (`take`, ONNX Gather), how many entries the indexed axis of `data` has. The replay's
-  input maker reads these four (`optplan.executor.make_inputs`);
+  input maker reads these four (`optplan.runtime.replay.make_inputs`);
 - `runs`: the interpreter's override point for the op (`Runs`): most ops compute a value;
   kernel calls, allocations and kills have points of their own, which the planned and
   lowered runners override;
@@ -36,7 +36,7 @@ and one module per family of ops, imported below in the order the registry keeps
 `elementwise` (and matmul), `shapes` (and views), `reductions` (and normalisation),
 `conv` (and pooling), `indexing` (joining and indexing), `creation` (and more tensor ops),
 `memory` (kernel calls, allocations, kills). NumPy bodies too long for a lambda live in
-`optplan.kernels`.
+`optplan.ops.kernels`.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from optplan import kernels
 from optplan.ir import Call, TensorType, Type
+from optplan.ops import kernels
 from optplan.ops.core import (
     OpDef,
     array,

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from optplan import kernels
 from optplan.errors import InputError
 from optplan.ir import Call, Literal, TensorType, TupleType, Type
+from optplan.ops import kernels
 
 Infer = Callable[[Call, Sequence[Type | None]], Type]
 Kernel = Callable[[Call, Sequence[object]], object]
@@ -25,7 +25,7 @@ IndexedSize = Callable[[Call, TensorType], int]
 
 
 class Runs(enum.Enum):
-    """Which override point of the interpreter (`optplan.interpreter`) runs an op."""
+    """Which override point of the interpreter (`optplan.runtime.interpreter`) runs an op."""
 
     OP = "op"  # computes its value from its operands (`call_op`)
     KERNEL = "kernel"  # writes its destination operands (`call_kernel`)

@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from optplan import kernels
 from optplan.ir import Call, TensorType, TupleType, Type
+from optplan.ops import kernels
 from optplan.ops.core import (
     OpDef,
     array,

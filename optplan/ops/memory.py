@@ -106,7 +106,7 @@ def _no_value(call: Call, arg_types: Sequence[Type | None]) -> Type:
 
 register(OpDef("call_tir", _infer_call_tir))
 # `kernel(a, b, out)` after CallTIRRewrite: writes its destinations, returns nothing.
-# Lowered programs run with optplan.lowered, which knows storages and destinations.
+# Lowered programs run with optplan.runtime.lowered, which knows storages and destinations.
 register(OpDef("call_kernel", _no_value, runs=Runs.KERNEL))
 register(OpDef("call_tir_inplace", _infer_call_tir))
 register(

@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from optplan import kernels
 from optplan.ir import Call, TensorType, Type
+from optplan.ops import kernels
 from optplan.ops.core import (
     Infer,
     Kernel,

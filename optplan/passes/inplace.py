@@ -3,7 +3,7 @@
 The analogue of TVM Relax's DataflowUseInplaceCalls, on high-level ops. Per function:
 
 1. Infer types and compute buffer liveness (`build_memory`): each binding's point, the
-   buffers dead after it (`Memory.released(var).after`), and where every variable's value lives
+   buffers dead after it (`MemoryFacts.released(var).after`), and where every variable's value lives
    (`placements`; parameters, constants and views of them have none, being never planned).
 2. Walk the bindings of dataflow blocks (inside If branches too) in program order. A call
    may run in place over argument i when all hold:
@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 
 from optplan.analysis.liveness import build_memory
-from optplan.analysis.memory import Memory, Placement
+from optplan.analysis.memory import MemoryFacts, Placement
 from optplan.analysis.types import typed_program
 from optplan.ir import (
     AttrValue,
@@ -63,12 +63,12 @@ def _inplace_function(fn: Function) -> Function:
     return dataclasses.replace(fn, body=_seq(fn.body, memory, types))
 
 
-def _seq(seq: SeqExpr, memory: Memory, types: dict[str, TensorType]) -> SeqExpr:
+def _seq(seq: SeqExpr, memory: MemoryFacts, types: dict[str, TensorType]) -> SeqExpr:
     blocks = tuple(_block(block, memory, types) for block in seq.blocks)
     return dataclasses.replace(seq, blocks=blocks)
 
 
-def _block(block: Block, memory: Memory, types: dict[str, TensorType]) -> Block:
+def _block(block: Block, memory: MemoryFacts, types: dict[str, TensorType]) -> Block:
     bindings = []
     for binding in block.bindings:
         value = binding.value
@@ -85,7 +85,7 @@ def _block(block: Block, memory: Memory, types: dict[str, TensorType]) -> Block:
 
 
 def _maybe_inplace(
-    binding: Binding, call: Call, memory: Memory, types: dict[str, TensorType]
+    binding: Binding, call: Call, memory: MemoryFacts, types: dict[str, TensorType]
 ) -> Call:
     index = inplace_candidate(binding, call, memory, types)
     if index is None:
@@ -94,7 +94,7 @@ def _maybe_inplace(
 
 
 def inplace_candidate(
-    binding: Binding, call: Call, memory: Memory, types: dict[str, TensorType]
+    binding: Binding, call: Call, memory: MemoryFacts, types: dict[str, TensorType]
 ) -> int | None:
     """The first argument `call` may overwrite (step 2), or None."""
     op = lookup(call.op)
@@ -114,7 +114,7 @@ def inplace_candidate(
     return None
 
 
-def _owns_dying(name: str, out: TensorType, memory: Memory, dead: set[str]) -> bool:
+def _owns_dying(name: str, out: TensorType, memory: MemoryFacts, dead: set[str]) -> bool:
     """Whether `name` is a whole planned buffer that dies here: parameters, constants and
     views of them have no placement, so they are never candidates."""
     placement = memory.placements.get(name)

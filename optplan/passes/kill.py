@@ -9,7 +9,7 @@ it), without their gaps around If. Per function:
    share their source's buffer, so an alias class is one buffer and dies only when every
    member is dead. Parameters, constants and returned values are no buffers: never killed.
 2. After each binding, one bare `R.memory.kill_tensor(x)` (or `kill_storage(s)` for a
-   storage) per buffer that `Memory.released(var).after` says is dead there. A storage's uses
+   storage) per buffer that `MemoryFacts.released(var).after` says is dead there. A storage's uses
    are the `alloc_tensor` calls carving it, so it is killed right after the last one.
 3. If: a buffer live before the If but dead on entering a branch (the condition after its
    test, a value used only in the other branch) is killed at the top of that branch; one

@@ -1,7 +1,7 @@
 """plan_memory: lower a program onto the storages of a plan, as StaticPlanBlockMemory does.
 
-Input: a program, the Memory of its entry function (`build_memory`) and a plan of that
-Memory's problem, from any planner. Output: the entry function in TVM's planned form:
+Input: a program, the MemoryFacts of its entry function (`build_memory`) and a plan of that
+MemoryFacts's problem, from any planner. Output: the entry function in TVM's planned form:
 
 1. Storages. One `R.memory.alloc_storage` of `plan.arena` bytes; or, when the plan says
    how its arena splits into storages (`plan.storages`, the tokens of the `tokens`
@@ -36,7 +36,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from optplan.analysis.liveness import build_memory
-from optplan.analysis.memory import Memory, Placement
+from optplan.analysis.memory import MemoryFacts, Placement
 from optplan.analysis.types import typed_program
 from optplan.errors import InputError
 from optplan.ir import (
@@ -59,8 +59,8 @@ from optplan.ir import (
 from optplan.ops import lookup, overwritten_args
 from optplan.passes.kill import BARE, kill_after_last_use
 from optplan.passes.names import fresh_name
-from optplan.plan import Plan
 from optplan.planners import Planner
+from optplan.problem.plan import Plan
 
 STORAGE = "storage"
 
@@ -74,7 +74,7 @@ class Storage:
     base: int
 
 
-def plan_memory(program: Program, memory: Memory, plan: Plan) -> Program:
+def plan_memory(program: Program, memory: MemoryFacts, plan: Plan) -> Program:
     """The entry function of `program` lowered onto `plan` (steps 1-5)."""
     if not plan.status.has_plan:
         raise ValueError(
@@ -143,7 +143,7 @@ def _alloc_storage(storage: Storage) -> Binding:
 
 @dataclass(slots=True)
 class _Lowering:
-    memory: Memory
+    memory: MemoryFacts
     plan: Plan
     storages: list[Storage]
     taken: set[str]

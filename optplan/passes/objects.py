@@ -25,7 +25,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from optplan.analysis.liveness import build_memory
-from optplan.analysis.memory import Memory
+from optplan.analysis.memory import MemoryFacts
 from optplan.ir import (
     Binding,
     Call,
@@ -51,13 +51,13 @@ _CARVE = "optplan.carve_tensor"
 class Objects:
     """The memory facts of one function's runtime objects.
 
-    `shadow` is the function with bare statements renamed; `memory` its Memory (buffers
+    `shadow` is the function with bare statements renamed; `memory` its MemoryFacts (buffers
     named after the variables that create them); `types` the original type of every
     bound variable, by shadow name (storages keep their `ObjectType`).
     """
 
     shadow: Function
-    memory: Memory
+    memory: MemoryFacts
     types: dict[str, Type | None]
     bare: frozenset[str]
 

@@ -3,7 +3,7 @@
 A planner is a frozen dataclass of options with a `name`; calling it on a problem builds
 the one input form every planner packs (`common.make_form`: the rectangles of alias
 classes, split into parts) and hands it to its module's planning function. Planners know
-only `optplan.problem` and `optplan.plan`; they never import the IR. `cpsat` also takes a
+only `optplan.problem` and `optplan.problem.plan`; they never import the IR. `cpsat` also takes a
 `watch.Watch`, which hears of its progress and can stop it (its best plan so far).
 
     >>> plan = get_planner("greedy", orders=("size",))(problem)
@@ -19,13 +19,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Protocol
 
-from optplan.plan import Plan
 from optplan.planners.common import Form
 from optplan.planners.cpsat import CpSat
 from optplan.planners.greedy import Greedy
 from optplan.planners.naive import Naive
 from optplan.planners.tokens import TokensPlanner
 from optplan.problem import Problem
+from optplan.problem.plan import Plan
 
 
 class Planner(Protocol):

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from optplan.plan import Plan, Status
 from optplan.problem import AliasClass, Problem, alias_classes, lower_bound
-from optplan.problem_columns import BufferColumns
+from optplan.problem.columns import BufferColumns
+from optplan.problem.plan import Plan, Status
 
 # An alias class is packed as one rectangle; planners speak of it as such.
 Rect = AliasClass

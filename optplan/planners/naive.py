@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from optplan.plan import Plan, Status
 from optplan.planners.common import Form, Rect, make_form, make_plan, no_plan, now
 from optplan.problem import Problem
+from optplan.problem.plan import Plan, Status
 
 
 @dataclass(frozen=True, slots=True)

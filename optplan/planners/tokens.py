@@ -31,9 +31,9 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from optplan.plan import Plan, Status
 from optplan.planners.common import Form, Rect, make_form, make_plan, no_plan, now
 from optplan.problem import Problem
+from optplan.problem.plan import Plan, Status
 
 MATCH_RANGE = 16
 

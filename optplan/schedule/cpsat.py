@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from ortools.sat.python import cp_model
 
-from optplan.planners.cpsat_model import integer_bound
+from optplan.planners.cpsat.model import integer_bound
 from optplan.schedule.graph import Graph, peak_bytes
 
 

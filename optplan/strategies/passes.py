@@ -10,7 +10,7 @@ per path, each planned buffer that is not killed exactly once, killed before one
 uses, or a kill of something that is not a planned buffer (a parameter, a constant, a
 returned value). A branch value that is dead after its If is handed over to the If's
 variable, so the hand-over counts as its kill (see `optplan.passes.kill`). It reads only
-`Memory.placements` of the original program and does its own walk.
+`MemoryFacts.placements` of the original program and does its own walk.
 """
 
 from __future__ import annotations

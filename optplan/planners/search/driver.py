@@ -322,62 +322,85 @@ def lowest(
        bisection starts again from the bound, with longer probes, while time lasts).
     """
     started = time.perf_counter()
-    deadline = started + time_limit
-    step = packing.step
-    bound = _round_up(packing.live_bytes, step)
-    probes: list[SearchResult] = []
-    best: SearchResult | None = None
+    run = _Bisection(packing, started + time_limit, stop, heard)
+    run.first_packing(time_limit * first_share, upper)
+    run.bisect()
+    seconds = time.perf_counter() - started
+    best, probes = run.best, tuple(run.probes)
+    if best is None:
+        return MinimiseResult(None, 0, run.bound, probes, seconds)
+    return MinimiseResult(best.offsets, best.peak, run.bound, probes, seconds, best.placement)
 
-    def probe(capacity: int, seconds: float) -> SearchResult:
-        result = ask(packing, capacity, time_limit=max(seconds, 0.0), stop=stop)
-        probes.append(result)
-        if heard is not None and (best is not None or result.status is SearchStatus.FOUND):
+
+class _Bisection:
+    """The state of one `lowest`: the best packing found, the proven bound, the probes."""
+
+    def __init__(
+        self,
+        packing: Packing,
+        deadline: float,
+        stop: Callable[[], bool],
+        heard: Callable[[int, int], None] | None,
+    ) -> None:
+        self.packing, self.deadline, self.stop, self.heard = packing, deadline, stop, heard
+        self.step = packing.step
+        self.bound = _round_up(packing.live_bytes, self.step)
+        self.probes: list[SearchResult] = []
+        self.best: SearchResult | None = None
+
+    def probe(self, capacity: int, seconds: float) -> SearchResult:
+        result = ask(self.packing, capacity, time_limit=max(seconds, 0.0), stop=self.stop)
+        self.probes.append(result)
+        best = self.best
+        if self.heard is not None and (best is not None or result.status is SearchStatus.FOUND):
             found = [r.peak for r in (best, result) if r is not None and r.offsets is not None]
-            heard(min(found), bound)
+            self.heard(min(found), self.bound)
         return result
 
-    first = probe(bound, time_limit * first_share)
-    if first.status is SearchStatus.FOUND:
-        best = first
-    else:
+    def first_packing(self, first_seconds: float, upper: int | None) -> None:
+        """Steps 1 and 2: ask at the bound, else find any packing."""
+        first = self.probe(self.bound, first_seconds)
+        if first.status is SearchStatus.FOUND:
+            self.best = first
+            return
         if first.status is SearchStatus.INFEASIBLE:
-            bound += step
+            self.bound += self.step
         # Any packing will do now; a ceiling no higher than the bound just asked adds
         # nothing, and the naive stack always fits, so it is the last resort.
-        ceilings = [packing.ceiling]
+        ceilings = [self.packing.ceiling]
         if upper is not None and upper > first.capacity:
             ceilings.insert(0, upper)
         for k, ceiling in enumerate(ceilings):
-            share = (deadline - time.perf_counter()) / (len(ceilings) - k)
-            dive = probe(max(ceiling, bound), share)
+            share = (self.deadline - time.perf_counter()) / (len(ceilings) - k)
+            dive = self.probe(max(ceiling, self.bound), share)
             if dive.status is SearchStatus.FOUND:
-                best = dive
+                self.best = dive
+                return
+
+    def bisect(self) -> None:
+        """Step 3: between the bound and the best peak, while time lasts."""
+        step = self.step
+        low = self.bound  # below this nothing was found (proven only up to `bound`)
+        while self.best is not None and self.best.peak > self.bound:
+            left = self.deadline - time.perf_counter()
+            high = self.best.peak - step
+            if left <= 0.05 or self.stop():
                 break
-    low = bound  # below this nothing was found (proven only up to `bound`)
-    while best is not None and best.peak > bound:
-        left = deadline - time.perf_counter()
-        high = best.peak - step
-        if left <= 0.05 or stop():
-            break
-        if low > high:
-            if low == bound:
-                break
-            low = bound  # timeouts moved it up: try again, now with longer probes
-            continue
-        capacity = _round_up((low + high) // 2, step)
-        steps = max(1, (high - low) // step).bit_length()
-        result = probe(capacity, max(left / steps, min(left, 0.5)))
-        if result.status is SearchStatus.FOUND:
-            best = result
-        elif result.status is SearchStatus.INFEASIBLE:
-            bound = max(bound, capacity + step)
-            low = max(low, bound)
-        else:
-            low = capacity + step
-    seconds = time.perf_counter() - started
-    if best is None:
-        return MinimiseResult(None, 0, bound, tuple(probes), seconds)
-    return MinimiseResult(best.offsets, best.peak, bound, tuple(probes), seconds, best.placement)
+            if low > high:
+                if low == self.bound:
+                    break
+                low = self.bound  # timeouts moved it up: try again, now with longer probes
+                continue
+            capacity = _round_up((low + high) // 2, step)
+            steps = max(1, (high - low) // step).bit_length()
+            result = self.probe(capacity, max(left / steps, min(left, 0.5)))
+            if result.status is SearchStatus.FOUND:
+                self.best = result
+            elif result.status is SearchStatus.INFEASIBLE:
+                self.bound = max(self.bound, capacity + step)
+                low = max(low, self.bound)
+            else:
+                low = capacity + step
 
 
 def _round_up(value: int, step: int) -> int:

@@ -116,11 +116,40 @@ def _build_part(classes: Sequence[Rect], seed: int, mirror: bool = False) -> _Pa
         for s in sections:
             holders[s].append(r)
     sizes = [cls.size for cls in classes]
+    ranks = _ranks(sizes, lives, covered, holders, seed)
+    shapes: dict[tuple[tuple[int, ...], int, int], int] = {}
+    twin = [
+        shapes.setdefault((tuple(sections), cls.size, cls.modulus), len(shapes))
+        for cls, sections in zip(classes, covered)
+    ]
+    return _Part(
+        rects=tuple(classes),
+        sizes=_array(sizes),
+        alignments=_array([cls.modulus for cls in classes]),
+        ranks=tuple(ranks),
+        twin=_array(twin),
+        rect_start=_array(np.cumsum([0] + [len(c) for c in covered])),
+        rect_sections=_array([s for sections in covered for s in sections]),
+        section_start=_array(np.cumsum([0] + [len(h) for h in holders])),
+        section_rects=_array([r for rects in holders for r in rects]),
+        section_bytes=_array([sum(sizes[r] for r in rects) for rects in holders]),
+    )
+
+
+
+def _ranks(
+    sizes: list[int],
+    lives: list[tuple[Interval, ...]],
+    covered: list[list[int]],
+    holders: list[list[int]],
+    seed: int,
+) -> list[np.ndarray]:
+    """Each rectangle's position in every order the search tries (ties broken by `seed`)."""
     widths = [live[-1].end - live[0].start for live in lives]
     areas = [size * width for size, width in zip(sizes, widths)]
     loads = [sum(sizes[r] for r in rects) for rects in holders]
     crowding = [max(loads[s] for s in sections) for sections in covered]
-    tiebreak = list(range(len(classes)))
+    tiebreak = list(range(len(sizes)))
     if seed:
         random.Random(seed).shuffle(tiebreak)
     keys = {
@@ -140,27 +169,11 @@ def _build_part(classes: Sequence[Rect], seed: int, mirror: bool = False) -> _Pa
     }
     ranks = []
     for key in keys.values():
-        rank = [0] * len(classes)
-        for position, r in enumerate(sorted(range(len(classes)), key=key)):
+        rank = [0] * len(sizes)
+        for position, r in enumerate(sorted(range(len(sizes)), key=key)):
             rank[r] = position
         ranks.append(_array(rank))
-    shapes: dict[tuple[tuple[int, ...], int, int], int] = {}
-    twin = [
-        shapes.setdefault((tuple(sections), cls.size, cls.modulus), len(shapes))
-        for cls, sections in zip(classes, covered)
-    ]
-    return _Part(
-        rects=tuple(classes),
-        sizes=_array(sizes),
-        alignments=_array([cls.modulus for cls in classes]),
-        ranks=tuple(ranks),
-        twin=_array(twin),
-        rect_start=_array(np.cumsum([0] + [len(c) for c in covered])),
-        rect_sections=_array([s for sections in covered for s in sections]),
-        section_start=_array(np.cumsum([0] + [len(h) for h in holders])),
-        section_rects=_array([r for rects in holders for r in rects]),
-        section_bytes=_array([sum(sizes[r] for r in rects) for rects in holders]),
-    )
+    return ranks
 
 
 def _array(values: object) -> np.ndarray:

@@ -1,0 +1,58 @@
+"""What commands write: through a temporary file, checked before any work is done."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from optplan.errors import InputError
+from optplan.problem import Problem, write_csv
+from optplan.problem.plan import Plan
+
+PICTURES = (".png", ".svg", ".pdf")
+
+
+def check_output(path: str | None, suffixes: tuple[str, ...] = ()) -> None:
+    """Refuse an output path that cannot be written, before any work is done."""
+    if path is None:
+        return
+    target = Path(path)
+    if suffixes and target.suffix.lower() not in suffixes:
+        raise InputError(
+            f"cannot tell the file's format; name it {' or '.join(suffixes)}", file=path
+        )
+    if target.is_dir():
+        raise InputError("is a directory; give a file name to write", file=path)
+    if not target.parent.is_dir():
+        raise InputError(f"directory {str(target.parent)!r} does not exist", file=path)
+
+
+def write_text(path: str, text: str) -> None:
+    """Write through a temporary file, so an interrupted write leaves nothing half-done."""
+    target = Path(path)
+    partial = target.with_name(target.name + ".partial")
+    try:
+        partial.write_text(text + ("" if text.endswith("\n") else "\n"))
+        partial.replace(target)
+    except OSError as error:
+        partial.unlink(missing_ok=True)
+        raise InputError(f"cannot write: {error.strerror}", file=path) from None
+
+
+def write_plan(path: str, problem: Problem, plan: Plan, record: dict[str, object]) -> None:
+    text = (
+        write_csv(problem, plan.offsets) if path.endswith(".csv") else json.dumps(record, indent=1)
+    )
+    write_text(path, text)
+
+
+def read_npz(path: str) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {name: data[name] for name in data.files}
+    except OSError as error:
+        raise InputError(f"cannot read: {error.strerror or error}", file=path) from None
+    except (ValueError, AttributeError):
+        raise InputError("not an .npz archive of arrays (numpy.savez)", file=path) from None

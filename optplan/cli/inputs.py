@@ -1,0 +1,91 @@
+"""Reading a command's PROGRAM: the frontend, the alignment default, `--dim` and
+`--bound`, and the order `--reorder` asks for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from optplan.cli.options import parse_dims
+from optplan.errors import InputError
+from optplan.frontends import Loaded, frontend_of, load
+
+if TYPE_CHECKING:
+    from optplan.passes.reorder import Reordered
+
+
+def load_input(args: argparse.Namespace) -> Loaded:
+    # A missing file is `load`'s to report.
+    frontend = frontend_of(args.program) if Path(args.program).is_file() else None
+    if args.alignment is None:
+        args.alignment = frontend.default_alignment if frontend else 64
+    replay_dims = frontend is not None and frontend.dims_at_replay
+    if replay_dims and args.dim and args.command != "run":
+        raise InputError(
+            "--dim on a TVMScript program is the size 'optplan run' replays at; "
+            "plans are made at the upper bounds (--bound)",
+            file=args.program,
+        )
+    return load(
+        args.program,
+        alignment=args.alignment,
+        plan_outputs=args.plan_outputs,
+        inplace=args.inplace,
+        dims={} if replay_dims else parse_dims(args.dim),
+        bounds=parse_dims(args.bound, "--bound"),
+    )
+
+
+def reorder_target(args: argparse.Namespace, loaded: Loaded) -> Loaded:
+    """`loaded` with its dataflow blocks reordered when `--reorder` asks for it (and made
+    in place again, when `--inplace`, since the new order may let more ops run in place)."""
+    if not getattr(args, "reorder", None):
+        return loaded
+    from optplan.analysis.liveness import build_memory
+    from optplan.passes.reorder import reorder
+    from optplan.schedule import Scheduler
+
+    if loaded.program is None:
+        raise InputError(
+            "a CSV problem has no operator order to change; give a .py or .onnx", file=args.program
+        )
+    result = reorder(
+        loaded.program,
+        Scheduler(args.reorder, time_limit=args.time_limit),
+        plan_outputs=args.plan_outputs,
+    )
+    program = result.program
+    if args.inplace:
+        from optplan.passes import use_inplace_calls
+
+        program = use_inplace_calls(program)
+    if not getattr(args, "json", False):
+        print(f"{loaded.path}: {reorder_note(result)}", file=sys.stderr)
+    memory = build_memory(program, plan_outputs=args.plan_outputs, alignment=args.alignment)
+    return Loaded(loaded.path, memory.problem, program, memory, loaded.weights)
+
+
+def reorder_note(result: Reordered) -> str:
+    saved = (
+        1 - result.peak_bytes / result.original_peak_bytes if result.original_peak_bytes else 0.0
+    )
+    proof = "optimal" if result.optimal else f"proven bound {result.bound_bytes}"
+    return (
+        f"reordered: live-bytes peak {result.original_peak_bytes} -> {result.peak_bytes} bytes "
+        f"({saved:.1%} less, {proof}; {len(result.blocks)} dataflow blocks, {result.seconds:.2f} s)"
+    )
+
+
+def planner_names(text: str) -> list[str]:
+    from optplan.planners import PLANNERS
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise InputError(f"--planners names no planner; choose from {', '.join(sorted(PLANNERS))}")
+    for name in names:
+        if name not in PLANNERS:
+            raise InputError(f"unknown planner {name!r}; choose from {', '.join(sorted(PLANNERS))}")
+    return names

@@ -1,0 +1,166 @@
+"""Pictures of plans: the arena as rectangles over time.
+
+Each buffer is drawn as one rectangle per live interval: program points along x, bytes
+along y, at its planned offset. A dashed line marks the lower bound and a solid one the
+arena, so the gap between them is visible at a glance (the dashes stay visible when the
+two are equal). Colours follow the tensor, spread so that neighbours differ; the largest
+tensors carry their names.
+
+- `draw_arena` writes a picture with matplotlib (the `plot` extra); the file kind
+  follows the suffix (.png, .svg, .pdf).
+- `write_html` writes one self-contained page (an SVG, no scripts, nothing to install):
+  hovering a rectangle shows the tensor, its size, lifetime and offset. It suits large
+  plans, where names cannot fit.
+"""
+
+from __future__ import annotations
+
+import colorsys
+import html
+from pathlib import Path
+from typing import Any
+
+from optplan.errors import InputError
+from optplan.problem import Problem
+from optplan.problem.plan import Plan
+
+GOLDEN = 0.6180339887  # hue steps of the golden ratio keep neighbouring colours apart
+
+
+def colour(number: int) -> tuple[float, float, float]:
+    """The fill of the `number`-th tensor, as RGB in [0, 1]."""
+    hue = (number * GOLDEN) % 1.0
+    return colorsys.hls_to_rgb(hue, 0.62 + 0.12 * (number % 3) / 2, 0.55)
+
+
+def human_bytes(count: float) -> str:
+    """Bytes in B, KiB, MiB or GiB, three significant figures."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(count) < 1024 or unit == "GiB":
+            return f"{count:.3g} {unit}" if unit != "B" else f"{int(count)} B"
+        count /= 1024
+    raise AssertionError("unreachable")
+
+
+def _rectangles(problem: Problem, plan: Plan) -> list[tuple[int, str, int, int, int, int]]:
+    """(tensor number, name, start, end, offset, size) per drawn live interval."""
+    drawn = []
+    for number, buffer in enumerate(problem.buffers):
+        offset = plan.offsets.get(buffer.id)
+        if offset is None or buffer.size == 0:
+            continue
+        for iv in buffer.live:
+            drawn.append((number, buffer.id, iv.start, iv.end, offset, buffer.size))
+    return drawn
+
+
+def draw_arena(
+    problem: Problem, plan: Plan, path: str, *, title: str = "", labels: int = 12
+) -> None:
+    """Write a picture of `plan` to `path`, naming the `labels` largest rectangles."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.ticker import FuncFormatter
+    except ImportError:
+        raise InputError('drawing needs matplotlib: pip install -e ".[plot]"', file=path) from None
+    figure, axes = plt.subplots(figsize=(11, 5.5))
+    _draw_plan(axes, problem, plan, labels)
+    axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _: human_bytes(value)))
+    axes.set_title(title or f"{plan.planner}: {plan.arena} bytes, lower bound {plan.lower_bound}")
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), framealpha=0.9, fontsize=8)
+    figure.tight_layout()
+    target = Path(path)
+    partial = target.with_name(target.name + ".partial" + target.suffix)
+    try:
+        figure.savefig(partial, dpi=150)
+        partial.replace(target)
+    except (OSError, ValueError) as error:
+        partial.unlink(missing_ok=True)
+        raise InputError(f"cannot write the picture: {error}", file=path) from None
+    finally:
+        plt.close(figure)
+
+
+def _draw_plan(axes: Any, problem: Problem, plan: Plan, labels: int) -> None:
+    """The rectangles, the `labels` largest named, and the arena and lower-bound lines."""
+    from matplotlib.patches import Rectangle
+
+    drawn = _rectangles(problem, plan)
+    horizon = max((end for _, _, _, end, _, _ in drawn), default=1)
+    for number, _, start, end, offset, size in drawn:
+        axes.add_patch(
+            Rectangle(
+                (start, offset),
+                end - start,
+                size,
+                facecolor=colour(number),
+                edgecolor="black",
+                linewidth=0.3,
+            )
+        )
+    largest = sorted(drawn, key=lambda r: -(r[3] - r[2]) * r[5])[:labels]
+    for _, name, start, end, offset, size in largest:
+        axes.text(
+            (start + end) / 2, offset + size / 2, name, ha="center", va="center", fontsize=7, clip_on=True
+        )
+    arena_label = f"arena ({plan.planner}): {human_bytes(plan.arena)}"
+    axes.axhline(plan.arena, color="black", linewidth=1.2, label=arena_label)
+    bound_label = f"lower bound: {human_bytes(plan.lower_bound)}"
+    axes.axhline(
+        plan.lower_bound, color="crimson", linestyle=(0, (4, 3)), linewidth=2, label=bound_label
+    )
+    axes.set_xlim(0, horizon)
+    axes.set_ylim(0, max(plan.arena, plan.lower_bound, 1) * 1.05)
+    axes.set_xlabel("program point")
+    axes.set_ylabel("offset")
+
+
+def arena_html(problem: Problem, plan: Plan, *, title: str = "") -> str:
+    """One self-contained page: the arena as an SVG whose rectangles name themselves on
+    hover (SVG <title>), with the lower bound dashed and the arena solid."""
+    width, height, margin = 1100.0, 560.0, 60.0
+    drawn = _rectangles(problem, plan)
+    horizon = max((end for _, _, _, end, _, _ in drawn), default=1)
+    top = max(plan.arena, plan.lower_bound, 1) * 1.05
+
+    def x(point: float) -> float:
+        return margin + point / horizon * (width - 2 * margin)
+
+    def y(offset: float) -> float:
+        return height - margin - offset / top * (height - 2 * margin)
+
+    parts = []
+    for number, name, start, end, offset, size in drawn:
+        r, g, b = (int(255 * c) for c in colour(number))
+        tip = f"{name}: {human_bytes(size)} ({size} bytes), live [{start}, {end}), offset {offset}"
+        parts.append(
+            f'<rect x="{x(start):.2f}" y="{y(offset + size):.2f}" '
+            f'width="{x(end) - x(start):.2f}" height="{y(offset) - y(offset + size):.2f}" '
+            f'fill="rgb({r},{g},{b})" stroke="black" stroke-width="0.3">'
+            f"<title>{html.escape(tip)}</title></rect>"
+        )
+    for value, style, label in (
+        (plan.arena, 'stroke="black" stroke-width="1.2"', f"arena ({plan.planner})"),
+        (
+            plan.lower_bound,
+            'stroke="crimson" stroke-width="2" stroke-dasharray="6 4"',
+            "lower bound",
+        ),
+    ):
+        parts.append(
+            f'<line x1="{margin}" x2="{width - margin}" y1="{y(value):.2f}" y2="{y(value):.2f}" {style}>'
+            f"<title>{html.escape(f'{label}: {human_bytes(value)} ({value} bytes)')}</title></line>"
+        )
+    heading = html.escape(title or f"{plan.planner}: {plan.arena} bytes")
+    return (
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
+        f'<title>{heading}</title></head>\n<body style="font-family: sans-serif">\n'
+        f"<h3>{heading}</h3>\n<p>Program points run left to right, offsets bottom to top; "
+        "hover a rectangle for its tensor. Dashed: the lower bound; solid: the arena.</p>\n"
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}">\n'
+        + "\n".join(parts)
+        + "\n</svg>\n</body></html>\n"
+    )

@@ -1,0 +1,90 @@
+"""`optplan plan` and `optplan compare`: plan with one planner, or tabulate several."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from optplan.cli.files import check_output, write_plan
+from optplan.cli.inputs import load_input, planner_names, reorder_target
+from optplan.cli.options import Commands, add_input
+from optplan.cli.records import bounds_note, plan_record, summary, table
+from optplan.cli.solving import INTERRUPTED, report_faults, solve_watched
+from optplan.problem.plan import validate
+
+DEFAULT_PLANNERS = "naive,tokens,greedy,cpsat"
+
+
+def add(commands: Commands) -> None:
+    plan = commands.add_parser("plan", help="plan one program and print or write the plan")
+    add_input(plan)
+    plan.add_argument("--planner", default="cpsat", help="planner to use (default: cpsat)")
+    plan.add_argument("-o", "--output", help="write the plan here (.json, or .csv for MiniMalloc)")
+    plan.set_defaults(handler=_cmd_plan)
+    compare = commands.add_parser("compare", help="run several planners and tabulate them")
+    add_input(compare)
+    compare.add_argument(
+        "--planners",
+        default=DEFAULT_PLANNERS,
+        help=f"comma-separated (default: {DEFAULT_PLANNERS})",
+    )
+    compare.set_defaults(handler=_cmd_compare)
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    check_output(args.output)
+    loaded = reorder_target(args, load_input(args))
+    plan, interrupted = solve_watched(
+        loaded.problem, args.planner, args.time_limit, quiet=args.json
+    )
+    faults = validate(loaded.problem, plan)
+    if faults:
+        report_faults(plan, faults)
+        return 1
+    record = plan_record(loaded, plan, args)
+    if args.output:
+        write_plan(args.output, loaded.problem, plan, record)
+    if args.json:
+        print(json.dumps(record, indent=1))
+    else:
+        print(summary(loaded, plan, args))
+        if args.output:
+            print(f"plan written to {args.output}")
+    if interrupted:
+        print(INTERRUPTED, file=sys.stderr)
+        return 130
+    return 0 if plan.status.has_plan else 1
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from optplan.planners.common import make_form
+
+    names = planner_names(args.planners)
+    loaded = load_input(args)
+    records, failed = [], False
+    targets = [(loaded, None)]
+    if args.reorder:
+        targets.append((reorder_target(args, loaded), args.reorder))
+    interrupted = False
+    for target, reordered in targets:
+        form = make_form(target.problem)  # built once, planned by every planner
+        for name in names:
+            if interrupted:
+                break  # Ctrl-C: the rows finished so far, and the interrupted one's best
+            plan, interrupted = solve_watched(
+                target.problem, name, args.time_limit, quiet=args.json, form=form
+            )
+            faults = validate(target.problem, plan)
+            if faults:
+                report_faults(plan, faults)
+                failed = True
+            records.append(plan_record(target, plan, args, reorder=reordered))
+    if args.json:
+        print(json.dumps(records, indent=1))
+    else:
+        print(bounds_note(loaded) + table(loaded, records, args))
+    if interrupted:
+        print(INTERRUPTED, file=sys.stderr)
+        return 130
+    return 1 if failed else 0

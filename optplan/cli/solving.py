@@ -1,0 +1,68 @@
+"""Running one planner for a command: the progress line, Ctrl-C, the compile note."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from optplan.errors import InputError
+from optplan.problem import Problem
+from optplan.problem.plan import Plan
+
+if TYPE_CHECKING:
+    from optplan.planners.common import Form
+    from optplan.planners.watch import Watch
+
+
+INTERRUPTED = "optplan: interrupted: the best plan found before Ctrl-C is shown (exit status 130)"
+
+
+def solve_watched(
+    problem: Problem, name: str, time_limit: float, *, quiet: bool, form: Form | None = None
+) -> tuple[Plan, bool]:
+    """`solve` where Ctrl-C returns the best plan so far (and says so: True); on a
+    terminal, and not `quiet`, one line on stderr shows the planner's progress."""
+    from optplan.cli.terminal import run_planner
+
+    def call(watch: Watch) -> Plan:
+        return solve(problem, name, time_limit, quiet=quiet, watch=watch, form=form)
+
+    outcome = run_planner(call, name, show=not quiet and sys.stderr.isatty())
+    assert outcome.plan is not None  # a planner that fails raises; a second Ctrl-C too
+    return outcome.plan, outcome.interrupted
+
+
+def solve(
+    problem: Problem,
+    name: str,
+    time_limit: float,
+    *,
+    quiet: bool,
+    watch: Watch | None = None,
+    form: Form | None = None,
+) -> Plan:
+    from optplan.planners import PLANNERS, get_planner
+
+    if name not in PLANNERS:
+        raise InputError(f"unknown planner {name!r}; choose from {', '.join(sorted(PLANNERS))}")
+    options = set(getattr(PLANNERS[name], "__dataclass_fields__", {}))
+    chosen: dict[str, object] = {"time_limit": time_limit} if "time_limit" in options else {}
+    if watch is not None and "watch" in options:
+        chosen["watch"] = watch
+    planner = get_planner(name, **chosen)
+    if not quiet and "time_limit" in options:
+        print(f"planning with {name} (time limit {time_limit:g} s)...", file=sys.stderr, flush=True)
+    plan = planner(problem) if form is None else planner.plan(form)
+    if plan.detail.get("search") == "compiling":
+        print(
+            "optplan: note: the exact search is being compiled for first use in the background "
+            "(10-50 s, once); this plan was made without it",
+            file=sys.stderr,
+        )
+    return plan
+
+
+def report_faults(plan: Plan, faults: list) -> None:  # type: ignore[type-arg]
+    print(f"optplan: the {plan.planner} plan is invalid:", file=sys.stderr)
+    for fault in faults[:20]:
+        print(f"  {fault}", file=sys.stderr)

@@ -1,0 +1,339 @@
+"""The exact planner: OR-Tools CP-SAT, started from the best greedy plan.
+
+Each part goes to one CP-SAT model (`cpsat.model`): offsets as integer variables, fixed
+time intervals, no-overlap-2D, the arena minimised.
+
+Steps:
+1. The planners' form (`common.make_form`): rectangles of alias classes, split into
+   parts; pins and alignments are checked first (INFEASIBLE).
+2. The best greedy plan (`greedy.best_offsets`) is the starting point and the fallback.
+   Unless it already meets the lower bound, the exact skyline search
+   (`optplan.planners.search`) gets `search_share` of the time first, part by part
+   (`_search_parts`): every part aims at the same target, the lower bound, since the
+   arena is the highest part; parts that are the same up to a shift in time are solved
+   once; a part that misses asks again and then minimises its own peak. Its placement
+   replaces the greedy one where it is lower; a search that answers "nothing fits under
+   C" proves a bound. This is what reaches MiniMalloc's peaks on its hard instances, where a
+   no-overlap-2D model alone stays 3-29 % above them after a minute: CP-SAT's search has
+   no notion of canonical packings or of section-by-section pruning. CP-SAT then starts
+   from that placement with the time left, and settles what the search left open.
+   Until numba has compiled the search in this environment (once, 10-50 s, in a
+   background process that the first call starts), CP-SAT plans alone and the plan's
+   detail says `"search": "compiling"`.
+   Problems with pinned buffers or with classes whose offsets must sit off a multiple of
+   their alignment (a view at an odd delta), or parts of more than SEARCH_MAX_PART
+   rectangles, skip the search.
+3. The classes are split into independent parts: a part ends where no class is live
+   across a point (a class live over several intervals ties the parts it touches).
+
+       point:  0   1   2   3   4   5   6
+       a       [=======)
+       b           [===)
+       c                   [=======)      a, b | c: solved apart, arena = max of parts
+       d                       [=======)
+
+4. The global bound G starts at the live-bytes lower bound. Parts are taken by greedy
+   arena, highest first; since the arena is the maximum over parts, a part need not go
+   below max(G, the highest arena of the parts already done), its target, and a part
+   whose greedy arena meets its target is skipped. (The target is not a proven bound;
+   only solver bounds above it, or a proof that nothing fits under it, raise G.)
+5. For each remaining part, with its share of the remaining time:
+   a. minimise the arena in [target, min(greedy arena, capacity)] with one worker and a
+      budget of CP-SAT's deterministic time (`first_pass`): small and easy parts end
+      here, proven, with the same answer however busy the machine is;
+   b. ask whether the target is reachable: the same model with the arena fixed and no
+      objective, a quarter of what is left. Yes: the part is done. Proven no: the target,
+      and G with it, rise by one;
+   c. otherwise minimise again with every worker, hinted with the best placement so far;
+      the solver's best objective bound raises G.
+   A part of more than MODEL_MAX_PART rectangles skips a-c: one model of it takes
+   gigabytes and minutes, so greedy tries in perturbed orders (`greedy.tries`) and then
+   `lns.improve`, which re-solves small bands of offsets around the rectangles at its
+   top, share the time instead; they prove nothing.
+6. While time is left and a round improved some part, another round follows: the parts
+   still above their target share what is left, hinted with their best placement.
+7. The arena is the maximum over parts of the better of the solver's and greedy's
+   placement, so it is never worse than greedy. OPTIMAL when it meets G; FEASIBLE when
+   the time ran out first, with `bound` = G; INFEASIBLE when a capacity is proven too
+   small; UNKNOWN when nothing was found under the capacity in time.
+8. With a `watch` (`watch.Watch`), every better arena or bound is reported (phase
+   `greedy`, `search`, `cp-sat`, then `done`), and once the watch is stopped the search
+   and the solve under way end, no part is started, and the plan so far is returned
+   (FEASIBLE unless it meets the bound; detail `"interrupted"`).
+
+Determinism: a fixed random seed, and step 5a, which counts work rather than seconds on
+a single worker, so any part it settles gets the same offsets on every run. A part that
+needs the parallel steps may vary with thread timing, as any run ending on a clock does.
+(`interleave_search`, CP-SAT's deterministic parallel mode, aborts inside OR-Tools 9.15
+on some of these models, so it is not used.)
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+from optplan.planners.common import Form, Rect, live_peak, make_form, make_plan, no_plan, now, top
+from optplan.planners.cpsat.model import PartResult, part_top, solve_part
+from optplan.planners.cpsat.progress import hearing, is_stopped, report_progress
+from optplan.planners.cpsat.search_first import search_first
+from optplan.planners.greedy import best_offsets
+from optplan.planners.greedy.tries import tries
+from optplan.planners.lns import improve
+from optplan.planners.watch import Watch
+from optplan.problem import Problem
+from optplan.problem.plan import Plan, Status
+
+
+@dataclass(frozen=True, slots=True)
+class CpSat:
+    """Options of the CP-SAT planner.
+
+    `time_limit` is in seconds for the whole problem; `first_pass` is the work budget
+    (CP-SAT deterministic time, roughly seconds) of the single-worker pass that comes
+    first; `decide_first` asks whether the lower bound is reachable before minimising;
+    `split` solves independent parts apart; `symmetry` orders identical classes;
+    `search_share` is the share of the time limit given first to the exact skyline search
+    (0 turns it off); `watch`, if given, hears of every better arena or bound, and its
+    `stop()` makes the planner return its best plan so far (detail `"interrupted"`).
+    """
+
+    name: str = "cpsat"
+    time_limit: float = 30.0
+    num_workers: int = 2
+    random_seed: int = 0
+    decide_first: bool = True
+    split: bool = True
+    symmetry: bool = True
+    first_pass: float = 1.0
+    search_share: float = 0.75
+    watch: Watch | None = field(default=None, compare=False, repr=False)
+
+    def __call__(self, problem: Problem) -> Plan:
+        started = now()
+        return plan_cpsat(make_form(problem), self, started=started)
+
+    def plan(self, form: Form) -> Plan:
+        return plan_cpsat(form, self)
+
+
+def plan_cpsat(form: Form, options: CpSat = CpSat(), *, started: float | None = None) -> Plan:
+    """The steps of the module's docstring: the form's fault (1), greedy and the search
+    (2), the parts and the bound (3, 4), rounds of CP-SAT (5, 6), the plan (7)."""
+    started = now() if started is None else started
+    if form.fault is not None:
+        return _no_plan(form, options, started, 0, Status.INFEASIBLE, form.fault)
+    rects, capacity = form.rects, form.problem.capacity
+    # Runs past the deadline are skipped: a time limit covers greedy too.
+    greedy, greedy_detail = best_offsets(form, deadline=started + options.time_limit)
+    offsets = list(greedy)
+    report_progress(options, rects, offsets, form.live_bytes, "greedy")
+    parts = form.parts if options.split else (tuple(r for r in rects if r.size > 0),)
+    floors = {id(part): part_floor(part) for part in parts}
+    bound = _first_bound(rects, greedy, floors.values())
+    if capacity is not None and bound > capacity:
+        reason = f"{bound} bytes are live at once, more than the capacity {capacity}"
+        return _no_plan(form, options, started, bound, Status.INFEASIBLE, reason)
+    failure, bound, search_detail = _search_step(form, offsets, bound, started, options)
+    if failure is not None:
+        return _no_plan(form, options, started, bound, failure.status, failure.reason)
+    report_progress(options, rects, offsets, bound, "cp-sat", force=True)
+    work = _Work(form, parts, floors, started + options.time_limit, options)
+    total, rounds = _solve_rounds(work, offsets, bound)
+    if total.failure is not None:
+        failure = total.failure
+        return _no_plan(form, options, started, total.bound, failure.status, failure.reason)
+    detail: dict[str, object] = {
+        "greedy_arena": top(rects, greedy),
+        "greedy_order": greedy_detail["order"],
+        "parts": len(parts),
+        "parts_solved": total.solved,
+        "rounds": rounds,
+        **search_detail,
+    }
+    if is_stopped(options):
+        detail["interrupted"] = True
+    report_progress(options, rects, offsets, total.bound, "done", force=True)
+    return make_plan(form, options.name, offsets, started=started, bound=total.bound, detail=detail)
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """Why a step found no plan: INFEASIBLE (proven) or UNKNOWN (out of time)."""
+
+    status: Status
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Work:
+    """What every round works on: the form, the parts CP-SAT takes (split or whole), each
+    part's floor (by the part's id), the deadline, the options, and how long one greedy
+    run took on each large part (by id) the last time it was improved."""
+
+    form: Form
+    parts: Sequence[Sequence[Rect]]
+    floors: dict[int, int]
+    deadline: float
+    options: CpSat
+    runs: dict[int, float] = field(default_factory=dict)  # a large part's greedy run, s
+
+
+@dataclass(frozen=True, slots=True)
+class _Rounds:
+    """What rounds of part solves did: the bound proven, whether the last round gave some
+    part a lower placement, how many part solves ran, and the failure that ended them."""
+
+    bound: int
+    improved: bool
+    solved: int
+    failure: _Failure | None = None
+
+
+def _first_bound(rects: Sequence[Rect], greedy: Sequence[int], floors: Iterable[int]) -> int:
+    """Step 4's G: the highest part floor. Zero-size classes sit at their residue and
+    are left out of the parts, but the arena reaches them."""
+    empty_top = max((o for r, o in zip(rects, greedy) if r.size == 0), default=0)
+    return max([empty_top, *floors])
+
+
+def _search_step(
+    form: Form, offsets: list[int], bound: int, started: float, options: CpSat
+) -> tuple[_Failure | None, int, dict[str, object]]:
+    """Step 2's search, unless it is off, greedy already meets the bound, or the watch
+    is stopped: its failure, if it proved one, the bound and its detail."""
+    rects = form.rects
+    if options.search_share <= 0 or top(rects, offsets) <= bound or is_stopped(options):
+        return None, bound, {}
+    report_progress(options, rects, offsets, bound, "search", force=True)
+    search_deadline = started + options.search_share * options.time_limit
+    status, bound, detail = search_first(form, offsets, bound, search_deadline, options)
+    if status is not None:
+        reason = f"the search proved that nothing fits under capacity {form.problem.capacity}"
+        return _Failure(status, reason), bound, detail
+    report_progress(options, rects, offsets, bound, "search", force=True)
+    return None, bound, detail
+
+
+def _solve_rounds(work: _Work, offsets: list[int], bound: int) -> tuple[_Rounds, int]:
+    """Steps 5 and 6: rounds while time is left, the arena is above the bound (or the
+    capacity) and the last round improved; and how many rounds ran. `offsets` is
+    updated in place."""
+    rects, capacity = work.form.rects, work.form.problem.capacity
+    total = _Rounds(bound, True, 0)
+    rounds = 0
+    while total.improved and now() < work.deadline:
+        if top(rects, offsets) <= min(total.bound, capacity or total.bound):
+            break
+        if is_stopped(work.options):
+            break
+        rounds += 1
+        done = _round(work, offsets, total.bound)
+        total = replace(done, solved=total.solved + done.solved)
+        if done.failure is not None:
+            break
+    return total, rounds
+
+
+def _round(work: _Work, offsets: list[int], bound: int) -> _Rounds:
+    """One round: the parts by their current arena, highest first, share the time left
+    among those above their target; a later round gives what is left to the parts that
+    still set the arena, starting from their best placement so far."""
+    form, options, capacity = work.form, work.options, work.form.problem.capacity
+    pending = sorted(work.parts, key=lambda part: -part_top(part, offsets))
+    descending = [-part_top(part, offsets) for part in pending]
+    achieved = 0  # the highest arena of the parts done so far: no need to go below it
+    improved, solved = False, 0
+    for position, part in enumerate(pending):
+        arena = -descending[position]
+        fits = capacity is None or arena <= capacity
+        target = max(bound, achieved)
+        if arena <= target and fits or is_stopped(options):
+            continue
+        good_enough = target if capacity is None else min(target, capacity)
+        waiting = bisect.bisect_left(descending, -good_enough) - position
+        budget = max(work.deadline - now(), 0.0) / max(waiting, 1)
+        upper = arena if fits else capacity
+        assert upper is not None
+        floor = max(bound, work.floors[id(part)])
+        if len(part) > MODEL_MAX_PART and fits:
+            result = _improve_part(part, offsets, floor, budget, work)
+        else:
+            heard = hearing(options, form.rects, offsets, [part], bound, "cp-sat")
+            result = solve_part(
+                part, offsets, floor, max(target, floor), upper, budget, options, heard
+            )
+        solved += 1
+        if result.status == Status.INFEASIBLE:
+            failure = _Failure(Status.INFEASIBLE, f"no placement fits under capacity {capacity}")
+            return _Rounds(bound, improved, solved, failure)
+        bound = max(bound, result.bound)
+        if result.offsets is not None and (not fits or part_top(part, result.offsets) < arena):
+            for rect in part:
+                offsets[rect.index] = result.offsets[rect.index]
+            improved = True
+        elif not fits:
+            failure = _Failure(Status.UNKNOWN, f"nothing found under capacity {capacity} in time")
+            return _Rounds(bound, improved, solved, failure)
+        achieved = max(achieved, part_top(part, offsets))
+        report_progress(options, form.rects, offsets, bound, "cp-sat")
+    return _Rounds(bound, improved, solved)
+
+
+# Above this many rectangles one CP-SAT model of a part takes gigabytes (3.4-3.9 GiB at
+# 10k-19k rectangles, 10.7 GiB and growing on S_1's 28,526) and minutes before its first
+# solution; such parts are improved by large-neighbourhood search (`lns`) instead.
+MODEL_MAX_PART = 4000
+
+
+# Of a large part's time, the share for greedy tries: on S_1 one perturbed lifetime/best
+# run in a dozen beat the best fixed order by 1 % (`greedy.tries`), while the bands LNS
+# re-solves had found nothing below S_1's top.
+TRIES_SHARE = 0.7
+
+
+def _improve_part(
+    part: Sequence[Rect], offsets: list[int], floor: int, budget: float, work: _Work
+) -> PartResult:
+    """The part's placement improved within `budget` by greedy tries in perturbed orders
+    (`greedy.tries`, TRIES_SHARE of it), then by `lns.improve`; proves nothing. Nothing
+    starts when the budget is shorter than one greedy run on the part took last time
+    (at 1,000,000 rectangles a run takes 2 s, and a second round used to start one with
+    1 s left)."""
+    options, last_run = work.options, work.runs.get(id(part), 0.0)
+    if budget < last_run:
+        return PartResult(Status.FEASIBLE, None, floor)
+    deadline = now() + budget
+    seed = (options.random_seed, part_top(part, offsets))  # a new draw each round
+    watch = options.watch
+    tried, work.runs[id(part)] = tries(
+        part, offsets, now() + TRIES_SHARE * budget, seed=seed, watch=watch, run=last_run
+    )
+    improved = improve(
+        list(part),
+        tried,
+        floor,
+        deadline,
+        seed=options.random_seed,
+        workers=options.num_workers,
+        watch=watch,
+    )
+    return PartResult(Status.FEASIBLE, improved, floor, {"lns": True})
+
+
+def _no_plan(
+    form: Form,
+    options: CpSat,
+    started: float,
+    bound: int,
+    status: Status,
+    reason: str,
+) -> Plan:
+    return no_plan(form, options.name, started=started, status=status, reason=reason, bound=bound)
+
+
+def part_floor(part: Sequence[Rect]) -> int:
+    """No arena for `part` is below its live bytes at any point or its highest pin."""
+    pins = max((r.pin + r.size for r in part if r.pin is not None), default=0)
+    return max(live_peak(part), pins)

@@ -1,0 +1,8 @@
+"""Greedy first-fit and best-fit planners (`planner`), their runs (`runs`), the compiled
+loops (`kernel`, `buckets`, `sweeps`), the columnar path for CSV traces (`columns`) and
+perturbed tries for large parts (`tries`)."""
+
+from optplan.planners.greedy.planner import Greedy, best_offsets, plan_greedy
+from optplan.planners.greedy.runs import FITS, ORDERS
+
+__all__ = ["FITS", "ORDERS", "Greedy", "best_offsets", "plan_greedy"]

@@ -1,0 +1,37 @@
+"""The allocation problem, the seam between programs and planners, and its judge.
+
+- `buffers`: the records (`Interval`, `Buffer`, `Alias`);
+- `core`: `Problem`, its alias classes and the live-bytes lower bound;
+- `columns`: a million buffers as NumPy columns, without a million objects;
+- `csv_io`: MiniMalloc's CSV, read and written;
+- `plan`: `Plan`, `Status` and `validate`, the one independent judge of every planner.
+
+Planners import this package and nothing of the IR.
+"""
+
+from optplan.problem.buffers import Alias, Buffer, Interval
+from optplan.problem.core import (
+    AliasClass,
+    Problem,
+    alias_classes,
+    columns_of,
+    live_profile,
+    lower_bound,
+    merge_intervals,
+)
+from optplan.problem.csv_io import read_csv, write_csv
+
+__all__ = [
+    "Alias",
+    "AliasClass",
+    "Buffer",
+    "Interval",
+    "Problem",
+    "alias_classes",
+    "columns_of",
+    "live_profile",
+    "lower_bound",
+    "merge_intervals",
+    "read_csv",
+    "write_csv",
+]
