@@ -23,15 +23,15 @@ ZOO = ROOT / "tests" / "data" / "zoo"
 
 
 def test_the_registry_knows_programs_models_and_problems() -> None:
-    assert {".py", ".onnx", ".csv"} <= set(FRONTENDS)
+    assert {".py", ".onnx", ".csv", ".json"} <= set(FRONTENDS)
     assert FRONTENDS[".csv"].default_alignment == 1
     assert FRONTENDS[".py"].dims_at_replay and not FRONTENDS[".onnx"].dims_at_replay
 
 
 def test_an_unknown_suffix_names_the_known_ones(tmp_path: Path) -> None:
-    path = tmp_path / "model.tflite"
+    path = tmp_path / "model.xyz"
     path.write_bytes(b"")
-    with pytest.raises(InputError, match=r"\.csv, \.onnx, \.py"):
+    with pytest.raises(InputError, match=r"\.csv, \.json, \.onnx, \.py"):
         frontend_of(str(path))
     assert main(["plan", str(path)]) == 2
 

@@ -36,6 +36,7 @@ from optplan.errors import InputError
 from optplan.ir import Call, Loc, Program, iter_bindings
 from optplan.problem import Problem, read_csv
 from optplan.problem.plan import Plan, Status
+from optplan.schedule.graph import Graph
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +53,9 @@ class Loaded:
     # planning), and for each the buffers whose size it sets.
     bounds: dict[str, int] = field(default_factory=dict)
     sized_by: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # For a peer's computation graph (`.json`): the graph, whose program order the
+    # problem is.
+    graph: Graph | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +79,7 @@ class Source:
     problem: Problem | None = None
     weights: dict[str, np.ndarray] = field(default_factory=dict)
     bounds: dict[str, int] = field(default_factory=dict)
+    graph: Graph | None = None
 
 
 Reader = Callable[[str, Options], Source]
@@ -141,7 +146,7 @@ def load(
     try:
         source = frontend_of(path).read(path, options)
         if source.problem is not None:
-            return Loaded(path, source.problem)
+            return Loaded(path, source.problem, graph=source.graph)
         assert source.program is not None
         loaded = _from_program(path, source, options)
         if not source.bounds or not with_sizes:
@@ -208,9 +213,26 @@ def _read_csv(path: str, options: Options) -> Source:
     return Source(problem=read_csv(path, alignment=options.alignment))
 
 
+def _read_graph(path: str, options: Options) -> Source:
+    """A peer's computation graph (Checkmate, MOCCASIN): its program order as a problem,
+    and the graph itself for the schedulers."""
+    from optplan.frontends.graphs import read_graph
+    from optplan.schedule.graph import problem_of
+
+    _refuse_options(
+        dims=options.dims,
+        bound=options.bounds,
+        inplace=options.inplace,
+        plan_outputs=options.plan_outputs,
+    )
+    graph = read_graph(path).graph
+    return Source(problem=problem_of(graph, range(graph.ops), options.alignment), graph=graph)
+
+
 register(Frontend(".py", _read_script, dims_at_replay=True))
 register(Frontend(".onnx", _read_onnx))
 register(Frontend(".csv", _read_csv, default_alignment=1))
+register(Frontend(".json", _read_graph, default_alignment=1))
 
 
 def load_replay(planned: Loaded, dims: dict[str, int], **options: object) -> Loaded:

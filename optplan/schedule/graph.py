@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from optplan.problem import Buffer, Interval, Problem
+
 
 @dataclass(frozen=True, slots=True)
 class Graph:
@@ -40,6 +42,8 @@ class Graph:
       after the block (held to its end); `base_bytes`: bytes live across the whole block
       that no op in it reads.
     - `labels[v]`: the op's name (for messages).
+    - `costs[v]`: what running op v once costs (compute time in any unit, e.g. the
+      `cost_cpu` of Checkmate's graphs); empty when unknown. Recomputation minimises it.
     """
 
     sizes: tuple[int, ...]
@@ -51,11 +55,14 @@ class Graph:
     base_bytes: int = 0
     names: tuple[str, ...] = ()
     labels: tuple[str, ...] = ()
+    costs: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         n = len(self.creates)
         if len(self.reads) != n or len(self.preds) != n:
             raise ValueError("creates, reads and preds need one entry per op")
+        if self.costs and (len(self.costs) != n or min(self.costs) < 0):
+            raise ValueError("costs need one non-negative entry per op")
         made = [b for bufs in self.creates for b in bufs]
         if len(set(made)) != len(made) or set(made) & set(self.live_in):
             raise ValueError("every buffer is made once: by one op or before the block")
@@ -116,6 +123,37 @@ def peak_bytes(graph: Graph, order: Sequence[int]) -> int:
     """The most memory at any step of `order`; `base_bytes` plus what is live in for an
     empty block."""
     return max(step_bytes(graph, order), default=graph.base_bytes + sum(graph.sizes[b] for b in graph.live_in))
+
+
+def live_spans(graph: Graph, order: Sequence[int]) -> list[tuple[int, int]]:
+    """Every buffer's steps `[start, end)` in `order`, as `step_bytes` holds it: from the
+    step that makes it (0 for one live in) to its last reader's step inclusive (the end
+    of the order for one live out; its own step for one nobody reads)."""
+    position = {v: t for t, v in enumerate(order)}
+    spans = [(0, 1) for _ in graph.sizes]  # what no op makes is held from the first step
+    for v, bufs in enumerate(graph.creates):
+        for b in bufs:
+            spans[b] = (position[v], position[v] + 1)
+    for v, reads in enumerate(graph.reads):
+        for b in reads:
+            start, end = spans[b]
+            spans[b] = (start, max(end, position[v] + 1))
+    for b in graph.live_out:
+        spans[b] = (spans[b][0], len(order))
+    return spans
+
+
+def problem_of(graph: Graph, order: Sequence[int], alignment: int = 1) -> Problem:
+    """The allocation problem of `order`: one buffer per graph buffer, live over its
+    `live_spans`; its lower bound is `peak_bytes(graph, order)` less `base_bytes`."""
+    spans = live_spans(graph, order)
+    names = graph.names or tuple(f"b{b}" for b in range(len(graph.sizes)))
+    return Problem(
+        tuple(
+            Buffer(names[b], size, (Interval(*spans[b]),), alignment)
+            for b, size in enumerate(graph.sizes)
+        )
+    )
 
 
 def lower_bound(graph: Graph) -> int:
