@@ -93,11 +93,14 @@ def main_subgraph(model: Model, path: str) -> Subgraph:
     return model.subgraphs[0]
 
 
-def read_tflite(path: str, *, with_weights: bool = True) -> TfliteProgram:
-    """The Program of the model at `path` (see the module's steps)."""
+def read_tflite(
+    path: str, *, with_weights: bool = True, offline_plan_ok: bool = False
+) -> TfliteProgram:
+    """The Program of the model at `path` (see the module's steps); with
+    `offline_plan_ok`, an offline plan the model carries is ignored, not refused."""
     model = parse(read_bytes(path), path)
     graph = main_subgraph(model, path)
-    if model.metadata_bytes(OFFLINE_PLAN) is not None:
+    if not offline_plan_ok and model.metadata_bytes(OFFLINE_PLAN) is not None:
         raise InputError(
             f"the model already carries an offline memory plan ({OFFLINE_PLAN}); "
             "use 'optplan check' to validate it",
