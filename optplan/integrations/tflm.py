@@ -47,6 +47,7 @@ from optplan.frontends.tflite import (
     tensor_names,
 )
 from optplan.frontends.tflite_format import FormatFault, Model, Table, root
+from optplan.integrations.tflm_run import Comparison, compare_in_tflm
 from optplan.problem import Problem, lower_bound
 from optplan.problem.plan import Plan, Status, validate
 
@@ -275,15 +276,52 @@ def check_offline_plan(path: str) -> OfflineCheck | None:
     return OfflineCheck(path, len(placed), left, head, lower_bound(loaded.problem), faults)
 
 
+def run_against_own(path: str, lower_bound_bytes: int, seed: int = 0) -> Comparison:
+    """The model at `path`, which carries an offline plan, run in TFLite Micro beside the
+    same model with every offset -1 (TFLite Micro's own plan), as `compare_in_tflm`."""
+    data = read_bytes(path)
+    tensors = sum(len(g.tensors) for g in parse(data, path).subgraphs)
+    own = with_offline_plan(data, [-1] * tensors)
+    return compare_in_tflm(own, data, lower_bound_bytes, seed)
+
+
+def check_summary(report: OfflineCheck, record: dict[str, object]) -> str:
+    """What `optplan check` prints for a `.tflite`: the plan, its faults, the runs."""
+    lines = [
+        (
+            f"{report.path}: offline plan of {report.placed} tensors ({report.left} left to "
+            f"TFLite Micro's planner), head {report.head_bytes} bytes, lower bound "
+            f"{report.lower_bound_bytes}"
+        )
+    ]
+    lines += [f"  {v}" for v in report.violations]
+    found = record.get("tflm")
+    if isinstance(found, dict):
+        own, planned = found["own"], found["planned"]
+        lines.append(
+            f"  TFLite Micro: smallest arena {planned['arena_bytes']} bytes with this plan "
+            f"(head {planned['head_bytes']}), {own['arena_bytes']} with its own (head "
+            f"{own['head_bytes']}); outputs "
+            + ("byte-for-byte equal" if found["outputs_equal"] else "DIFFER")
+        )
+    elif report.valid:
+        lines.append("  (tflite-micro is not installed: the plan is not run)")
+    lines.append("valid" if record["valid"] else "invalid")
+    return "\n".join(lines)
+
+
 __all__ = [
     "ALIGNMENT",
+    "OFFLINE_PLAN",
     "InvalidPlan",
     "OfflineCheck",
     "check_offline_plan",
+    "check_summary",
     "load_unplanned",
     "offline_offsets",
     "plan_words",
     "planned_model",
     "read_offline_plan",
+    "run_against_own",
     "with_offline_plan",
 ]
