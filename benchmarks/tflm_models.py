@@ -19,6 +19,9 @@ and outputs, calibrated on random representative data. Nothing is downloaded. Th
 - `mobilenet_v2_035`: MobileNetV2 with width 0.35 on 96x96x3, 10 classes;
 - `transformer`: a two-layer transformer encoder (sequence 32, width 64, 2 heads, feed
   forward 128) with a pooled classifier.
+
+Beside them, `while_loop.tflite`: a float loop (TFLite's WHILE operator, three
+subgraphs), which optplan refuses to plan (tests/test_tflite.py).
 """
 
 from __future__ import annotations
@@ -144,6 +147,18 @@ def int8_tflite(model: tf.keras.Model, seed: int) -> bytes:
     return bytes(converter.convert())
 
 
+def while_loop() -> bytes:
+    """A model of several subgraphs: a WHILE whose condition and body are subgraphs."""
+
+    @tf.function(input_signature=[tf.TensorSpec((1, 8), tf.float32), tf.TensorSpec((), tf.int32)])
+    def loop(x: tf.Tensor, n: tf.Tensor) -> tf.Tensor:
+        _, y = tf.while_loop(lambda i, y: i < n, lambda i, y: (i + 1, y * 2.0), (0, x))
+        return y
+
+    function = loop.get_concrete_function()
+    return bytes(tf.lite.TFLiteConverter.from_concrete_functions([function], loop).convert())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default="tests/data/tflite", help="directory to write into")
@@ -156,6 +171,7 @@ def main() -> None:
         data = int8_tflite(MODELS[name](), seed)
         (out / f"{name}.tflite").write_bytes(data)
         print(f"{name}: {len(data)} bytes")
+    (out / "while_loop.tflite").write_bytes(while_loop())
 
 
 if __name__ == "__main__":

@@ -122,7 +122,7 @@ def frontend_of(path: str) -> Frontend:
 def load(
     path: str,
     *,
-    alignment: int = 64,
+    alignment: int | None = None,
     plan_outputs: bool = False,
     dims: dict[str, int] | None = None,
     inplace: bool = False,
@@ -137,11 +137,17 @@ def load(
     `tir_var_upper_bound`, else (ONNX inputs) at `dims` (`--dim`); `dims` of a TVMScript
     program are for replays (`load_replay`). With `with_sizes`, `Loaded.sized_by` says
     which buffers each symbolic dimension sizes (one more read per dimension, without
-    weights); with `with_weights`, `Loaded.weights` holds the file's own parameter values."""
-    if alignment < 1:
+    weights); with `with_weights`, `Loaded.weights` holds the file's own parameter values.
+    `alignment` defaults to the frontend's (`Frontend.default_alignment`)."""
+    if alignment is not None and alignment < 1:
         raise InputError(f"alignment must be at least 1, got {alignment}")
     if not Path(path).is_file():
         raise InputError("no such file", file=path)
+    if alignment is None:
+        try:
+            alignment = frontend_of(path).default_alignment
+        except InputError as error:
+            raise error.located(path) from None
     options = Options(
         alignment, plan_outputs, dict(dims or {}), inplace, dict(bounds or {}), with_weights
     )

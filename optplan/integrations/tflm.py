@@ -184,7 +184,7 @@ def with_offline_plan(data: bytes, offsets: Sequence[int]) -> bytes:
     name = OFFLINE_PLAN.encode()
     block.pack("<I", len(name))
     block.out += name + b"\0"
-    block.align(16)  # old bytes keep their alignment when moved by a multiple of 16
+    block.align(16, extra=8)  # a block of 16 x k bytes keeps the old bytes' alignment
     shift = len(block.out)
     for at, (target, old) in block.refs.items():
         where = target + shift if old else block.labels[target]  # type: ignore[operator,index]
