@@ -3,7 +3,8 @@
 TFLite Micro's arena is one block: the head (the planned tensors: its own planner's
 plan, or the model's offline plan), temporary memory while it prepares, and the tail
 (persistent records: tensors' headers, kernels' data). A too-small arena makes the
-Python interpreter refuse, or abort the whole process, so every run is a child process.
+Python interpreter refuse, or abort the whole process, so every run is a process of its
+own, forked from a server that imported the runtime once (`prober`).
 
 Steps of `compare_in_tflm(model, planned, lower_bound_bytes)`:
 
@@ -19,12 +20,13 @@ Steps of `compare_in_tflm(model, planned, lower_bound_bytes)`:
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,23 +37,45 @@ from optplan.frontends.tflite import main_subgraph, parse, tensor_type
 # The most a search tries before it gives up (a model that runs in no arena).
 MOST_BYTES = 1 << 30
 
-_CHILD = r"""
+# A server in a child process: it imports the runtime once, then forks one grandchild per
+# arena size asked on stdin, which runs the model with its output in a log file and dies
+# (a crash included) without taking the server down; the server answers the exit status.
+_SERVER = r"""
+import os
 import sys
 import numpy as np
 from tflite_micro.python.tflite_micro import runtime
 
-model, arena, io, outputs = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
-with np.load(io + ".in.npz") as given:
-    inputs = [given[f"arr_{k}"] for k in range(len(given.files))]
+model, io, outputs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 with open(model, "rb") as f:
     data = f.read()
-interpreter = runtime.Interpreter.from_bytes(data, arena_size=arena)
-for k, value in enumerate(inputs):
-    interpreter.set_input(value, k)
-interpreter.invoke()
-np.savez(io + ".out.npz", *[interpreter.get_output(k) for k in range(outputs)])
-sys.stdout.flush()
-interpreter.print_allocations()
+with np.load(io + ".in.npz") as given:
+    inputs = [given[f"arr_{k}"] for k in range(len(given.files))]
+for line in sys.stdin:
+    arena = int(line)
+    pid = os.fork()
+    if pid == 0:
+        log = os.open(f"{io}.{arena}.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        code = 1
+        try:
+            interpreter = runtime.Interpreter.from_bytes(data, arena_size=arena)
+            for k, value in enumerate(inputs):
+                interpreter.set_input(value, k)
+            interpreter.invoke()
+            found = [interpreter.get_output(k) for k in range(outputs)]
+            np.savez(f"{io}.{arena}.out.npz", *found)
+            sys.stdout.flush()
+            interpreter.print_allocations()
+            code = 0
+        except Exception as error:
+            print(error, file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    print(status, flush=True)
 """
 
 
@@ -114,25 +138,47 @@ def model_inputs(data: bytes, seed: int = 0) -> list[np.ndarray]:
     return values
 
 
-def run_once(model: Path, arena_bytes: int, inputs: list[np.ndarray], outputs: int) -> Run:
-    """The model run once at `arena_bytes`, in a child process."""
+@contextlib.contextmanager
+def prober(model: Path, inputs: list[np.ndarray], outputs: int) -> Iterator[Callable[[int], Run]]:
+    """A function that runs the model at an arena size, each run in a process of its own
+    forked from one server (see `_SERVER`), for as long as the context lasts."""
     with tempfile.TemporaryDirectory(prefix="optplan-tflm-") as scratch:
         io = str(Path(scratch) / "io")
         np.savez(io + ".in.npz", *inputs)
-        child = subprocess.run(
-            [sys.executable, "-c", _CHILD, str(model), str(arena_bytes), io, str(outputs)],
-            capture_output=True,
+        server = subprocess.Popen(
+            [sys.executable, "-c", _SERVER, str(model), io, str(outputs)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
             text=True,
-            check=False,
         )
-        if child.returncode != 0:
-            lines = [line for line in child.stderr.splitlines() if line.strip()]
-            message = lines[-1] if lines else f"exit status {child.returncode}"
-            return Run(arena_bytes, False, message=message)
-        with np.load(io + ".out.npz") as saved:
-            found = tuple(saved[f"arr_{k}"] for k in range(outputs))
-    head, tail = _recorded("head", child.stderr), _recorded("tail", child.stderr)
-    return Run(arena_bytes, True, head, tail, found)
+        assert server.stdin is not None and server.stdout is not None
+        ask, answer = server.stdin, server.stdout
+
+        def probe(arena_bytes: int) -> Run:
+            ask.write(f"{arena_bytes}\n")
+            ask.flush()
+            status = answer.readline().strip()
+            if not status:
+                raise TflmError(f"the TFLite Micro server for {model.name} stopped")
+            log = Path(f"{io}.{arena_bytes}.log").read_text(errors="replace")
+            if status != "0":
+                lines = [line for line in log.splitlines() if line.strip()]
+                return Run(arena_bytes, False, message=lines[-1] if lines else "crashed")
+            with np.load(f"{io}.{arena_bytes}.out.npz") as saved:
+                found = tuple(saved[f"arr_{k}"] for k in range(outputs))
+            return Run(arena_bytes, True, _recorded("head", log), _recorded("tail", log), found)
+
+        try:
+            yield probe
+        finally:
+            ask.close()
+            server.wait()
+
+
+def run_once(model: Path, arena_bytes: int, inputs: list[np.ndarray], outputs: int) -> Run:
+    """The model run once at `arena_bytes`, in a child process."""
+    with prober(model, inputs, outputs) as probe:
+        return probe(arena_bytes)
 
 
 def _recorded(section: str, text: str) -> int:
@@ -145,22 +191,23 @@ def smallest_arena(
 ) -> Smallest:
     """The smallest arena, to the byte, in which the model runs (see the module's steps)."""
     probes = 0
+    with prober(model, inputs, outputs) as run:
 
-    def probe(size: int) -> Run:
-        nonlocal probes
-        probes += 1
-        return run_once(model, size, inputs, outputs)
+        def probe(size: int) -> Run:
+            nonlocal probes
+            probes += 1
+            return run(size)
 
-    failed = max(lower_bound_bytes - 1, 0)
-    size = max(2 * lower_bound_bytes, 16384)
-    ran = probe(size)
-    while not ran.fits:
-        if size >= MOST_BYTES:
-            message = f"{model.name} runs in no arena up to {MOST_BYTES} bytes: {ran.message}"
-            raise TflmError(message)
-        failed, size = size, min(2 * size, MOST_BYTES)
+        failed = max(lower_bound_bytes - 1, 0)
+        size = max(2 * lower_bound_bytes, 16384)
         ran = probe(size)
-    return Smallest(_bisect(failed, ran, probe), probes)
+        while not ran.fits:
+            if size >= MOST_BYTES:
+                message = f"{model.name} runs in no arena up to {MOST_BYTES} bytes: {ran.message}"
+                raise TflmError(message)
+            failed, size = size, min(2 * size, MOST_BYTES)
+            ran = probe(size)
+        return Smallest(_bisect(failed, ran, probe), probes)
 
 
 def _bisect(failed: int, ran: Run, probe: Callable[[int], Run]) -> Run:
