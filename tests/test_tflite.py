@@ -278,3 +278,28 @@ def test_weights_are_real_values_and_inputs_are_copied_into_the_arena() -> None:
     assert fn.num_input == 1 and all(
         np.asarray(v).dtype in (np.int8, np.int32) for v in loaded.weights.values()
     )
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_litert_runs_the_planned_model_as_the_original(name: str) -> None:
+    """LiteRT (TFLite's full runtime, which verifies the flatbuffer) reads the planned
+    model and computes the same outputs: the plan's metadata changes nothing else."""
+    litert = pytest.importorskip(
+        "ai_edge_litert.interpreter",
+        reason="ai-edge-litert is not installed (pip install -e '.[litert]')",
+    )
+    path = DATA / f"{name}.tflite"
+    loaded = load(str(path))
+    planned = planned_model(loaded, get_planner("greedy")(loaded.problem))
+    found = []
+    for data in (path.read_bytes(), planned):
+        interpreter = litert.Interpreter(model_content=data)
+        interpreter.allocate_tensors()
+        for k, detail in enumerate(interpreter.get_input_details()):
+            rng = np.random.default_rng(k)
+            value = rng.integers(-128, 128, detail["shape"]).astype(detail["dtype"])
+            interpreter.set_tensor(detail["index"], value)
+        interpreter.invoke()
+        details = interpreter.get_output_details()
+        found.append([interpreter.get_tensor(d["index"]).tobytes() for d in details])
+    assert found[0] == found[1]
