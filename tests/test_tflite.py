@@ -243,6 +243,24 @@ def test_writing_a_planned_model_refuses_what_tflite_micro_cannot_use(
     assert not out.exists()
 
 
+def test_a_reordered_tflite_is_not_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "reordered.tflite"
+    assert "not written" in _one_line_exit_2(["reorder", str(SMALL), "-o", str(out)], capsys)
+    assert not out.exists()
+
+
+def test_tensors_are_named_by_the_first_part_of_their_tflite_names() -> None:
+    graph = parse_model(SMALL.read_bytes()).subgraphs[0]
+    names = tensor_names(graph)
+    assert len(set(names)) == len(names) and all(n.isidentifier() for n in names)
+    for op in graph.operators:
+        for index in op.outputs:
+            raw = graph.tensors[index].name.split(";")[0]
+            assert names[index] == "".join(c if c.isalnum() else "_" for c in raw)
+
+
 def test_a_planned_tflite_is_written_from_a_tflite_only(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -8,8 +8,8 @@ Steps of `read_tflite(path)`:
    carries an offline plan (`optplan check` judges that one), an operator that writes a
    constant, a variable or a tensor written before, a read of a tensor nothing wrote, a
    dtype NumPy has not (int4, string, resource) or a dynamic dimension.
-3. Name every tensor: TFLite names ("sequential/conv2d/Relu;...") become unique Python
-   identifiers (`tensor_names`, deterministic in the subgraph alone, so the plan's buffer
+3. Name every tensor: TFLite names ("model/conv2d/Relu;model/conv2d/BiasAdd") become
+   unique Python identifiers from their first part (`tensor_names`, deterministic in the subgraph alone, so the plan's buffer
    names map back to tensor indices).
 4. Parameters: each graph input's value as the caller holds it (`<name>_host`), then the
    weights: tensors whose buffer holds data, and variable tensors (TFLite Micro keeps
@@ -117,12 +117,20 @@ def read_tflite(
 
 
 def tensor_names(graph: Subgraph) -> tuple[str, ...]:
-    """A unique Python identifier for every tensor, from its name, in tensor order."""
-    names: list[str] = []
+    """A unique Python identifier for every tensor, from its name, in tensor order.
+
+    The tensors a plan places claim their names first (the graph inputs, then each
+    operator's outputs), so a weight that shares a name's first part takes the suffix."""
+    first = [*graph.inputs, *(i for op in graph.operators for i in op.outputs)]
+    count = len(graph.tensors)
+    order = dict.fromkeys(i for i in [*first, *range(count)] if 0 <= i < count)
+    names: dict[int, str] = {}
     taken: set[str] = set()
-    for tensor in graph.tensors:
-        names.append(_claim(tensor.name or f"t{tensor.index}", taken))
-    return tuple(names)
+    for index in order:
+        # The converter joins the names of fused ops with ';': the first names the tensor.
+        raw = graph.tensors[index].name.split(";")[0]
+        names[index] = _claim(raw or f"t{index}", taken)
+    return tuple(names[i] for i in range(count))
 
 
 def _claim(raw: str, taken: set[str]) -> str:
