@@ -123,12 +123,14 @@ def read_offline_plan(model: Model) -> tuple[int, ...] | None:
 
 @dataclass(slots=True)
 class _Block:
-    """The bytes inserted after the header, and the offsets in them to fill in last:
-    `refs[at] = (label, old)`, old: a position in the old file, else a label's name."""
+    """The bytes inserted after the header (a builder, local to `with_offline_plan`), and
+    the offsets in them to fill in once the block's length is known: `to_old[at]` points
+    at a position of the old file, `to_label[at]` at a label of the block."""
 
     out: bytearray = field(default_factory=bytearray)
     labels: dict[str, int] = field(default_factory=dict)
-    refs: dict[int, tuple[str | int, bool]] = field(default_factory=dict)
+    to_old: dict[int, int] = field(default_factory=dict)
+    to_label: dict[int, str] = field(default_factory=dict)
 
     def here(self) -> int:
         return 8 + len(self.out)
@@ -143,8 +145,12 @@ class _Block:
     def pack(self, fmt: str, *values: int) -> None:
         self.out += struct.pack(fmt, *values)
 
-    def ref(self, target: str | int, *, old: bool = False) -> None:
-        self.refs[self.here()] = (target, old)
+    def ref(self, target: str | int) -> None:
+        """An offset to fill in: to a position of the old file (int) or a label (str)."""
+        if isinstance(target, int):
+            self.to_old[self.here()] = target
+        else:
+            self.to_label[self.here()] = target
         self.out += b"\0\0\0\0"
 
     def table(self, name: str, slots: Sequence[int], table_bytes: int) -> None:
@@ -186,9 +192,10 @@ def with_offline_plan(data: bytes, offsets: Sequence[int]) -> bytes:
     block.out += name + b"\0"
     block.align(16, extra=8)  # a block of 16 x k bytes keeps the old bytes' alignment
     shift = len(block.out)
-    for at, (target, old) in block.refs.items():
-        where = target + shift if old else block.labels[target]  # type: ignore[operator,index]
-        struct.pack_into("<I", block.out, at - 8, where - at)
+    targets = {at: old + shift for at, old in block.to_old.items()}
+    targets.update({at: block.labels[label] for at, label in block.to_label.items()})
+    for at, target in targets.items():
+        struct.pack_into("<I", block.out, at - 8, target - at)
     return struct.pack("<I", block.labels["model"]) + data[4:8] + bytes(block.out) + data[8:]
 
 
@@ -208,7 +215,7 @@ def _model_table(block: _Block, model: Table, present: dict[int, bool]) -> None:
         else:
             target = model.target(i)
             assert target is not None
-            block.ref(target, old=True)
+            block.ref(target)
 
 
 def _vector(block: _Block, name: str, items: Sequence[int | str]) -> None:
@@ -217,7 +224,7 @@ def _vector(block: _Block, name: str, items: Sequence[int | str]) -> None:
     block.label(name)
     block.pack("<I", len(items))
     for item in items:
-        block.ref(item, old=isinstance(item, int))
+        block.ref(item)
 
 
 # ---------------------------------------------------------------------------- checking
