@@ -29,9 +29,9 @@ def test_the_registry_knows_programs_models_and_problems() -> None:
 
 
 def test_an_unknown_suffix_names_the_known_ones(tmp_path: Path) -> None:
-    path = tmp_path / "model.tflite"
+    path = tmp_path / "model.xyz"
     path.write_bytes(b"")
-    with pytest.raises(InputError, match=r"\.csv, \.onnx, \.py"):
+    with pytest.raises(InputError, match=r"\.csv, \.onnx, \.py, \.tflite"):
         frontend_of(str(path))
     assert main(["plan", str(path)]) == 2
 
