@@ -10,6 +10,8 @@ from optplan.errors import InputError
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    if args.program.lower().endswith(".tflite"):
+        return _check_tflite(args)
     from optplan.frontends.script import load as load_script
     from optplan.runtime.check import check_program
 
@@ -27,11 +29,40 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return 0 if report.valid else 1
 
 
+def _check_tflite(args: argparse.Namespace) -> int:
+    """A `.tflite` model's offline plan: validated, then (with tflite-micro) run in TFLite
+    Micro beside the same model without it, outputs compared."""
+    from optplan.integrations import tflm, tflm_run
+
+    report = tflm.check_offline_plan(args.program)
+    if report is None:
+        raise InputError(
+            f"no plan in this model (no {tflm.OFFLINE_PLAN} metadata); "
+            "'optplan plan MODEL.tflite -o PLANNED.tflite' writes one",
+            file=args.program,
+        )
+    record: dict[str, object] = {
+        "path": args.program, "valid": report.valid, "head_bytes": report.head_bytes,
+        "lower_bound_bytes": report.lower_bound_bytes, "tensors": report.placed,
+        "left_to_tflm": report.left, "violations": list(report.violations), "tflm": None,
+    }  # fmt: skip
+    if report.valid and tflm_run.available():
+        found = tflm.run_against_own(args.program, report.lower_bound_bytes, args.seed)
+        record["tflm"] = tflm_run.as_dict(found)
+        record["valid"] = found.outputs_equal
+    print(json.dumps(record, indent=1) if args.json else tflm.check_summary(report, record))
+    return 0 if record["valid"] else 1
+
+
 def add(commands: Commands) -> None:
     check = commands.add_parser(
         "check", help="extract, validate and replay the plan of an already planned program"
     )
-    check.add_argument("program", help="a planned TVMScript .py (alloc_storage, alloc_tensor)")
+    check.add_argument(
+        "program",
+        help="a planned TVMScript .py (alloc_storage, alloc_tensor), or a .tflite with an "
+        "offline plan",
+    )
     check.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")
     check.add_argument("--json", action="store_true", help="print JSON instead of text")
     check.set_defaults(handler=_cmd_check)

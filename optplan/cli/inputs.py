@@ -22,6 +22,8 @@ def load_input(args: argparse.Namespace) -> Loaded:
     frontend = frontend_of(args.program) if Path(args.program).is_file() else None
     if args.alignment is None:
         args.alignment = frontend.default_alignment if frontend else 64
+    if frontend is not None and frontend.outputs_planned:
+        args.plan_outputs = True  # the runtime keeps them in the arena (TFLite Micro)
     replay_dims = frontend is not None and frontend.dims_at_replay
     if replay_dims and args.dim and args.command != "run":
         raise InputError(

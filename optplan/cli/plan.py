@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from optplan.cli.files import check_output, write_plan
+from optplan.cli.files import check_output, check_tflite_output, write_plan
 from optplan.cli.inputs import load_input, planner_names, reorder_target
 from optplan.cli.options import Commands, add_input
 from optplan.cli.records import bounds_note, plan_record, summary, table
@@ -20,7 +20,12 @@ def add(commands: Commands) -> None:
     plan = commands.add_parser("plan", help="plan one program and print or write the plan")
     add_input(plan)
     plan.add_argument("--planner", default="cpsat", help="planner to use (default: cpsat)")
-    plan.add_argument("-o", "--output", help="write the plan here (.json, or .csv for MiniMalloc)")
+    plan.add_argument(
+        "-o",
+        "--output",
+        help="write the plan here (.json; .csv for MiniMalloc; .tflite: the model with "
+        "the plan as its offline plan)",
+    )
     plan.set_defaults(handler=_cmd_plan)
     compare = commands.add_parser("compare", help="run several planners and tabulate them")
     add_input(compare)
@@ -34,6 +39,7 @@ def add(commands: Commands) -> None:
 
 def _cmd_plan(args: argparse.Namespace) -> int:
     check_output(args.output)
+    check_tflite_output(args.output, args.program, args.alignment, args.reorder)
     loaded = reorder_target(args, load_input(args))
     plan, interrupted = solve_watched(
         loaded.problem, args.planner, args.time_limit, quiet=args.json
@@ -44,7 +50,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         return 1
     record = plan_record(loaded, plan, args)
     if args.output:
-        write_plan(args.output, loaded.problem, plan, record)
+        write_plan(args.output, loaded, plan, record)
     if args.json:
         print(json.dumps(record, indent=1))
     else:

@@ -23,6 +23,12 @@ def _cmd_reorder(args: argparse.Namespace) -> int:
     from optplan.schedule import Scheduler
 
     check_output(args.output)
+    if (args.output or "").lower().endswith(".tflite"):
+        raise InputError(
+            "a reordered .tflite is not written (its operators keep the file's order); "
+            "-o OUT.py writes the reordered program as TVMScript",
+            file=args.output,
+        )
     loaded = load_input(args)
     if loaded.program is None:
         raise InputError(

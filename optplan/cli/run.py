@@ -66,7 +66,36 @@ def _cmd_run(args: argparse.Namespace) -> int:
         f"{args.program}: replay bit-for-bit equal to the reference run "
         f"({tensors} planned values in an arena of {plan.arena} bytes, plan by {plan.planner}{order})"
     )
+    if args.program.lower().endswith(".tflite") and not faults:
+        return _in_tflm(args, loaded, plan)
     return 1 if faults else 0
+
+
+def _in_tflm(args: argparse.Namespace, loaded: Loaded, plan: Plan) -> int:
+    """The model run in TFLite Micro with its own plan and with this one as its offline
+    plan: the smallest arena of each, and their outputs compared (exit 1 if they differ)."""
+    from optplan.integrations import tflm, tflm_run
+
+    if not tflm_run.available():
+        print(
+            f"{args.program}: tflite-micro is not installed (pip install tflite-micro); "
+            "the run in TFLite Micro is left out"
+        )
+        return 0
+    if args.reorder or args.plan:
+        raise InputError(
+            "--reorder and --plan replay in NumPy only; leave them out to run the model "
+            "in TFLite Micro",
+            file=args.program,
+        )
+    try:
+        planned = tflm.planned_model(loaded, plan)
+    except tflm.InvalidPlan as error:
+        raise InputError(str(error)) from None
+    own = Path(args.program).read_bytes()
+    found = tflm_run.compare_in_tflm(own, planned, plan.lower_bound, args.seed)
+    print(f"{args.program}: {tflm_run.describe(found, plan.arena)}")
+    return 0 if found.outputs_equal else 1
 
 
 def _at_replayed_size(args: argparse.Namespace, loaded: Loaded, replay: Loaded, plan: Plan) -> list:  # type: ignore[type-arg]
