@@ -7,7 +7,7 @@
   programs run in ExecuTorch's runtime on the same inputs (several calls in order for a
   model with state). Outputs must be equal to each other bit for bit and close to eager
   torch; optplan's buffers at or below ExecuTorch's; every planned graph's report
-  consistent (at or above its proven bound).
+  consistent (at or above its proven bound); both `.pte` files pass `optplan check`.
 - A suite of three algorithms (two of optplan's and ExecuTorch's greedy) keeps the
   smallest plan.
 - Every bad argument of `algorithm()` is one error naming the argument, before any export.
@@ -37,6 +37,7 @@ pytest.importorskip(
 )
 
 import optplan.executorch as oet
+from optplan.cli import main
 from optplan.planners import jit
 from optplan.problem import Alias, Buffer, Interval, Problem
 from optplan.problem.plan import Plan, Status, validate
@@ -51,7 +52,7 @@ def _reports() -> tuple[list[oet.PlanReport], Any]:
 
 
 @pytest.mark.parametrize("name", list(executorch_models.BUILDERS))
-def test_model_runs_the_same_in_no_more_memory(name: str) -> None:
+def test_model_runs_the_same_in_no_more_memory(name: str, tmp_path: Path) -> None:
     import torch
 
     case = executorch_models.BUILDERS[name]()
@@ -72,6 +73,9 @@ def test_model_runs_the_same_in_no_more_memory(name: str) -> None:
     assert reports[-1].executorch_bytes == executorch_models.buffer_bytes(default)
     for report in reports:
         assert report.bound_bytes <= report.buffer_bytes <= (report.executorch_bytes or 0)
+    for program, label in ((default, "executorch"), (ours, "optplan")):  # optplan check
+        (tmp_path / f"{label}.pte").write_bytes(program.buffer)
+        assert main(["check", str(tmp_path / f"{label}.pte")]) == 0
     if name in ("vit", "encoder", "llama"):  # attention leaves room between its tensors
         assert executorch_models.buffer_bytes(ours) < executorch_models.buffer_bytes(default)
     if name in ("cond", "map"):  # the branches and the body are planned first

@@ -162,7 +162,7 @@ class Algorithm:
             seconds=round(time.perf_counter() - started, 3),
             detail={str(mem_id): plan.detail for mem_id, plan in plans.items()},
         )
-        LOG.info("optplan.executorch %s", report.summary())
+        LOG.info("%s", report.summary())
         if self.report is not None:
             self.report(report)
         return result
@@ -291,7 +291,7 @@ def _executorch_bytes(
             sum(greedy(alignment, specs, graph_module, graph_signature, extra_padding).bufsizes)
         )
     except Exception as failure:  # noqa: BLE001 - any failure of theirs leaves ours standing
-        LOG.info("optplan.executorch: ExecuTorch's greedy failed on these specs: %s", failure)
+        LOG.info("ExecuTorch's greedy failed on these specs: %s", failure)
         return None
 
 
