@@ -34,7 +34,7 @@ from optplan.analysis.liveness import build_memory
 from optplan.analysis.memory import MemoryFacts
 from optplan.errors import InputError
 from optplan.ir import Call, Loc, Program, iter_bindings
-from optplan.problem import Problem, read_csv
+from optplan.problem import Memory, Problem, read_csv
 from optplan.problem.plan import Plan, Status
 
 
@@ -64,6 +64,7 @@ class Options:
     inplace: bool = False
     bounds: dict[str, int] = field(default_factory=dict)
     with_weights: bool = True
+    memories: tuple[Memory, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +123,7 @@ def load(
     bounds: dict[str, int] | None = None,
     with_sizes: bool = True,
     with_weights: bool = True,
+    memories: tuple[Memory, ...] | None = None,
 ) -> Loaded:
     """Read `path` by its suffix (`FRONTENDS`: .py, .onnx, .csv) into a Problem; with
     `inplace`, elementwise ops first take over dying inputs (`use_inplace_calls`).
@@ -130,13 +132,14 @@ def load(
     `tir_var_upper_bound`, else (ONNX inputs) at `dims` (`--dim`); `dims` of a TVMScript
     program are for replays (`load_replay`). With `with_sizes`, `Loaded.sized_by` says
     which buffers each symbolic dimension sizes (one more read per dimension, without
-    weights); with `with_weights`, `Loaded.weights` holds the file's own parameter values."""
+    weights); with `with_weights`, `Loaded.weights` holds the file's own parameter values.
+    The problem's buffers live in `memories` (None: one unbounded memory)."""
     if alignment < 1:
         raise InputError(f"alignment must be at least 1, got {alignment}")
     if not Path(path).is_file():
         raise InputError("no such file", file=path)
     options = Options(
-        alignment, plan_outputs, dict(dims or {}), inplace, dict(bounds or {}), with_weights
+        alignment, plan_outputs, dict(dims or {}), inplace, dict(bounds or {}), with_weights, memories
     )
     try:
         source = frontend_of(path).read(path, options)
@@ -154,6 +157,7 @@ def load(
             inplace=inplace,
             with_sizes=False,
             with_weights=False,
+            memories=memories,
         )
         return replace(loaded, sized_by=_sized_by(loaded, source.bounds, read))
     except InputError as error:
@@ -168,7 +172,12 @@ def _from_program(path: str, source: Source, options: Options) -> Loaded:
         from optplan.passes import use_inplace_calls
 
         program = use_inplace_calls(program)
-    memory = build_memory(program, plan_outputs=options.plan_outputs, alignment=options.alignment)
+    memory = build_memory(
+        program,
+        plan_outputs=options.plan_outputs,
+        alignment=options.alignment,
+        memories=options.memories,
+    )
     return Loaded(path, memory.problem, program, memory, source.weights, source.bounds)
 
 
@@ -205,7 +214,7 @@ def _read_csv(path: str, options: Options) -> Source:
         inplace=options.inplace,
         plan_outputs=options.plan_outputs,
     )
-    return Source(problem=read_csv(path, alignment=options.alignment))
+    return Source(problem=read_csv(path, alignment=options.alignment, memories=options.memories))
 
 
 register(Frontend(".py", _read_script, dims_at_replay=True))

@@ -1,6 +1,7 @@
 """The allocation problem, the seam between programs and planners, and its judge.
 
 - `buffers`: the records (`Interval`, `Buffer`, `Alias`);
+- `memory`: `Memory`, one of the memories a problem's buffers may live in;
 - `core`: `Problem`, its alias classes and the live-bytes lower bound;
 - `columns`: a million buffers as NumPy columns, without a million objects;
 - `csv_io`: MiniMalloc's CSV, read and written;
@@ -20,12 +21,15 @@ from optplan.problem.core import (
     merge_intervals,
 )
 from optplan.problem.csv_io import read_csv, write_csv
+from optplan.problem.memory import MAIN, Memory
 
 __all__ = [
+    "MAIN",
     "Alias",
     "AliasClass",
     "Buffer",
     "Interval",
+    "Memory",
     "Problem",
     "alias_classes",
     "columns_of",
