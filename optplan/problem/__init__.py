@@ -19,6 +19,7 @@ from optplan.problem.core import (
     live_profile,
     lower_bound,
     merge_intervals,
+    residue_of,
 )
 from optplan.problem.csv_io import read_csv, write_csv
 from optplan.problem.memory import MAIN, Memory
@@ -37,5 +38,6 @@ __all__ = [
     "lower_bound",
     "merge_intervals",
     "read_csv",
+    "residue_of",
     "write_csv",
 ]

@@ -65,6 +65,12 @@ class Problem:
             raise ValueError(f"a problem of {len(self.memories)} memories has a capacity per memory")
         return self.memories[0].capacity
 
+    @property
+    def plain(self) -> bool:
+        """One memory without an alignment of its own: the problem of one arena, which
+        planners pack as they always have (and `validate` judges by offsets alone)."""
+        return len(self.memories) == 1 and self.memories[0].alignment == 1
+
     def memory(self, name: str) -> Memory:
         for memory in self.memories:
             if memory.name == name:
@@ -313,12 +319,12 @@ def _alias_class(problem: Problem, index: int, members: list[tuple[str, int]]) -
         size=max(b.size + d for b, (_, d) in zip(buffers, shifted)),
         live=merge_intervals([iv for b in buffers for iv in b.live]),
         modulus=math.lcm(*(alignment for _, alignment in alignments)),
-        residue=_residue(alignments),
+        residue=residue_of(alignments),
         pins=tuple(sorted(pins)),
     )
 
 
-def _residue(alignments: list[tuple[int, int]]) -> int | None:
+def residue_of(alignments: list[tuple[int, int]]) -> int | None:
     """The least r >= 0 with (r + delta) % alignment == 0 for every (delta, alignment), by
     the Chinese remainder theorem; None when the congruences contradict each other.
 

@@ -35,13 +35,14 @@ _CHUNK_EVENTS = 1 << 16
 def validate(problem: Problem, plan: Plan) -> list[Violation]:
     """Everything wrong with `plan` as a placement of `problem`; empty when it is valid.
 
-    A problem of several memories (or a plan that gives residences) is judged memory by
-    memory by the checks below, and on top by `tiers.validate_memories`: every residence,
-    every copy, every capacity, and the traffic the plan claims.
+    A problem of several memories, or of one with an alignment of its own (or a plan that
+    gives residences), is judged memory by memory by the checks below, and on top by
+    `tiers.validate_memories`: every residence, every copy, every capacity, and the
+    traffic the plan claims.
     """
     if not plan.status.has_plan:
         return []
-    if len(problem.memories) > 1 or plan.residences or plan.copies:
+    if not problem.plain or plan.residences or plan.copies:
         return validate_memories(problem, plan, validate_arena)
     return validate_arena(problem, plan)
 

@@ -78,9 +78,11 @@ from optplan.planners.common import Form, Rect, live_peak, make_form, make_plan,
 from optplan.planners.cpsat.model import PartResult, part_top, solve_part
 from optplan.planners.cpsat.progress import hearing, is_stopped, report_progress
 from optplan.planners.cpsat.search_first import search_first
-from optplan.planners.greedy import best_offsets
+from optplan.planners.greedy import Greedy, best_offsets
+from optplan.planners.greedy.planner import pack_with
 from optplan.planners.greedy.tries import tries
 from optplan.planners.lns import improve
+from optplan.planners.tiers.exact import plan_exact
 from optplan.planners.watch import Watch
 from optplan.problem import Problem
 from optplan.problem.plan import Plan, Status
@@ -120,8 +122,21 @@ class CpSat:
 
 def plan_cpsat(form: Form, options: CpSat = CpSat(), *, started: float | None = None) -> Plan:
     """The steps of the module's docstring: the form's fault (1), greedy and the search
-    (2), the parts and the bound (3, 4), rounds of CP-SAT (5, 6), the plan (7)."""
+    (2), the parts and the bound (3, 4), rounds of CP-SAT (5, 6), the plan (7). A
+    problem of several memories goes to `tiers.exact` (residency, copies and offsets in
+    one model), each memory without a capacity packed by greedy."""
     started = now() if started is None else started
+    if not form.problem.plain:
+        return plan_exact(
+            form.problem,
+            options.name,
+            pack_with(Greedy()),
+            started=started,
+            time_limit=options.time_limit,
+            workers=options.num_workers,
+            seed=options.random_seed,
+            watch=options.watch,
+        )
     if form.fault is not None:
         return _no_plan(form, options, started, 0, Status.INFEASIBLE, form.fault)
     rects, capacity = form.rects, form.problem.capacity
