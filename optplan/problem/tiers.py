@@ -126,8 +126,12 @@ def _placement_faults(b: Buffer, places: list[Residence], plan: Plan) -> list[Vi
                 faults.append(Violation("residence", (b.id,), message))
     held = merge_intervals([iv for r in places for iv in r.live])
     for whole in life:
-        if not any(h.start <= whole.start and whole.end <= h.end for h in held):
-            message = f"buffer {b.id!r} is in no memory at some point of {whole}"
+        point = whole.start
+        for h in held:
+            if h.start <= point < h.end:
+                point = h.end
+        if point < whole.end:
+            message = f"buffer {b.id!r} is in no memory at point {point}, inside its life {whole}"
             faults.append(Violation("residence", (b.id,), message))
     home = [r for r in places if any(iv.start <= b.start < iv.end for iv in r.live)]
     if home and plan.offsets.get(b.id) != home[0].offset:
@@ -250,7 +254,13 @@ def _memory_faults(
     except ValueError as error:
         return [Violation("memory", (), f"memory {name!r}: {error}")]
     judged = judge_one(alone, Plan(offsets, used, Status.FEASIBLE, "judge", 0))
-    return [Violation(f.kind, f.buffers, f"memory {name!r}: {f.message}") for f in judged]
+    faults = []
+    for f in judged:
+        message = f.message
+        if f.kind == "capacity":
+            message = f"its buffers reach byte {used}, past its capacity of {memory.capacity} bytes"
+        faults.append(Violation(f.kind, f.buffers, f"memory {name!r}: {message}"))
+    return faults
 
 
 # ---------------------------------------------------------------------------- traffic
