@@ -73,3 +73,25 @@ def test_a_copy_landing_on_a_live_buffer_shows() -> None:
     broken = dataclasses.replace(plan, residences=residences)
     assert any(f.kind == "overlap" for f in validate(loaded.problem, broken))
     assert _replay(loaded, broken) is not None
+
+
+@pytest.mark.parametrize("name", ["residual_cnn.py", "transformer_block.py"])
+def test_the_lowered_program_carves_each_memory_and_copies(name: str) -> None:
+    from optplan.frontends.script import print_program
+    from optplan.passes import plan_memory
+    from optplan.runtime.lowered import run_lowered
+
+    loaded = _loaded(name, 0.5 if name.startswith("transformer") else 0.75)
+    assert loaded.program is not None and loaded.memory is not None
+    plan = get_planner("cpsat", time_limit=20)(loaded.problem)
+    assert plan.copies
+    lowered = plan_memory(loaded.program, loaded.memory, plan)
+    text = print_program(lowered)
+    assert 'R.str("fast")' in text and 'R.str("slow")' in text
+    for copy in plan.copies:
+        assert f"astype({copy.buffer}, {copy.buffer}_{copy.target}" in text
+    inputs = make_inputs(loaded.program)
+    reference = reference_run(loaded.program, inputs)
+    run = run_lowered(lowered, inputs)
+    assert run.failure is None
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(reference.outputs, run.outputs))
