@@ -34,8 +34,8 @@ from optplan.analysis.liveness import build_memory
 from optplan.analysis.memory import MemoryFacts
 from optplan.errors import InputError
 from optplan.ir import Call, Loc, Program, iter_bindings
-from optplan.problem import Memory, Problem, read_csv
-from optplan.problem.plan import Plan, Status
+from optplan.problem import Interval, Memory, Problem, read_csv
+from optplan.problem.plan import Copy, Plan, Residence, Status
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,7 +345,28 @@ def read_plan(path: str, problem: Problem) -> Plan:
         status=Status.FEASIBLE,
         planner=str(data.get("planner", Path(path).name)),
         lower_bound=lower_bound(problem),
+        **_memory_fields(path, data),  # type: ignore[arg-type]
     )
+
+
+def _memory_fields(path: str, data: dict[str, object]) -> dict[str, object]:
+    """A plan of several memories' residences, copies and traffic, as `plan --json` writes
+    them (empty for a plan of one arena)."""
+    if "residences" not in data:
+        return {}
+    try:
+        residences = tuple(
+            Residence(str(r["buffer"]), str(r["memory"]), int(r["offset"]), tuple(Interval(int(a), int(b)) for a, b in r["live"]))
+            for r in data["residences"]  # type: ignore[attr-defined]
+        )
+        copies = tuple(
+            Copy(str(c["buffer"]), int(c["point"]), str(c["from"]), str(c["to"]))
+            for c in data.get("copies", [])  # type: ignore[attr-defined]
+        )
+        traffic = data.get("traffic")
+        return {"residences": residences, "copies": copies, "traffic": None if traffic is None else int(traffic)}  # type: ignore[call-overload]
+    except (KeyError, TypeError, ValueError) as error:
+        raise InputError(f"malformed residences or copies: {error!s}", file=path) from None
 
 
 def _machine_bytes() -> int:
