@@ -200,3 +200,14 @@ def test_cpsat_is_never_worse_than_a_heuristic(problem: Problem) -> None:
         if plan.status.has_plan:
             assert exact.status.has_plan and exact.traffic is not None and plan.traffic is not None
             assert exact.traffic <= plan.traffic, (name, plan.traffic, exact.traffic)
+
+
+def test_place_gives_each_buffer_one_memory_and_offset() -> None:
+    from optplan.planners.placement import place
+
+    placed = place(SPILL)
+    assert placed is not None and set(placed) == {"x", "y"}
+    # Without copies one of x and y stays in slow: 352 either way, above the spill's 248.
+    assert {placed["x"][0], placed["y"][0]} == {"fast", "slow"}
+    static = get_planner("cpsat", copies=False)(SPILL)
+    assert static.copies == () and static.traffic == 352 and static.status == Status.OPTIMAL

@@ -99,6 +99,8 @@ class CpSat:
     `search_share` is the share of the time limit given first to the exact skyline search
     (0 turns it off); `watch`, if given, hears of every better arena or bound, and its
     `stop()` makes the planner return its best plan so far (detail `"interrupted"`).
+    `copies`: on a problem of several memories, whether tensors may be copied between
+    them (False: each stays in one memory all its life, as banked planners place them).
     """
 
     name: str = "cpsat"
@@ -111,6 +113,7 @@ class CpSat:
     first_pass: float = 1.0
     search_share: float = 0.75
     watch: Watch | None = field(default=None, compare=False, repr=False)
+    copies: bool = True
 
     def __call__(self, problem: Problem) -> Plan:
         started = now()
@@ -136,6 +139,7 @@ def plan_cpsat(form: Form, options: CpSat = CpSat(), *, started: float | None = 
             workers=options.num_workers,
             seed=options.random_seed,
             watch=options.watch,
+            copies=options.copies,
         )
     if form.fault is not None:
         return _no_plan(form, options, started, 0, Status.INFEASIBLE, form.fault)

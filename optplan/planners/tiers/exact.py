@@ -39,9 +39,10 @@ def plan_exact(
     workers: int,
     seed: int,
     watch: Watch | None = None,
+    copies: bool = True,
 ) -> Plan:
-    """Steps 1-4 of the module."""
-    form = make_tier_form(problem)
+    """Steps 1-4 of the module; without `copies`, each tensor stays in one memory."""
+    form = make_tier_form(problem, copies=copies)
     reason = crowded(form)
     if reason is not None:
         return no_plan(form, name, Status.INFEASIBLE, reason, time.perf_counter() - started)

@@ -79,15 +79,17 @@ class TierForm:
         return self.memories[memory].capacity
 
 
-def make_tier_form(problem: Problem) -> TierForm:
+def make_tier_form(problem: Problem, *, copies: bool = True) -> TierForm:
+    """The form of `problem`; without `copies` every track is fixed (static placement:
+    each tensor in one memory all its life, as banked planners place them)."""
     memories = tuple(problem.memories)
     by_cost = tuple(sorted(range(len(memories)), key=lambda m: (memories[m].cost, m)))
     rank = {m: position for position, m in enumerate(by_cost)}
-    tracks = tuple(_track(problem, rect, rank) for rect in alias_classes(problem))
+    tracks = tuple(_track(problem, rect, rank, copies) for rect in alias_classes(problem))
     return TierForm(problem, tracks, memories, by_cost)
 
 
-def _track(problem: Problem, rect: Rect, rank: dict[int, int]) -> Track:
+def _track(problem: Problem, rect: Rect, rank: dict[int, int], copies: bool) -> Track:
     members = [problem.buffer(name) for name, _ in rect.members]
     names = [m.name for m in problem.memories]
     allowed = set(range(len(names)))
@@ -97,7 +99,7 @@ def _track(problem: Problem, rect: Rect, rank: dict[int, int]) -> Track:
     writes = tuple(sorted((p, b.size) for b in members for p in b.written_at))
     reads = tuple(sorted((p, b.size) for b in members for p in b.read_at))
     points = tuple(p for iv in rect.live for p in range(iv.start, iv.end))
-    fixed = len(members) > 1 or rect.pins != ()
+    fixed = len(members) > 1 or rect.pins != () or not copies
     simple = not fixed and len(rect.live) == 1 and all(p == points[0] for p, _ in writes)
     ranked = tuple(sorted(allowed, key=rank.__getitem__))
     return Track(rect, points, ranked, writes, reads, fixed, simple)
