@@ -130,7 +130,8 @@ def test_cpsat_spills_and_prefetches() -> None:
     plan = get_planner("cpsat", time_limit=10)(SPILL)
     assert validate(SPILL, plan) == []
     assert plan.status == Status.OPTIMAL and plan.traffic == spilled_plan().traffic
-    assert {(c.point, c.source, c.target) for c in plan.copies} == {(1, "fast", "slow"), (5, "slow", "fast")}
+    # A spill after x's first read and a prefetch after y is gone (at 4 or 5: one cost).
+    assert sorted((c.source, c.target) for c in plan.copies) == [("fast", "slow"), ("slow", "fast")]
 
 
 def test_a_capacity_no_plan_meets_is_infeasible_naming_the_point() -> None:
