@@ -99,10 +99,15 @@ class Tiered(Planned):
         return Planned.expr(self, expr)
 
     def current(self, placement: object, type_: Type | None) -> Value:
+        """The value where it is read now. A kernel's tuple may outlive some of its
+        fields (only `t[0]` is read later): a field no memory holds is poison."""
         if isinstance(placement, tuple):
             assert isinstance(type_, TupleType)
             return tuple(self.current(p, t) for p, t in zip(placement, type_.fields))
         assert isinstance(placement, Placement)
+        held = any(_holds_live(r.live, self.point) for r in self.residences.get(placement.buffer, []))
+        if not held and isinstance(type_, TensorType):
+            return np.full(type_.size_bytes, POISON, np.uint8).view(type_.dtype).reshape(type_.shape)
         return self.view(placement, type_)
 
     def view(self, placement: Placement, type_: Type | None) -> np.ndarray:
