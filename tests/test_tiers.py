@@ -25,7 +25,7 @@ SPILL = Problem(
 
 
 def spilled_plan(**changes: object) -> Plan:
-    """x written in fast, spilled at 1, prefetched at 5; y in fast: traffic 248, the
+    """x written in fast, spilled at 1, prefetched at 5; y in fast: traffic 240, the
     least (x read from slow at 5 costs 296, everything in slow 352)."""
     plan = Plan(
         {"x": 0, "y": 0},
@@ -208,7 +208,7 @@ def test_place_gives_each_buffer_one_memory_and_offset() -> None:
 
     placed = place(SPILL)
     assert placed is not None and set(placed) == {"x", "y"}
-    # Without copies one of x and y stays in slow: 352 either way, above the spill's 248.
+    # Without copies one of x and y stays in slow: 352 either way, above the spill's 240.
     assert {placed["x"][0], placed["y"][0]} == {"fast", "slow"}
     static = get_planner("cpsat", copies=False)(SPILL)
     assert static.copies == () and static.traffic == 352 and static.status == Status.OPTIMAL
