@@ -67,7 +67,10 @@ def plan_exact(
             best = Found(solved.stays, packed, solved.traffic, "cp-sat")
     if best is None:
         return no_plan(form, name, Status.UNKNOWN, f"CP-SAT found nothing ({solved.status})", time.perf_counter() - started, bound)
-    return found_plan(form, best, name, started=started, bound=bound, optimal=solved.status == "optimal")
+    plan = found_plan(form, best, name, started=started, bound=bound, optimal=solved.status == "optimal")
+    if watch is not None and watch.stopped:  # Ctrl-C: the best so far
+        plan.detail["interrupted"] = True
+    return plan
 
 
 def _fallback(form: TierForm, best: Found | None, name: str, started: float, floor: int, why: str) -> Plan:
