@@ -212,3 +212,10 @@ def test_place_gives_each_buffer_one_memory_and_offset() -> None:
     assert {placed["x"][0], placed["y"][0]} == {"fast", "slow"}
     static = get_planner("cpsat", copies=False)(SPILL)
     assert static.copies == () and static.traffic == 352 and static.status == Status.OPTIMAL
+
+
+def test_one_arena_too_small_names_the_point_too() -> None:
+    buffers = (Buffer("a", 8, (I(0, 3),)), Buffer("b", 12, (I(2, 4),)))
+    plan = get_planner("cpsat")(Problem(buffers, (), 16))
+    assert plan.status == Status.INFEASIBLE
+    assert plan.detail["reason"] == "at point 2, 20 bytes of tensors are live, more than the capacity 16: b, a"

@@ -70,7 +70,7 @@ from optplan.ops import lookup, overwritten_args
 from optplan.passes.kill import BARE, kill_after_last_use
 from optplan.passes.names import fresh_name
 from optplan.planners import Planner
-from optplan.problem.plan import Plan
+from optplan.problem.plan import Plan, Residence
 
 STORAGE = "storage"
 
@@ -287,6 +287,7 @@ class _MemoryLowering(_Lowering):
     names: dict[tuple[str, str], Var] = field(default_factory=dict)
     buffer_of: dict[str, str] = field(default_factory=dict)
     defining: dict[str, tuple[str, TensorType]] = field(default_factory=dict)
+    placed: dict[str, list[Residence]] = field(default_factory=dict)
 
     def binding(self, binding: Binding) -> list[Binding]:
         self.point += 1
@@ -398,9 +399,12 @@ class _MemoryLowering(_Lowering):
         return storage, offset
 
     def holds(self, buffer: str, memory: str, point: int) -> bool:
+        if not self.placed:
+            for r in self.plan.residences:
+                self.placed.setdefault(r.buffer, []).append(r)
         return any(
-            r.buffer == buffer and r.memory == memory and any(iv.start <= point < iv.end for iv in r.live)
-            for r in self.plan.residences
+            r.memory == memory and any(iv.start <= point < iv.end for iv in r.live)
+            for r in self.placed.get(buffer, [])
         )
 
     def read_memory(self, buffer: str) -> str:

@@ -74,7 +74,17 @@ import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from optplan.planners.common import Form, Rect, live_peak, make_form, make_plan, no_plan, now, top
+from optplan.planners.common import (
+    Form,
+    Rect,
+    crowded_at,
+    live_peak,
+    make_form,
+    make_plan,
+    no_plan,
+    now,
+    top,
+)
 from optplan.planners.cpsat.model import PartResult, part_top, solve_part
 from optplan.planners.cpsat.progress import hearing, is_stopped, report_progress
 from optplan.planners.cpsat.search_first import search_first
@@ -152,7 +162,8 @@ def plan_cpsat(form: Form, options: CpSat = CpSat(), *, started: float | None = 
     floors = {id(part): part_floor(part) for part in parts}
     bound = _first_bound(rects, greedy, floors.values())
     if capacity is not None and bound > capacity:
-        reason = f"{bound} bytes are live at once, more than the capacity {capacity}"
+        crowded = crowded_at(rects, capacity) if form.live_bytes > capacity else None
+        reason = crowded or f"{bound} bytes are live at once, more than the capacity {capacity}"
         return _no_plan(form, options, started, bound, Status.INFEASIBLE, reason)
     failure, bound, search_detail = _search_step(form, offsets, bound, started, options)
     if failure is not None:

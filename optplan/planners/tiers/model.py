@@ -34,7 +34,7 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from optplan.planners.tiers.form import TierForm, Track, member_buffers
-from optplan.planners.tiers.stays import Stays, bits
+from optplan.planners.tiers.stays import Stays
 from optplan.planners.watch import Watch
 from optplan.problem import residue_of
 
@@ -302,4 +302,4 @@ def _name(form: TierForm, m: int) -> str:
     return form.memories[m].name
 
 
-__all__ = ["MODEL_MAX_BOOLS", "Solved", "bits", "model_size", "solve_tiers"]
+__all__ = ["MODEL_MAX_BOOLS", "Solved", "model_size", "solve_tiers"]
