@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
@@ -9,7 +11,7 @@ import numpy as np
 
 from optplan.errors import InputError
 from optplan.frontends import Loaded
-from optplan.problem import write_csv
+from optplan.problem import Problem, write_csv
 from optplan.problem.plan import Plan
 
 PICTURES = (".png", ".svg", ".pdf")
@@ -54,6 +56,8 @@ def write_plan(path: str, loaded: Loaded, plan: Plan, record: dict[str, object])
         from optplan.integrations.tflm import planned_model
 
         write_bytes(path, planned_model(loaded, plan))
+    elif path.endswith(".csv") and plan.residences:
+        write_text(path, memory_csv(loaded.problem, plan))
     elif path.endswith(".csv"):
         write_text(path, write_csv(loaded.problem, plan.offsets))
     else:
@@ -79,6 +83,28 @@ def check_tflite_output(
         raise InputError(
             f"--alignment {alignment}: TFLite Micro needs offsets on 16 bytes", file=path
         )
+
+
+def memory_csv(problem: Problem, plan: Plan) -> str:
+    """A plan of several memories as CSV: one row per buffer and interval it is held in
+    one memory (`lower`, `upper`: those points), with the memory, the offset there, and
+    `copy_from`: the memory its bytes are copied from at `lower` (empty where it is
+    written there, or where it stays from the point before)."""
+    sizes = {b.id: b.size for b in problem.buffers}
+    aligns = {b.id: b.alignment for b in problem.buffers}
+    copies = {(c.buffer, c.point, c.target): c.source for c in plan.copies}
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["id", "lower", "upper", "size", "alignment", "memory", "offset", "copy_from"])
+    rows = sorted(
+        (r.buffer, iv.start, iv.end, r.memory, r.offset) for r in plan.residences for iv in r.live
+    )
+    order = {b.id: k for k, b in enumerate(problem.buffers)}
+    rows.sort(key=lambda row: (order[row[0]], row[1], row[3]))
+    for buffer, start, end, memory, offset in rows:
+        source = copies.get((buffer, start, memory), "")
+        writer.writerow([buffer, start, end, sizes[buffer], aligns[buffer], memory, offset, source])
+    return out.getvalue()
 
 
 def read_npz(path: str) -> dict[str, np.ndarray]:

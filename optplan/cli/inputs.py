@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from optplan.cli.options import parse_dims
+from optplan.cli.options import memories_of, parse_dims
 from optplan.errors import InputError
 from optplan.frontends import Loaded, frontend_of, load
 
@@ -38,6 +38,7 @@ def load_input(args: argparse.Namespace) -> Loaded:
         inplace=args.inplace,
         dims={} if replay_dims else parse_dims(args.dim),
         bounds=parse_dims(args.bound, "--bound"),
+        memories=memories_of(args),
     )
 
 
@@ -66,7 +67,9 @@ def reorder_target(args: argparse.Namespace, loaded: Loaded) -> Loaded:
         program = use_inplace_calls(program)
     if not getattr(args, "json", False):
         print(f"{loaded.path}: {reorder_note(result)}", file=sys.stderr)
-    memory = build_memory(program, plan_outputs=args.plan_outputs, alignment=args.alignment)
+    memory = build_memory(
+        program, plan_outputs=args.plan_outputs, alignment=args.alignment, memories=memories_of(args)
+    )
     return Loaded(loaded.path, memory.problem, program, memory, loaded.weights)
 
 

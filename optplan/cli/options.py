@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from typing import NoReturn
 
 from optplan.errors import InputError
+from optplan.problem import Memory
 
 # The subcommands' registry argparse hands each command module's `add`.
 Commands = argparse._SubParsersAction  # type: ignore[type-arg]
@@ -41,7 +43,62 @@ def positive_int(text: str) -> int:
     return value
 
 
-def add_input(parser: argparse.ArgumentParser, *, json: bool = True) -> None:
+# Units a size may carry; decimal kB and MB are refused, so that no one is off by 2.4 %.
+UNITS = {"": 1, "b": 1, "kib": 1024, "mib": 1024**2, "gib": 1024**3}
+_SIZE = re.compile(r"\s*([0-9]+)\s*([a-z]*)\s*", re.IGNORECASE)
+
+
+def parse_bytes(text: str) -> int:
+    """A size in bytes: `4096`, `256KiB`, `1 MiB`, `2GiB` (units B, KiB, MiB, GiB, any
+    case). Raises argparse.ArgumentTypeError naming the fault, so that it serves as an
+    argparse `type` and as a parser of its own."""
+    found = _SIZE.fullmatch(text)
+    if found is None:
+        raise argparse.ArgumentTypeError(f"expected a size in bytes such as 4096 or 256KiB, got {text!r}")
+    number, unit = found.groups()
+    if unit.lower() not in UNITS:
+        hint = " (sizes are in powers of 1024: write KiB, MiB or GiB)" if unit.lower() in ("k", "kb", "m", "mb", "g", "gb") else ""
+        raise argparse.ArgumentTypeError(f"unknown unit {unit!r} in {text!r}; use B, KiB, MiB or GiB{hint}")
+    return int(number) * UNITS[unit.lower()]
+
+
+def parse_memory(text: str) -> Memory:
+    """`NAME=SIZE[:cost=C][:alignment=A]`, or `NAME[:cost=C]...` for a memory without
+    limit: one `--memory`. Raises argparse.ArgumentTypeError naming the fault."""
+    head, *options = text.split(":")
+    name, has_size, size = head.partition("=")
+    name = name.strip()
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", name):
+        raise argparse.ArgumentTypeError(f"expected NAME=SIZE[:cost=C] with a name of letters, digits and _, got {text!r}")
+    try:
+        capacity = parse_bytes(size) if has_size else None
+    except argparse.ArgumentTypeError as error:
+        raise argparse.ArgumentTypeError(f"{error} in {text!r}") from None
+    settings = {"cost": 1, "alignment": 1}
+    for option in options:
+        key, _, value = option.partition("=")
+        key = key.strip().lower()
+        if key not in settings or not value.strip().isdigit():
+            raise argparse.ArgumentTypeError(f"expected cost=C or alignment=A (whole numbers) after ':', got {option!r} in {text!r}")
+        settings[key] = int(value)
+    if settings["alignment"] < 1:
+        raise argparse.ArgumentTypeError(f"alignment must be at least 1 in {text!r}")
+    return Memory(name, capacity, settings["alignment"], settings["cost"])
+
+
+def memories_of(args: argparse.Namespace) -> tuple[Memory, ...] | None:
+    """The memories `--memory` names, in order (None: the one arena of old)."""
+    given = getattr(args, "memory", None) or []
+    if not given:
+        return None
+    names = [m.name for m in given]
+    for name in names:
+        if names.count(name) > 1:
+            raise InputError(f"--memory names {name!r} twice")
+    return tuple(given)
+
+
+def add_input(parser: argparse.ArgumentParser, *, json: bool = True, memory: bool = True) -> None:
     parser.add_argument("program", help="a TVMScript .py, an ONNX .onnx or a MiniMalloc .csv")
     parser.add_argument(
         "--alignment",
@@ -80,6 +137,17 @@ def add_input(parser: argparse.ArgumentParser, *, json: bool = True) -> None:
     )
     if json:
         parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    if memory:
+        parser.add_argument(
+            "--memory",
+            action="append",
+            type=parse_memory,
+            metavar="NAME=SIZE[:cost=C]",
+            help="a memory the tensors may live in, fastest first (repeatable): a size in bytes, "
+            "KiB, MiB or GiB, or none for no limit (NAME:cost=C); cost per byte accessed, "
+            "default 1. With several, plans say where each tensor is at every point and what "
+            "it copies between them, for the least traffic",
+        )
     parser.add_argument(
         "--reorder",
         nargs="?",

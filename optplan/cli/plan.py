@@ -14,6 +14,8 @@ from optplan.cli.solving import INTERRUPTED, report_faults, solve_watched
 from optplan.problem.plan import validate
 
 DEFAULT_PLANNERS = "naive,tokens,greedy,cpsat"
+# With several memories tokens is naive again (all in the dearest memory); spill joins.
+MEMORY_PLANNERS = "naive,greedy,spill,cpsat"
 
 
 def add(commands: Commands) -> None:
@@ -31,8 +33,7 @@ def add(commands: Commands) -> None:
     add_input(compare)
     compare.add_argument(
         "--planners",
-        default=DEFAULT_PLANNERS,
-        help=f"comma-separated (default: {DEFAULT_PLANNERS})",
+        help=f"comma-separated (default: {DEFAULT_PLANNERS}; with several memories {MEMORY_PLANNERS})",
     )
     compare.set_defaults(handler=_cmd_compare)
 
@@ -66,8 +67,9 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 def _cmd_compare(args: argparse.Namespace) -> int:
     from optplan.planners.common import make_form
 
-    names = planner_names(args.planners)
     loaded = load_input(args)
+    default = DEFAULT_PLANNERS if loaded.problem.plain else MEMORY_PLANNERS
+    names = planner_names(args.planners or default)
     records, failed = [], False
     targets = [(loaded, None)]
     if args.reorder:

@@ -90,6 +90,6 @@ def add(commands: Commands) -> None:
     reorder = commands.add_parser(
         "reorder", help="run each dataflow block in the order that needs the least memory"
     )
-    add_input(reorder)
+    add_input(reorder, memory=False)
     reorder.add_argument("-o", "--output", help="write the reordered program here (.py, or .onnx)")
     reorder.set_defaults(handler=_cmd_reorder)

@@ -62,9 +62,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return 1
     tensors = len(target.memory.placements)
     order = f", reordered by {args.reorder}" if args.reorder else ""
+    where = f"an arena of {plan.arena} bytes"
+    if plan.residences:
+        sizes = {b.id: b.size for b in target.problem.buffers}
+        used = {m.name: 0 for m in target.problem.memories}
+        for r in plan.residences:
+            used[r.memory] = max(used[r.memory], r.offset + sizes[r.buffer])
+        memories = ", ".join(f"{name} ({size} bytes)" for name, size in used.items())
+        where = f"memories {memories}, with {len(plan.copies)} copies"
     print(
         f"{args.program}: replay bit-for-bit equal to the reference run "
-        f"({tensors} planned values in an arena of {plan.arena} bytes, plan by {plan.planner}{order})"
+        f"({tensors} planned values in {where}, plan by {plan.planner}{order})"
     )
     if args.program.lower().endswith(".tflite") and not faults:
         return _in_tflm(args, loaded, plan)

@@ -37,8 +37,8 @@ from optplan.analysis.liveness import build_memory
 from optplan.analysis.memory import MemoryFacts
 from optplan.errors import InputError
 from optplan.ir import Call, Loc, Program, iter_bindings
-from optplan.problem import Problem, read_csv
-from optplan.problem.plan import Plan, Status
+from optplan.problem import Interval, Memory, Problem, read_csv
+from optplan.problem.plan import Copy, Plan, Residence, Status
 from optplan.schedule.graph import Graph
 
 
@@ -71,6 +71,7 @@ class Options:
     inplace: bool = False
     bounds: dict[str, int] = field(default_factory=dict)
     with_weights: bool = True
+    memories: tuple[Memory, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +135,7 @@ def load(
     bounds: dict[str, int] | None = None,
     with_sizes: bool = True,
     with_weights: bool = True,
+    memories: tuple[Memory, ...] | None = None,
 ) -> Loaded:
     """Read `path` by its suffix (`FRONTENDS`: .py, .onnx, .csv) into a Problem; with
     `inplace`, elementwise ops first take over dying inputs (`use_inplace_calls`).
@@ -143,7 +145,8 @@ def load(
     program are for replays (`load_replay`). With `with_sizes`, `Loaded.sized_by` says
     which buffers each symbolic dimension sizes (one more read per dimension, without
     weights); with `with_weights`, `Loaded.weights` holds the file's own parameter values.
-    `alignment` defaults to the frontend's (`Frontend.default_alignment`)."""
+    `alignment` defaults to the frontend's (`Frontend.default_alignment`). The
+    problem's buffers live in `memories` (None: one unbounded memory)."""
     if alignment is not None and alignment < 1:
         raise InputError(f"alignment must be at least 1, got {alignment}")
     if not Path(path).is_file():
@@ -154,7 +157,7 @@ def load(
         except InputError as error:
             raise error.located(path) from None
     options = Options(
-        alignment, plan_outputs, dict(dims or {}), inplace, dict(bounds or {}), with_weights
+        alignment, plan_outputs, dict(dims or {}), inplace, dict(bounds or {}), with_weights, memories
     )
     try:
         frontend = frontend_of(path)
@@ -175,6 +178,7 @@ def load(
             inplace=inplace,
             with_sizes=False,
             with_weights=False,
+            memories=memories,
         )
         return replace(loaded, sized_by=_sized_by(loaded, source.bounds, read))
     except InputError as error:
@@ -189,7 +193,12 @@ def _from_program(path: str, source: Source, options: Options, size_multiple: in
         from optplan.passes import use_inplace_calls
 
         program = use_inplace_calls(program)
-    memory = build_memory(program, plan_outputs=options.plan_outputs, alignment=options.alignment)
+    memory = build_memory(
+        program,
+        plan_outputs=options.plan_outputs,
+        alignment=options.alignment,
+        memories=options.memories,
+    )
     if size_multiple > 1:
         memory = replace(memory, problem=rounded_sizes(memory.problem, size_multiple))
     return Loaded(path, memory.problem, program, memory, source.weights, source.bounds)
@@ -248,7 +257,7 @@ def _read_csv(path: str, options: Options) -> Source:
         inplace=options.inplace,
         plan_outputs=options.plan_outputs,
     )
-    return Source(problem=read_csv(path, alignment=options.alignment))
+    return Source(problem=read_csv(path, alignment=options.alignment, memories=options.memories))
 
 
 def _read_graph(path: str, options: Options) -> Source:
@@ -397,7 +406,28 @@ def read_plan(path: str, problem: Problem) -> Plan:
         status=Status.FEASIBLE,
         planner=str(data.get("planner", Path(path).name)),
         lower_bound=lower_bound(problem),
+        **_memory_fields(path, data),  # type: ignore[arg-type]
     )
+
+
+def _memory_fields(path: str, data: dict[str, object]) -> dict[str, object]:
+    """A plan of several memories' residences, copies and traffic, as `plan --json` writes
+    them (empty for a plan of one arena)."""
+    if "residences" not in data:
+        return {}
+    try:
+        residences = tuple(
+            Residence(str(r["buffer"]), str(r["memory"]), int(r["offset"]), tuple(Interval(int(a), int(b)) for a, b in r["live"]))
+            for r in data["residences"]  # type: ignore[attr-defined]
+        )
+        copies = tuple(
+            Copy(str(c["buffer"]), int(c["point"]), str(c["from"]), str(c["to"]))
+            for c in data.get("copies", [])  # type: ignore[attr-defined]
+        )
+        traffic = data.get("traffic")
+        return {"residences": residences, "copies": copies, "traffic": None if traffic is None else int(traffic)}  # type: ignore[call-overload]
+    except (KeyError, TypeError, ValueError) as error:
+        raise InputError(f"malformed residences or copies: {error!s}", file=path) from None
 
 
 def _machine_bytes() -> int:
