@@ -35,6 +35,12 @@ mem_offset) and the size of every buffer. Steps:
 5. A `PlanReport` per call: the planner, status, buffer bytes, the proven bound on them,
    the gap, seconds, and ExecuTorch's own greedy on the same specs beside them; handed to
    `report` and logged at INFO on this module's logger (`optplan.integrations.executorch`).
+
+With `memories` (`algorithm(memories=[Memory("tcm", 256 * 1024), Memory("psram",
+cost=10)])`) the planner chooses each spec's memory id instead, within every memory's
+capacity, for the least traffic (`executorch_memories`); its report adds each id's bytes,
+capacity and traffic, and a capacity no plan meets is its status (logged as a warning).
+`judge` judges any algorithm's result over such memories.
 """
 
 from __future__ import annotations
@@ -42,15 +48,20 @@ from __future__ import annotations
 import dataclasses
 import enum
 import logging
-import math
-import numbers
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from optplan.integrations.executorch_memories import Outcome, check_memories, plan_memories
+from optplan.integrations.executorch_arguments import (
+    check,
+    check_memories,
+    check_planner,
+    has_time_limit,
+    limited_planners,
+)
+from optplan.integrations.executorch_memories import Outcome, plan_memories
 from optplan.integrations.executorch_specs import Ids, Judgement, MemoryUse, spec_interval
 from optplan.integrations.executorch_specs import judge as judge_ids
 from optplan.planners import PLANNERS, get_planner
@@ -160,7 +171,7 @@ class Algorithm:
     memories: Ids = ()
 
     def __post_init__(self) -> None:
-        _check(self.planner, self.time_limit, self.report)
+        check(self.planner, self.time_limit, self.report)
         if self.memories:
             if len({mem_id for mem_id, _ in self.memories}) != len(self.memories):
                 raise ValueError("memories: a mem_id appears twice")
@@ -260,15 +271,15 @@ def algorithm(
     and costs). Every argument is checked here, before any export work: a wrong one is a
     TypeError or ValueError that names it.
     """
-    _check_planner(planner)
+    check_planner(planner)
     ids: Ids = () if memories is None else check_memories(memories, planner)
-    limited = _has_time_limit(planner)
+    limited = has_time_limit(planner)
     if time_limit is _Default.TIME_LIMIT:
         time_limit_s = DEFAULT_TIME_LIMIT_S if limited else None
     elif not limited:
         raise ValueError(
             f"time_limit: the {planner} planner has no time limit (only "
-            f"{', '.join(_limited_planners())} takes one); leave time_limit out"
+            f"{', '.join(limited_planners())} takes one); leave time_limit out"
         )
     else:
         time_limit_s = time_limit
@@ -437,52 +448,3 @@ def _graph_kind(graph_module: Any, graph_signature: Any) -> str:
         return "graph"
     names = {getattr(spec.arg, "name", None) for spec in graph_signature.input_specs}
     return "method" if inputs <= names else "submodule"
-
-
-def _check(planner: object, time_limit: object, report: object) -> None:
-    """Every argument, in order, each fault one error naming the argument."""
-    _check_planner(planner)
-    assert isinstance(planner, str)
-    if _has_time_limit(planner):
-        _check_time_limit(time_limit)
-    elif time_limit is not None:
-        raise ValueError(
-            f"time_limit: the {planner} planner has no time limit; give None or leave it out"
-        )
-    if report is not None and not callable(report):
-        raise TypeError(
-            f"report must be a callable that takes a PlanReport, got {type(report).__name__} "
-            f"{report!r}"
-        )
-
-
-def _check_planner(planner: object) -> None:
-    names = ", ".join(sorted(PLANNERS))
-    if not isinstance(planner, str):
-        hint = ""
-        if isinstance(planner, numbers.Real) and not isinstance(planner, bool):
-            hint = f"; a time limit is a keyword: algorithm(time_limit={planner!r})"
-        raise TypeError(
-            f"planner must be a planner's name ({names}), got {type(planner).__name__} "
-            f"{planner!r}{hint}"
-        )
-    if planner not in PLANNERS:
-        raise ValueError(f"planner: unknown planner {planner!r}; choose from {names}")
-
-
-def _check_time_limit(time_limit: object) -> None:
-    if isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real):
-        raise TypeError(
-            f"time_limit must be a number of seconds, got {type(time_limit).__name__} "
-            f"{time_limit!r}"
-        )
-    if not math.isfinite(float(time_limit)) or time_limit <= 0:
-        raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
-
-
-def _has_time_limit(planner: str) -> bool:
-    return "time_limit" in {f.name for f in dataclasses.fields(PLANNERS[planner])}  # type: ignore[arg-type]
-
-
-def _limited_planners() -> list[str]:
-    return sorted(name for name in PLANNERS if _has_time_limit(name))

@@ -10,8 +10,8 @@ writes the `mem_id` back onto the spec: the choice of id is the algorithm's. A s
 one id and one offset for the whole method (the runtime never copies between ids), so
 this is static placement: `planners.placement`, cpsat with copies off. Steps:
 
-1. `check_memories`: the memories, fast first, become ids 1, 2, ... (or a dict gives each
-   its id), every argument checked before any export work.
+1. The memories, fast first, become ids 1, 2, ... (or a dict gives each its id), every
+   argument checked before any export work (`executorch_arguments.check_memories`).
 2. The specs as one Problem over every memory id (`executorch_specs`: where each spec is
    written and read, a spec pinned by a custom pool pass kept in its id, each bounded
    memory's capacity less the bytes a control-flow submodule set aside and the padding).
@@ -29,7 +29,6 @@ this is static placement: `planners.placement`, cpsat with copies off. Steps:
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,14 +44,9 @@ from optplan.integrations.executorch_specs import (
 )
 from optplan.planners import get_planner
 from optplan.planners.placement import placement
-from optplan.problem import Memory, Problem
+from optplan.problem import Problem
 from optplan.problem.plan import Plan, Status, validate
 from optplan.problem.tiers import all_in
-
-# Planners whose plans of several memories copy tensors between them: a spec cannot move.
-COPYING = ("spill",)
-
-_MEMORY_HINT = "Memory('tcm', 256 * 1024), Memory('psram', cost=10)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,77 +63,7 @@ class Outcome:
     plan: Plan
 
 
-# ---------------------------------------------------------------------------- 1. arguments
-
-
-def check_memories(memories: object, planner: str | None = None) -> Ids:
-    """Step 1: `memories` (a sequence of Memory, ids 1, 2, ...; or a dict mem_id -> Memory)
-    as (mem_id, Memory) pairs; a TypeError or ValueError naming the fault otherwise."""
-    if isinstance(memories, Memory):
-        raise TypeError(f"memories must be a list of memories, got one: memories=[{memories!r}]")
-    if isinstance(memories, Mapping):
-        pairs = list(memories.items())
-    elif isinstance(memories, Sequence) and not isinstance(memories, (str, bytes)):
-        pairs = list(enumerate(memories, start=1))
-    else:
-        raise TypeError(
-            f"memories must be a list of Memory values, fast first ({_MEMORY_HINT}), or a "
-            f"dict {{mem_id: Memory}}, got {type(memories).__name__} {memories!r}"
-        )
-    if not pairs:
-        raise ValueError("memories: give at least one memory")
-    if planner is not None and planner in COPYING:
-        raise ValueError(
-            f"planner: {planner} copies tensors between memories, and ExecuTorch keeps each "
-            "spec in one mem_id; with memories choose cpsat, greedy, naive or tokens"
-        )
-    names: set[str] = set()
-    for mem_id, memory in pairs:
-        _check_one(mem_id, memory)
-        if memory.name in names:
-            raise ValueError(f"memories: memory {memory.name!r} appears twice")
-        names.add(memory.name)
-    return tuple(sorted(pairs, key=lambda pair: pair[0])) if isinstance(memories, Mapping) else tuple(pairs)
-
-
-def _check_one(mem_id: object, memory: object) -> None:
-    if isinstance(mem_id, bool) or not isinstance(mem_id, int):
-        raise TypeError(f"memories: a mem_id is an int, got {type(mem_id).__name__} {mem_id!r}")
-    if mem_id < 1:
-        raise ValueError(
-            f"memories: mem_id {mem_id} is not a planned buffer (mem_id 0 holds ExecuTorch's "
-            "constants); planned memory ids start at 1"
-        )
-    if not isinstance(memory, Memory):
-        raise TypeError(
-            f"memories: mem_id {mem_id} must be an optplan.problem.Memory ({_MEMORY_HINT}), "
-            f"got {type(memory).__name__} {memory!r}"
-        )
-    if not memory.name:
-        raise ValueError(f"memories: mem_id {mem_id} has a memory with an empty name")
-    capacity = memory.capacity
-    if capacity is not None and (not _is_int(capacity) or capacity <= 0):
-        raise ValueError(
-            f"memories: memory {memory.name!r} has capacity {capacity!r}; a capacity is a "
-            "positive number of bytes, or None for unbounded"
-        )
-    if not _is_int(memory.cost) or memory.cost < 0:
-        raise ValueError(
-            f"memories: memory {memory.name!r} has cost {memory.cost!r}; a cost per byte is an "
-            "int >= 0"
-        )
-    if not _is_int(memory.alignment) or memory.alignment < 1:
-        raise ValueError(
-            f"memories: memory {memory.name!r} has alignment {memory.alignment!r}; an "
-            "alignment is an int >= 1"
-        )
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-# ---------------------------------------------------------------------------- 4. planning
+# ---------------------------------------------------------------------------- planning
 
 
 def plan_memories(
