@@ -11,7 +11,7 @@ from optplan.errors import InputError
 # The subcommands' registry argparse hands each command module's `add`.
 Commands = argparse._SubParsersAction  # type: ignore[type-arg]
 
-REORDERS = ("auto", "program", "exact", "cpsat", "heuristic", "improve", "lpmf", "bfs", "dfs")
+REORDERS = ("auto", "program", "exact", "beam", "cpsat", "heuristic", "improve", "lpmf", "bfs", "dfs")
 
 
 class Parser(argparse.ArgumentParser):
@@ -42,7 +42,9 @@ def positive_int(text: str) -> int:
 
 
 def add_input(parser: argparse.ArgumentParser, *, json: bool = True) -> None:
-    parser.add_argument("program", help="a TVMScript .py, an ONNX .onnx or a MiniMalloc .csv")
+    parser.add_argument(
+        "program", help="a TVMScript .py, an ONNX .onnx, a MiniMalloc .csv or a node-link graph .json"
+    )
     parser.add_argument(
         "--alignment",
         type=positive_int,
@@ -86,6 +88,13 @@ def add_input(parser: argparse.ArgumentParser, *, json: bool = True) -> None:
         const="auto",
         choices=REORDERS,
         help="first reorder each dataflow block for the least memory (default scheduler: auto)",
+    )
+    parser.add_argument(
+        "--work",
+        type=positive_int,
+        metavar="N",
+        help="stop the order search after N search steps rather than on the clock: the same "
+        "input gives the same order on any machine (--time-limit stays an outer guard)",
     )
 
 

@@ -1,0 +1,157 @@
+"""The `auto` scheduler: the best order found and a proven bound on the best order's peak,
+within a time limit and, if given, a budget of work.
+
+1. The quick orders (program, LPMF, BFS, DFS; `heuristics`): the best is the incumbent.
+2. The bound (`bounds.cut_bounds`): a min-cut bound per op; the largest is proven. The
+   tables and bit sets it needs are built once, in O(edges x words), inside the limit.
+3. Beam search (`beam`), backwards and forwards, widths 1, 4, ... up to `FIRST_WIDTH`.
+4. The exact search (`split`), window by window between cut ops, from the beam's order
+   and ranked by the per-op bounds: it proves the optimum where the sets of ops it must
+   visit are few, and where it stops it may still raise the bound.
+5. Beam search again, wider, then windowed re-solves around the peak (`improve`) with
+   what is left.
+
+The beam's kernels are compiled by numba once per environment (`beam_ready`). Every
+step ends the run as soon as the incumbent meets the bound (it is then proven
+optimal). Each step gets a share of the time and, with `work`, of the work:
+
+    step        share of the time   share of `work` (its unit)
+    bound       15 %                1/4  (arcs the max-flows scan)
+    beam        15 % then 25 %      1/2  (states the beam makes)
+    exact       30 % (10 % beyond   1/64 (states expanded, each worth 16 beam states)
+                EXACT_OPS ops)
+    improve     what is left        1/64 (states expanded)
+
+With `work`, every step stops on its work alone and the time limit is only an outer
+guard, so the same graph and budget give the same order on any machine and at any
+load. Without it, the steps stop on their share of the time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from optplan.planners import jit
+from optplan.schedule.beam import UNLIMITED, beam_orders
+from optplan.schedule.bounds import Bounds, cut_bounds
+from optplan.schedule.graph import Graph, peak_bytes
+from optplan.schedule.improve import improve
+from optplan.schedule.split import exact_split
+from optplan.schedule.tables import tables
+
+BEAM = "optplan.schedule.beam"
+FIRST_WIDTH = 1024  # the widest beam before the exact search
+EXACT_OPS = 150  # above this the exact search rarely ends: it gets a tenth of the time
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The order found, a proven bound, and which step proved the bound or found the
+    order (for reports: 'quick', 'bound', 'beam', 'exact', 'improve')."""
+
+    order: tuple[int, ...]
+    bound: int
+    found_by: str
+    bounds: Bounds
+
+
+def anytime(
+    graph: Graph,
+    start: Sequence[int],
+    *,
+    time_limit: float,
+    work: int | None,
+    use_exact: bool = True,
+) -> Outcome:
+    """The `auto` scheduler's run (module docstring)."""
+    compiled = beam_ready(work)
+    run = _Run(graph, start, time_limit, work)
+    if run.done():
+        return run.outcome()
+    if compiled:
+        run.beam([4**k for k in range(6)], run.budget(1 / 4), run.until(0.15))  # 1 .. FIRST_WIDTH
+        if run.done():
+            return run.outcome()
+    if use_exact and run.exact(0.30 if graph.ops <= EXACT_OPS else 0.10):
+        return run.outcome()
+    if compiled:
+        run.beam([4**k for k in range(6, 12)], run.budget(1 / 2) - run.beam_work, run.until(0.25))
+        if run.done():
+            return run.outcome()
+    improved = improve(graph, run.order, time_limit=run.left(), work=run.budget(1 / 64) if work else None)
+    run.offer(improved, peak_bytes(graph, improved), "improve")
+    return run.outcome()
+
+
+def beam_ready(work: int | None) -> bool:
+    """Whether the beam's kernels are compiled. numba compiles them once per environment
+    (10-50 s): with a work budget that happens here, before the clock starts, so the
+    order does not depend on it; without one the compile starts in a background process
+    and this run goes without the beam (`planners.jit`)."""
+    if work is not None:
+        jit.warm(BEAM)
+        return True
+    if not jit.ready(BEAM):
+        jit.compile_in_background(BEAM)
+        return False
+    return True
+
+
+class _Run:
+    """One run's incumbent, bound and limits."""
+
+    def __init__(self, graph: Graph, start: Sequence[int], time_limit: float, work: int | None):
+        self.graph, self.time_limit, self.work = graph, time_limit, work
+        self.deadline = time.perf_counter() + time_limit
+        self.tables = tables(graph)
+        self.order, self.peak, self.found_by = tuple(start), peak_bytes(graph, start), "quick"
+        self.bounds = cut_bounds(self.tables, budget=self.budget(1 / 4), deadline=self.until(0.15))
+        self.bound = self.bounds.best
+        self.beam_work = 0
+
+    def until(self, share: float) -> float:
+        """The deadline of a step given `share` of the time; with a work budget the
+        steps stop on work and the time limit is only the outer guard."""
+        if self.work is not None:
+            return self.deadline
+        return min(self.deadline, time.perf_counter() + share * self.time_limit)
+
+    def budget(self, fraction: float) -> int:
+        return UNLIMITED if self.work is None else max(1, int(self.work * fraction))
+
+    def left(self) -> float:
+        return max(0.0, self.deadline - time.perf_counter())
+
+    def done(self) -> bool:
+        return self.peak <= self.bound
+
+    def offer(self, order: tuple[int, ...], peak: int, found_by: str) -> None:
+        if peak < self.peak:
+            self.order, self.peak, self.found_by = order, peak, found_by
+
+    def beam(self, widths: list[int], work: int, deadline: float) -> None:
+        order, peak, spent = beam_orders(
+            self.tables, self.order, self.peak, work=max(0, work), deadline=deadline, widths=widths
+        )
+        self.beam_work += spent
+        self.offer(order, peak, "beam")
+
+    def exact(self, share: float) -> bool:
+        """The exact search from the incumbent; whether it settled the run."""
+        found = exact_split(
+            self.graph,
+            self.order,
+            time_limit=max(0.0, self.until(share) - time.perf_counter()),
+            max_states=self.budget(1 / 64) if self.work is not None else 2_000_000,
+            bounds=self.bounds.per_op,
+        )
+        self.offer(found.order, found.peak, "exact")
+        self.bound = max(self.bound, min(found.bound, self.peak))
+        if found.proven:
+            self.bound = self.peak
+        return self.done()
+
+    def outcome(self) -> Outcome:
+        return Outcome(self.order, min(self.bound, self.peak), self.found_by, self.bounds)
