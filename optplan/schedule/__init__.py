@@ -103,11 +103,13 @@ def _run(options: Scheduler, graph: Graph) -> tuple[tuple[int, ...], int]:
     name = options.name
     if name in HEURISTICS:
         return HEURISTICS[name](graph), 0
+    began = time.perf_counter()
     start = best_quick(graph)
     if name == "heuristic":
         return start, 0
     if name == "auto":
-        outcome = anytime(graph, start, time_limit=options.time_limit, work=options.work)
+        left = options.time_limit - (time.perf_counter() - began)
+        outcome = anytime(graph, start, time_limit=max(0.0, left), work=options.work)
         return outcome.order, outcome.bound
     work = UNLIMITED if options.work is None else options.work
     if name == "exact":

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from optplan.planners import jit
-from optplan.schedule.beam import UNLIMITED, beam_orders
+from optplan.schedule.beam import UNLIMITED, beam_orders, warm_kernels
 from optplan.schedule.bounds import Bounds, cut_bounds
 from optplan.schedule.graph import Graph, peak_bytes
 from optplan.schedule.improve import improve
@@ -66,8 +66,9 @@ def anytime(
     use_exact: bool = True,
 ) -> Outcome:
     """The `auto` scheduler's run (module docstring)."""
+    deadline = time.perf_counter() + time_limit
     compiled = beam_ready(work)
-    run = _Run(graph, start, time_limit, work)
+    run = _Run(graph, start, deadline, time_limit, work)
     if run.done():
         return run.outcome()
     if compiled:
@@ -92,19 +93,20 @@ def beam_ready(work: int | None) -> bool:
     and this run goes without the beam (`planners.jit`)."""
     if work is not None:
         jit.warm(BEAM)
-        return True
-    if not jit.ready(BEAM):
+    elif not jit.ready(BEAM):
         jit.compile_in_background(BEAM)
         return False
+    warm_kernels()  # loads numba's cached machine code (seconds on a loaded machine)
     return True
 
 
 class _Run:
     """One run's incumbent, bound and limits."""
 
-    def __init__(self, graph: Graph, start: Sequence[int], time_limit: float, work: int | None):
-        self.graph, self.time_limit, self.work = graph, time_limit, work
-        self.deadline = time.perf_counter() + time_limit
+    def __init__(
+        self, graph: Graph, start: Sequence[int], deadline: float, time_limit: float, work: int | None
+    ) -> None:
+        self.graph, self.deadline, self.time_limit, self.work = graph, deadline, time_limit, work
         self.tables = tables(graph)
         self.order, self.peak, self.found_by = tuple(start), peak_bytes(graph, start), "quick"
         self.bounds = cut_bounds(self.tables, budget=self.budget(1 / 4), deadline=self.until(0.15))

@@ -86,7 +86,7 @@ def cut_bounds(t: Tables, *, budget: int, deadline: float) -> Bounds:
     if t.ops == 0:
         return Bounds((), t.start_held, 0, True, 0)
     network = _Network(t)
-    upper = _upper_estimates(t, ancestors)
+    upper = _upper_estimates(t, ancestors, descendants)
     best = int(static.max())
     known: list[np.ndarray] = []  # cut sets found, as bit sets, with their held bytes
     known_held: list[int] = []
@@ -171,17 +171,18 @@ class _Network:
         return held, side
 
 
-def _upper_estimates(t: Tables, ancestors: np.ndarray) -> np.ndarray:
+def _upper_estimates(t: Tables, ancestors: np.ndarray, descendants: np.ndarray) -> np.ndarray:
     """For every op v, held(ancestors(v)) + made(v): the cut at D = ancestors(v), an
-    upper bound on v's min cut."""
+    upper bound on v's min cut. Buffer b waits at v unless v descends from all its
+    readers: a bit set per buffer, the AND of its readers' descendants."""
     n = t.ops
-    anc = _unpack(ancestors, n)
-    waiting = np.repeat(t.live_out[None, :], n, axis=0)
+    freed_at = np.zeros_like(t.reader_mask)
     for b in range(len(t.sizes)):
         readers = _bits(t.reader_mask[b])
         if readers:
-            waiting[:, b] |= ~anc[:, readers].all(axis=1)
-    held = _made_before(t, anc) & waiting
+            freed_at[b] = np.bitwise_and.reduce(descendants[readers], axis=0)
+    waiting = t.live_out[None, :] | ~_unpack(freed_at, n).T
+    held = _made_before(t, _unpack(ancestors, n)) & waiting
     return t.base_bytes + held.astype(np.int64) @ t.sizes + t.made
 
 

@@ -72,7 +72,7 @@ def exact_search(
         if mask == full:
             return Found(_path(parent, full), g, True, g, expanded)
         expanded += 1
-        if expanded > max_states or (expanded & 1023 == 0 and time.perf_counter() > deadline):
+        if expanded > max_states or (expanded & 15 == 0 and time.perf_counter() > deadline):
             return Found(best_order, best, False, min(rank, best), expanded)
         for v in tables.successors(mask, held, g):
             after = mask | (1 << v)
