@@ -15,12 +15,19 @@ For every graph (the repository's benchmark graphs in `benchmarks/graphs/`, the 
     .venv/bin/python benchmarks/reorder.py [--time-limit 30] [--only inception,unet]
 
 Prints a table and writes `benchmarks/results/reorder.csv`.
+
+`--graphs` runs the computation-graph set instead (`graph_set.py`): the peers' graphs
+(Checkmate's 14 and MOCCASIN's random layered graphs, from a fetched copy named by
+`--peers DIR` or `$OPTPLAN_PEER_GRAPHS`; skipped, saying why, when absent) and our own
+random layered graphs of 1,000 and 3,000 ops, 60 s each, into
+`benchmarks/results/reorder_graphs.csv`.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -107,7 +114,14 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=30.0, help="seconds per scheduler and planner")
     parser.add_argument("--cpsat-ops", type=int, default=60, help="run the joint CP-SAT model up to this many ops")
     parser.add_argument("--only", default="", help="comma-separated graph names")
+    parser.add_argument("--graphs", action="store_true", help="the computation-graph set instead")
+    parser.add_argument("--peers", default=os.environ.get("OPTPLAN_PEER_GRAPHS", ""), help="folder of the peers' graphs")
     args = parser.parse_args()
+    if args.graphs:
+        from benchmarks.graph_set import run_graph_set
+
+        run_graph_set(args)
+        return
     wanted = {n for n in args.only.split(",") if n}
     rows = []
     print("  ".join(COLUMNS))

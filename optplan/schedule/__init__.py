@@ -126,11 +126,11 @@ def _run(options: Scheduler, graph: Graph) -> tuple[tuple[int, ...], int]:
     if name == "beam":
         if not beam_ready(options.work):
             return start, 0
-        order, _, _ = beam_orders(
+        beamed = beam_orders(
             tables(graph), start, peak_bytes(graph, start), work=work,
             deadline=time.perf_counter() + options.time_limit,
         )  # fmt: skip
-        return order, 0
+        return beamed.order, 0
     if name == "cpsat":
         order, _, _, _ = cpsat_schedule(graph, start, time_limit=options.time_limit)
         better = min((order, start), key=lambda o: peak_bytes(graph, o))

@@ -78,7 +78,7 @@ def anytime(
     if use_exact and run.exact(0.30 if graph.ops <= EXACT_OPS else 0.10):
         return run.outcome()
     if compiled:
-        run.beam([4**k for k in range(6, 12)], run.budget(1 / 2) - run.beam_work, run.until(0.25))
+        run.beam([4**k for k in range(12)], run.budget(1 / 2) - run.beam_work, run.until(0.25))
         if run.done():
             return run.outcome()
     improved = improve(graph, run.order, time_limit=run.left(), work=run.budget(1 / 64) if work else None)
@@ -112,6 +112,9 @@ class _Run:
         self.bounds = cut_bounds(self.tables, budget=self.budget(1 / 4), deadline=self.until(0.15))
         self.bound = self.bounds.best
         self.beam_work = 0
+        self.pace = 0.0
+        self.widest = 0
+        self.directions: tuple[bool, ...] = (False, True)
 
     def until(self, share: float) -> float:
         """The deadline of a step given `share` of the time; with a work budget the
@@ -134,11 +137,17 @@ class _Run:
             self.order, self.peak, self.found_by = order, peak, found_by
 
     def beam(self, widths: list[int], work: int, deadline: float) -> None:
-        order, peak, spent = beam_orders(
-            self.tables, self.order, self.peak, work=max(0, work), deadline=deadline, widths=widths
-        )
-        self.beam_work += spent
-        self.offer(order, peak, "beam")
+        """Beam rounds of the `widths` wider than any completed so far."""
+        beamed = beam_orders(
+            self.tables, self.order, self.peak,
+            work=UNLIMITED if self.work is None else max(0, work), deadline=deadline,
+            widths=[w for w in widths if w > self.widest], bound=self.bound, pace=self.pace,
+            directions=self.directions,
+        )  # fmt: skip
+        self.pace, self.widest = beamed.pace, max(self.widest, beamed.widest)
+        self.directions = beamed.directions
+        self.beam_work += beamed.work
+        self.offer(beamed.order, beamed.peak, "beam")
 
     def exact(self, share: float) -> bool:
         """The exact search from the incumbent; whether it settled the run."""

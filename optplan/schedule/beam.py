@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -34,6 +35,20 @@ from optplan.planners.jit import njit
 from optplan.schedule.tables import Tables
 
 UNLIMITED = 1 << 62  # a work budget that never runs out
+
+
+@dataclass(frozen=True, slots=True)
+class Beamed:
+    """What `beam_orders` found: the best order and its peak, the work it spent, its
+    pace (seconds per state of its widest run), the widest width it completed and the
+    directions still worth running (False: backwards, True: forwards)."""
+
+    order: tuple[int, ...]
+    peak: int
+    work: int
+    pace: float
+    widest: int
+    directions: tuple[bool, ...]
 
 
 def beam_orders(
@@ -44,28 +59,43 @@ def beam_orders(
     work: int,
     deadline: float,
     widths: Sequence[int] = (),
-) -> tuple[tuple[int, ...], int, int]:
-    """(best order, its peak, work spent): the incumbent unless a beam run beats it."""
-    best, best_peak, spent = tuple(incumbent), incumbent_peak, 0
-    per_state, seconds_per_state = 0.0, 0.0
+    bound: int = 0,
+    pace: float = 0.0,
+    directions: Sequence[bool] = (False, True),
+) -> Beamed:
+    """The best order: the incumbent unless a beam run beats it. Stops once an order
+    meets `bound` (a proven lower bound: nothing can beat it). `pace` is seconds per
+    state of the widest run so far, handed from call to call.
+
+    From width 64 on, a direction whose last run did worse than the other's is dropped
+    (a run that beats nothing counts as worst): on graphs whose peak lies at the end the
+    forward beam never wins, and it would take half of the time."""
+    best, best_peak, spent, widest = tuple(incumbent), incumbent_peak, 0, 0
+    per_state = 0.0
     timed = work >= UNLIMITED  # no budget: a round that cannot end in time is not begun
+    directions = list(directions)
     for width in widths or _widths():
-        for forward in (False, True):
-            if per_state and spent + per_state * width * t.ops > work:
-                return best, best_peak, spent
-            if timed and time.perf_counter() + seconds_per_state * width * t.ops > deadline:
-                return best, best_peak, spent
+        results = {}
+        for forward in directions:
+            if best_peak <= bound or (per_state and spent + per_state * width * t.ops > work):
+                return Beamed(best, best_peak, spent, pace, widest, tuple(directions))
+            if timed and time.perf_counter() + pace * width * t.ops > deadline:
+                return Beamed(best, best_peak, spent, pace, widest, tuple(directions))
             began = time.perf_counter()
             found, peak, made = beam(t, width, forward, best_peak, deadline)
             spent += made
             per_state = max(per_state, made / max(1, width * t.ops))
-            seconds = time.perf_counter() - began
-            seconds_per_state = max(seconds_per_state, seconds / max(1, width * t.ops))
+            # The pace of the widest run so far: narrow runs are dominated by fixed costs.
+            pace = (time.perf_counter() - began) / max(1, width * t.ops)
+            results[forward] = peak if found is not None else 1 << 62
             if found is not None and peak < best_peak:
                 best, best_peak = found, peak
             if time.perf_counter() > deadline or spent >= work:
-                return best, best_peak, spent
-    return best, best_peak, spent
+                return Beamed(best, best_peak, spent, pace, widest, tuple(directions))
+        widest = width
+        if width >= 64 and len(results) == 2 and results[False] != results[True]:
+            directions = [min(results, key=lambda d: results[d])]
+    return Beamed(best, best_peak, spent, pace, widest, tuple(directions))
 
 
 def _widths() -> list[int]:
