@@ -1,7 +1,8 @@
 """Operator order: how much memory each scheduler saves, on graphs where order matters.
 
 For every graph (the repository's benchmark graphs in `benchmarks/graphs/`, the models in
-`examples/`, and TVM's high-level dumps in `../shared/data/tvm/highlevel/` when present):
+`examples/`, the training steps TVM's gradient pass wrote into `tests/data/training/`,
+and TVM's high-level dumps in `../shared/data/tvm/highlevel/` when present):
 
 1. the live-bytes peak at program order and at each of Inductor's three orders (LPMF,
    BFS, DFS);
@@ -41,12 +42,14 @@ from optplan.analysis.liveness import build_memory
 from optplan.frontends import load
 from optplan.ir import Program
 from optplan.passes.reorder import Reordered, reorder
-from optplan.planners import get_planner
+from optplan.planners import get_planner, jit
 from optplan.problem.plan import validate
 from optplan.runtime.replay import compare, make_inputs, planned_run, reference_run
 from optplan.schedule import Scheduler
 
 HIGHLEVEL = ROOT.parent / "shared" / "data" / "tvm" / "highlevel"
+# Training steps written by TVM's own gradient pass (graphs/relax_training.py).
+TRAINING = ROOT / "tests" / "data" / "training"
 HEURISTICS = ("lpmf", "bfs", "dfs")
 COLUMNS = (
     "graph", "ops", "program", "lpmf", "bfs", "dfs", "cpsat", "reordered", "bound", "optimal",
@@ -58,6 +61,8 @@ def corpus() -> dict[str, Callable[[], Program]]:
     graphs: dict[str, Callable[[], Program]] = dict(GRAPHS)
     for path in sorted((ROOT / "examples").glob("*.py")):
         graphs[path.stem] = lambda path=path: load(str(path)).program
+    for path in sorted(TRAINING.glob("*.py")):
+        graphs[f"relax/{path.stem}"] = lambda path=path: load(str(path)).program
     if HIGHLEVEL.is_dir():
         for path in sorted(HIGHLEVEL.glob("*.py")):
             graphs[f"tvm/{path.stem}"] = lambda path=path: load(str(path)).program
@@ -122,6 +127,8 @@ def main() -> None:
 
         run_graph_set(args)
         return
+    jit.warm("optplan.schedule.beam")  # compile once here, not inside a time limit
+    jit.warm("optplan.planners.search")
     wanted = {n for n in args.only.split(",") if n}
     rows = []
     print("  ".join(COLUMNS))
