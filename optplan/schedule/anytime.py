@@ -17,10 +17,10 @@ optimal). Each step gets a share of the time and, with `work`, of the work:
 
     step        share of the time   share of `work` (its unit)
     bound       15 %                1/4  (arcs the max-flows scan)
-    beam        15 % then 25 %      1/2  (states the beam makes)
-    exact       30 % (10 % beyond   1/64 (states expanded, each worth 16 beam states)
-                EXACT_OPS ops)
-    improve     what is left        1/64 (states expanded)
+    beam        15 % then 25 %      1/4, then up to 1/2 in all (states the beam makes)
+    exact       30 % (10 % beyond   1/64 (states expanded: one costs about as much
+                EXACT_OPS ops)           as a few dozen beam states)
+    improve     what is left        1/64 (states its window searches expand)
 
 With `work`, every step stops on its work alone and the time limit is only an outer
 guard, so the same graph and budget give the same order on any machine and at any
