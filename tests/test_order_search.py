@@ -8,9 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from optplan.frontends.graphs import read_graph
 from optplan.schedule import Scheduler
 from optplan.schedule.beam import beam
 from optplan.schedule.bounds import cut_bounds, static_bounds
@@ -125,3 +127,25 @@ def test_the_same_order_twice_under_a_work_budget_in_two_processes(tmp_path: Pat
     records = [json.loads(run.stdout) for run in runs]
     assert records[0]["order"] == records[1]["order"]
     assert records[0]["peak_bytes"] == records[1]["peak_bytes"] <= records[0]["program_order_peak_bytes"]
+
+
+def test_reorder_a_graph_from_the_command_line_and_read_the_order_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from optplan.cli import main
+
+    path = _layered(tmp_path, 60, seed=5)
+    out = tmp_path / "reordered.json"
+    assert main(["reorder", path, "--work", "200000", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["peak_bytes"] <= record["program_order_peak_bytes"]
+    assert record["bound_bytes"] <= record["peak_bytes"]
+    assert main(["reorder", path, "--work", "200000", "-o", str(out)]) == 0
+    assert f"written to {out}" in capsys.readouterr().out
+    again = read_graph(out)
+    assert list(again.nodes) == record["order"]
+    assert peak_bytes(again.graph, range(again.graph.ops)) == record["peak_bytes"]
+    assert main(["plan", path, "--reorder", "--work", "200000", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["lower_bound_bytes"] == record["peak_bytes"]
+    assert main(["reorder", path, "-o", str(tmp_path / "x.py")]) == 2
+    assert main(["plan", path, "--work", "5"]) == 2
