@@ -13,7 +13,7 @@ from optplan.problem import Memory
 # The subcommands' registry argparse hands each command module's `add`.
 Commands = argparse._SubParsersAction  # type: ignore[type-arg]
 
-REORDERS = ("auto", "program", "exact", "cpsat", "heuristic", "improve", "lpmf", "bfs", "dfs")
+REORDERS = ("auto", "program", "exact", "beam", "cpsat", "heuristic", "improve", "lpmf", "bfs", "dfs")
 
 
 class Parser(argparse.ArgumentParser):
@@ -99,7 +99,10 @@ def memories_of(args: argparse.Namespace) -> tuple[Memory, ...] | None:
 
 
 def add_input(parser: argparse.ArgumentParser, *, json: bool = True, memory: bool = True) -> None:
-    parser.add_argument("program", help="a TVMScript .py, an ONNX .onnx or a MiniMalloc .csv")
+    parser.add_argument(
+        "program",
+        help="a TVMScript .py, an ONNX .onnx, a .tflite, a MiniMalloc .csv or a node-link graph .json",
+    )
     parser.add_argument(
         "--alignment",
         type=positive_int,
@@ -154,6 +157,13 @@ def add_input(parser: argparse.ArgumentParser, *, json: bool = True, memory: boo
         const="auto",
         choices=REORDERS,
         help="first reorder each dataflow block for the least memory (default scheduler: auto)",
+    )
+    parser.add_argument(
+        "--work",
+        type=positive_int,
+        metavar="N",
+        help="stop the order search after N search steps rather than on the clock: the same "
+        "input gives the same order on any machine (--time-limit stays an outer guard)",
     )
 
 
