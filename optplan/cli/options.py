@@ -118,21 +118,7 @@ def add_input(parser: argparse.ArgumentParser, *, json: bool = True, memory: boo
     parser.add_argument(
         "--plan-outputs", action="store_true", help="also plan the function's outputs"
     )
-    parser.add_argument(
-        "--dim",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="fix a symbolic dimension of an ONNX model's inputs; for 'run', the size to "
-        "replay at, up to its bound (repeatable)",
-    )
-    parser.add_argument(
-        "--bound",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="upper bound of a symbolic dimension: tensors are planned at it (repeatable)",
-    )
+    _add_dims(parser)
     parser.add_argument(
         "--inplace",
         action="store_true",
@@ -151,6 +137,31 @@ def add_input(parser: argparse.ArgumentParser, *, json: bool = True, memory: boo
             "default 1. With several, plans say where each tensor is at every point and what "
             "it copies between them, for the least traffic",
         )
+    _add_order(parser)
+
+
+
+def _add_dims(parser: argparse.ArgumentParser) -> None:
+    """`--dim` and `--bound`: symbolic dimensions, as read and as planned."""
+    parser.add_argument(
+        "--dim",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="fix a symbolic dimension of an ONNX model's inputs; for 'run', the size to "
+        "replay at, up to its bound (repeatable)",
+    )
+    parser.add_argument(
+        "--bound",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="upper bound of a symbolic dimension: tensors are planned at it (repeatable)",
+    )
+
+
+def _add_order(parser: argparse.ArgumentParser) -> None:
+    """`--reorder` and the work budget of its search."""
     parser.add_argument(
         "--reorder",
         nargs="?",
