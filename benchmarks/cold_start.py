@@ -10,10 +10,12 @@ Steps:
    (`python3 -m venv .venv && .venv/bin/pip install -q -e .`), timed: the `install` row.
 3. Each case runs twice with the copy's `optplan` command, as a user types it: cold (the
    copy as the install left it: every file written since is removed first) and warm
-   (right after, once any background compile has ended). Wall seconds are end to end
-   (interpreter start, imports, reading, planning); `compiled` counts the numba kernels
-   written to the cache by the cold run (and by any background compile it started), and
-   `note` is the note it printed, if any.
+   (right after, once any background compile has ended). Seconds are end to end
+   (interpreter start, imports, reading, planning): wall, and CPU (user + system of the
+   process and what it waited for; a detached background compile is not in it), which
+   a shared machine's load sways less; `compiled` counts the numba kernels written to
+   the cache by the cold run (and by any background compile it started), and `note` is
+   the note it printed, if any.
 
 Cases: MiniMalloc's 11 with cpsat at --time-limit 5 and 60 (`minimalloc-5`,
 `minimalloc-60`), idealloc's S_1 and Y_1 with greedy (`idealloc`), the transformer
@@ -28,6 +30,7 @@ import argparse
 import csv
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -47,12 +50,14 @@ COLUMNS = (
     "warm_arena",
     "cold_s",
     "warm_s",
+    "cold_cpu_s",
+    "warm_cpu_s",
     "cold_status",
     "warm_status",
     "compiled",
     "note",
 )
-WIDTHS = (16, 13, 13, 7, 7, 9, 9, 8)
+WIDTHS = (19, 13, 13, 7, 7, 10, 10, 11, 11, 8)
 BACKGROUND_WAIT_S = 900  # a background compile on a loaded machine: give it time to end
 
 
@@ -68,11 +73,12 @@ class Case:
 
 @dataclass(frozen=True, slots=True)
 class Run:
-    """What one run gave: the arena, the status, wall seconds, the note it printed."""
+    """What one run gave: the arena, the status, wall and CPU seconds, its note."""
 
     arena: int | None
     status: str
     seconds: float
+    cpu_seconds: float
     note: str
 
 
@@ -130,11 +136,11 @@ def clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "PYTHONPATH"))}
 
 
-def install(tree: Path) -> float:
-    """Step 2: the README's install command in the copy; its wall seconds."""
-    started = time.perf_counter()
+def install(tree: Path) -> tuple[float, float]:
+    """Step 2: the README's install command in the copy; its wall and CPU seconds."""
+    before, started = cpu_of_children(), time.perf_counter()
     subprocess.run(INSTALL, shell=True, cwd=tree, env=clean_env(), check=True)
-    return time.perf_counter() - started
+    return time.perf_counter() - started, cpu_of_children() - before
 
 
 def written(tree: Path) -> set[Path]:
@@ -153,19 +159,25 @@ def settle(tree: Path) -> None:
 def run(tree: Path, case: Case) -> Run:
     """One run of the case's command in the copy, as a user would type it."""
     command = [str(tree / ".venv" / "bin" / "optplan"), *case.args, "--json"]
-    started = time.perf_counter()
+    before, started = cpu_of_children(), time.perf_counter()
     done = subprocess.run(
         command, check=False, cwd=tree, env=clean_env(), capture_output=True, text=True
     )
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, cpu_of_children() - before
     notes = [line for line in done.stderr.splitlines() if line.startswith("optplan: note")]
     note = notes[0].removeprefix("optplan: note: ") if notes else ""
     if done.returncode != 0:
-        return Run(None, f"exit {done.returncode}", seconds, done.stderr.strip()[-200:])
+        return Run(None, f"exit {done.returncode}", seconds, cpu, done.stderr.strip()[-200:])
     result = json.loads(done.stdout)
     rows = result if case.compare else [result]
     best = min(rows, key=lambda row: row["arena_bytes"])
-    return Run(int(best["arena_bytes"]), str(best["status"]), seconds, note)
+    return Run(int(best["arena_bytes"]), str(best["status"]), seconds, cpu, note)
+
+
+def cpu_of_children() -> float:
+    """CPU seconds of the child processes this one has waited for, so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def measure(tree: Path, case: Case, installed: set[Path]) -> dict[str, object]:
@@ -183,6 +195,8 @@ def measure(tree: Path, case: Case, installed: set[Path]) -> dict[str, object]:
         "warm_arena": "" if warm.arena is None else warm.arena,
         "cold_s": f"{cold.seconds:.1f}",
         "warm_s": f"{warm.seconds:.1f}",
+        "cold_cpu_s": f"{cold.cpu_seconds:.1f}",
+        "warm_cpu_s": f"{warm.cpu_seconds:.1f}",
         "cold_status": cold.status,
         "warm_status": warm.status,
         "compiled": compiled,
@@ -205,11 +219,12 @@ def main(argv: list[str] | None = None) -> int:
     todo = cases(chosen, args.instances.replace(",", ""))
     tree = fresh_tree(args.rev)
     try:
-        seconds = install(tree)
+        seconds, cpu = install(tree)
         installed = written(tree)
         print(" ".join(h.rjust(w) for h, w in zip(COLUMNS, WIDTHS)), "note")
         rows: list[dict[str, object]] = [dict.fromkeys(COLUMNS, "")]
-        rows[0].update(case="install", cold_s=f"{seconds:.1f}", note=INSTALL)
+        rows[0].update(case="install", cold_s=f"{seconds:.1f}", cold_cpu_s=f"{cpu:.1f}")
+        rows[0]["note"] = INSTALL
         rows[0]["compiled"] = sum(1 for path in installed if path.suffix == ".nbi")
         show(rows[0])
         for case in todo:

@@ -51,8 +51,8 @@ import numpy as np
 from optplan.planners.common import Rect, make_form
 from optplan.planners.greedy.buckets import place_buckets, reads, shift_for
 from optplan.planners.greedy.sweeps import best_hole, first_hole
+from optplan.planners.jit import GREEDY, njit, warm
 from optplan.planners.jit import NUMBA_INSTALLED as COMPILED
-from optplan.planners.jit import njit
 from optplan.problem import Buffer, Interval, Problem, columns_of
 
 _LIMIT = 1 << 62  # numbers at or above this could overflow an int64 sum or product
@@ -201,6 +201,7 @@ def _assemble(
     size, residue, modulus, pin = shape
     if not _fits(size, modulus, pin, length):
         return None
+    warm(GREEDY)  # where pip did not compile the kernels ahead: all of them, once
     points, ranks = np.unique(np.concatenate((start, end)), return_inverse=True)
     ranks = ranks.reshape(-1).astype(np.int64)
     starts, ends = ranks[: len(start)], ranks[len(start) :]
