@@ -171,6 +171,6 @@ def _infer_tensor_to_shape(call: Call, arg_types: Sequence[Type | None]) -> Type
 
 # Functions of the runtime's (VM builtins): a packed call's type is its annotation. None
 # has a kernel here, so a program calling one is planned but not replayed.
-register(OpDef("call_packed", _infer_packed, effect=True))
-register(OpDef("call_builtin_with_ctx", _infer_packed, effect=True))
+register(OpDef("call_packed", _infer_packed, effect=True, runtime_result=True))
+register(OpDef("call_builtin_with_ctx", _infer_packed, effect=True, runtime_result=True))
 register(OpDef("tensor_to_shape", _infer_tensor_to_shape))
