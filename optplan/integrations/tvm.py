@@ -56,7 +56,7 @@ except ImportError as missing:  # pragma: no cover - exercised only without the 
 
 from optplan.integrations import tvm_ir
 from optplan.integrations.tvm_ir import storage_bytes
-from optplan.integrations.tvm_left import Left, left_to_tvm, returned_roots
+from optplan.integrations.tvm_left import Left, split
 
 __all__ = [
     "FunctionReport",
@@ -238,18 +238,10 @@ def _warn(report: FunctionReport) -> None:
 def _plan_function(
     name: str, func: relax.Function, mod: tvm.IRModule, options: Options
 ) -> tuple[relax.Function, FunctionReport]:
-    carved = tvm_ir.carves(func.body)
-    sizes = tvm_ir.storages(func.body)
-    returned = returned_roots(func)
-    outputs = {b.value.args[0] for b in carved if b.var in returned}
-    unbounded = {b.var for b in carved if sizes[b.value.args[0]] is None}
-    mine = [
-        k
-        for k, b in enumerate(carved)
-        if sizes[b.value.args[0]] is not None and b.value.args[0] not in outputs
-    ]
+    carved, sizes = tvm_ir.carves(func.body), tvm_ir.storages(func.body)
+    parts = split(func, mod)
+    mine, left = parts.mine, parts.left
     tvm_bytes = sum(sizes[s] or 0 for s in {carved[k].value.args[0] for k in mine})
-    left = left_to_tvm(func, mod, unbounded, {b.var for b in carved if b.value.args[0] in outputs})
     bounds = tuple(sorted(tvm_ir.signature_bounds(func).items()))
     names = tuple(carved[k].var.name for k in mine)
     kept = FunctionReport(name, 0, tvm_bytes, tvm_bytes, None, None, "tvm", 0.0, None, bounds,
@@ -298,7 +290,7 @@ def _fault(problem: Problem, plan: Plan, tvm_bytes: int) -> str | None:
 
 
 def _problem(
-    name: str, func: relax.Function, carved: list[relax.Binding], mine: list[int], alignment: int
+    name: str, func: relax.Function, carved: list[relax.Binding], mine: Sequence[int], alignment: int
 ) -> Problem:
     """Step 2: the tensors `mine` (indices into `carved`, TVM's carves in program order)
     as buffers of their size at the bounds, live as optplan reads them from TVM's text.

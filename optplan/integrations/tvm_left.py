@@ -32,11 +32,13 @@ from optplan.integrations.tvm_ir import (
     ALLOC_TENSOR,
     BUILTIN_ALLOC,
     bindings,
+    carves,
     is_call,
+    storages,
     unbounded_names,
 )
 
-__all__ = ["Left", "left_to_tvm", "returned_roots"]
+__all__ = ["Left", "Split", "split"]
 
 _VIEWS = ("relax.reshape", "relax.memory.view", "relax.memory.ensure_zero_offset")
 _PACKED = (
@@ -65,14 +67,28 @@ class Left:
         return f"{self.name} {self.type}: {self.reason}"
 
 
-def left_to_tvm(
-    func: relax.Function, mod: tvm.IRModule, unbounded: set[relax.Var], returned: set[relax.Var]
-) -> tuple[Left, ...]:
-    """Kinds 1-4 of the docstring in program order. `unbounded` are the carves TVM put
-    on storages of symbolic size, `returned` those on storages of a returned value."""
+@dataclass(frozen=True, slots=True)
+class Split:
+    """A function's memory after StaticPlanBlockMemory: the carves optplan plans (indices
+    into `tvm_ir.carves`: those on storages of constant size that hold no returned value)
+    and what stays TVM's."""
+
+    mine: tuple[int, ...]
+    left: tuple[Left, ...]
+
+
+def split(func: relax.Function, mod: tvm.IRModule) -> Split:
+    """The carves optplan plans, and kinds 1-4 of the docstring in program order."""
+    carved, sizes = carves(func.body), storages(func.body)
     roots = _roots(func)
+    outputs = _refers(func.body.body, roots)
+    returned = {b.value.args[0] for b in carved if b.var in outputs}  # TVM's storages for them
+    mine = tuple(
+        k
+        for k, b in enumerate(carved)
+        if sizes[b.value.args[0]] is not None and b.value.args[0] not in returned
+    )
     opaque = _opaque_uses(func, mod, roots)
-    outputs = returned_roots(func, roots)
     used = set(relax.analysis.free_vars(func.body.body))
     for b in bindings(func.body):
         used |= set(relax.analysis.free_vars(b.value))
@@ -82,9 +98,9 @@ def left_to_tvm(
         why: tuple[str, str] | None = None
         if is_call(value, BUILTIN_ALLOC):
             why = _unplanned_reason(b.var, outputs, opaque)
-        elif is_call(value, ALLOC_TENSOR) and b.var in returned:
+        elif is_call(value, ALLOC_TENSOR) and value.args[0] in returned:
             why = "returned", "returned by the function: the caller's memory (TVM's storage)"
-        elif is_call(value, ALLOC_TENSOR) and b.var in unbounded:
+        elif is_call(value, ALLOC_TENSOR) and sizes.get(value.args[0], 0) is None:
             why = _unbounded_reason(func, value.ty.shape)
         elif _packed_name(value) is not None and _holds_memory(b.var) and b.var in used:
             why = "runtime", (
@@ -93,14 +109,7 @@ def left_to_tvm(
             )
         if why is not None:
             left.append(Left(b.var.name, _type(b.var), why[1], why[0]))
-    return tuple(left)
-
-
-def returned_roots(func: relax.Function, roots: dict[relax.Var, set[relax.Var]] | None = None
-                   ) -> set[relax.Var]:  # fmt: skip
-    """The allocations whose memory the function's result holds (through any alias)."""
-    roots = _roots(func) if roots is None else roots
-    return _refers(func.body.body, roots)
+    return Split(mine, tuple(left))
 
 
 def _unplanned_reason(
