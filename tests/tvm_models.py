@@ -356,7 +356,7 @@ DECODER_SIZES = {"tiny": (64, 4, 128, 128, 2), "small": (256, 4, 1024, 1024, 2)}
 class Decoder:
     """A decoder exported with symbolic lengths: `prefill(ids[1, seq_len], ...)` and
     `decode(ids[1, 1], ..., total_seq_len)`, each appending to a KV cache per layer
-    (`nn.KVCache`, a runtime object made by `_initialize_effect`), with
+    (`nn.KVCache`, a runtime object made by `_initialize_effect`, of `cache_shape`), with
     `tir_var_upper_bound` {"seq_len": bound} and {"total_seq_len": bound}. `weights` are
     random, in the order of the functions' weight parameters."""
 
@@ -364,7 +364,9 @@ class Decoder:
     mod: Any
     bound: int
     arch: str
+    dtype: str
     vocab: int
+    cache_shape: tuple[int, int, int]
     weights: tuple[np.ndarray, ...]
 
 
@@ -385,7 +387,8 @@ def decoder(arch: str, dtype: str, bound: int, size: str = "tiny") -> Decoder:
     mod["prefill"] = mod["prefill"].with_attr("tir_var_upper_bound", {"seq_len": bound})
     mod["decode"] = mod["decode"].with_attr("tir_var_upper_bound", {"total_seq_len": bound})
     weights = _args(mod["decode"].params[int(mod["decode"].attrs["num_input"]) :])
-    return Decoder(f"{arch}_{dtype}_{bound}", mod, bound, arch, vocab, weights)
+    cache = (bound, heads, d // heads)
+    return Decoder(f"{arch}_{dtype}_{bound}", mod, bound, arch, dtype, vocab, cache, weights)
 
 
 def _decoder_module(nn: Any, arch: str, dt: str, bound: int, sizes: tuple[int, ...]) -> Any:
@@ -470,30 +473,33 @@ def _decoder_module(nn: Any, arch: str, dt: str, bound: int, sizes: tuple[int, .
 
 def run_decoder(executable: Any, model: Decoder, function: str, length: int) -> np.ndarray:
     """The logits of `function` at `length` tokens in the Relax VM: prefill of `length`
-    tokens; or decode of the `length`-th token after a prefill of the ones before (none
-    for the first). Tokens from a seed that depends on the length only, caches new."""
+    tokens into new caches; or decode of the `length`-th token into caches that hold
+    `length - 1` entries already. Tokens and cache entries from a seed that depends on the
+    length only. The caches are the runtime's own (`_initialize_effect`'s, or made by the
+    same builtin it calls, already filled: no prefill of `length - 1` tokens first)."""
     import tvm
     from tvm import relax
 
     vm = relax.VirtualMachine(executable, tvm.cpu())
+    rng = np.random.default_rng(length)
+    ids = rng.integers(0, model.vocab, (1, length)).astype("int32")
     caches = list(vm["_initialize_effect"]())
-    ids = np.random.default_rng(length).integers(0, model.vocab, (1, length)).astype("int32")
+    if function == "decode":
+        create = tvm.get_global_func("vm.builtin.attention_kv_cache_create")
+        shape = tvm.runtime.ShapeTuple(model.cache_shape)
+        entries = [rng.standard_normal(model.cache_shape) * 0.1 for _ in caches]
+        caches = [create(tvm.runtime.tensor(e.astype(model.dtype)), shape, length - 1)
+                  for e in entries]  # fmt: skip
+    args = [tvm.runtime.tensor(ids if function == "prefill" else ids[:, -1:])]
+    if model.arch == "gpt2":
+        start = 0 if function == "prefill" else length - 1
+        positions = np.arange(start, length, dtype="int32")[None]
+        args.append(tvm.runtime.tensor(positions))
+    if function == "decode":
+        args.append(tvm.runtime.ShapeTuple([length]))
     weights = [tvm.runtime.tensor(w) for w in model.weights]
-
-    def call(name: str, tokens: np.ndarray, start: int, *extra: Any) -> Any:
-        args = [tvm.runtime.tensor(tokens)]
-        if model.arch == "gpt2":
-            positions = np.arange(start, start + tokens.shape[1], dtype="int32")[None]
-            args.append(tvm.runtime.tensor(positions))
-        logits, state = vm[name](*args, *extra, *caches, *weights)
-        caches[:] = list(state)
-        return logits.numpy()
-
-    if function == "prefill":
-        return call("prefill", ids, 0)
-    if length > 1:
-        call("prefill", ids[:, :-1], 0)
-    return call("decode", ids[:, -1:], length - 1, tvm.runtime.ShapeTuple([length]))
+    logits, _ = vm[function](*args, *caches, *weights)
+    return logits.numpy()
 
 
 # ---------------------------------------------------------------------------- both ways
