@@ -1,7 +1,8 @@
 """What `PlanBlockMemory` leaves to TVM in a function, and why, read off TVM's IR.
 
 After StaticPlanBlockMemory, memory the pass does not place in optplan's arena is of
-four kinds; `left_to_tvm` names each tensor (or object) and its reason:
+four kinds; `split` names each tensor (or object) and its reason, beside the carves
+optplan plans:
 
 1. An `R.builtin.alloc_tensor` TVM itself left unplanned (the VM allocates it when the
    function runs): a tensor the function returns (the caller owns it); one passed to a
