@@ -12,6 +12,13 @@ Steps, per model (`tests/tvm_models.py` at its "real" scale unless `--scale tiny
    byte.
 4. Print a table and write benchmarks/results/integrations.csv.
 
+With `--dynamic` instead: GPT-2- and LLaMA-style decoders from `relax.frontend.nn`
+(`tests/tvm_models.py` `decoder`: 2 layers, hidden 256, fp32 and fp16) whose prefill and
+decode (with a KV cache) have a symbolic length bounded at 512 and at 2048, planned both
+ways at the bound, run at lengths 1, 17 and the bound, and the same function planned with
+its length fixed at the bound (`fixed_bytes`, which optplan's arena must equal); the table
+goes to benchmarks/results/integrations_dynamic.csv.
+
 With `--executorch` instead: the models of `tests/executorch_models.py` (CNNs, a U-Net, an
 MLP with skips, a GRU, a random DAG, encoder layers, `cond`, `map`, a KV-cache step with
 mutable buffers, the same step through the reinplace pass, MobileNet-like blocks through
@@ -35,6 +42,7 @@ benchmarks/results/integrations_executorch_tiers.csv.
     python benchmarks/integrations.py [--models gpt2,resnet50] [--time-limit 30] [--no-run]
                                       [--plan-only llama_fp16]
     python benchmarks/integrations.py --executorch [--tiers]
+    python benchmarks/integrations.py --dynamic [--bounds 512,2048] [--models gpt2_float16]
 
 Real scales: MLP 784-2048x4-10 at batch 128; GPT-2 small (12 layers, d=768, vocab
 50257) at sequence 128; LLaMA-style fp16 at TinyLlama's widths (d=2048, 32 heads, ffn
@@ -64,6 +72,8 @@ RESULTS_EXECUTORCH = ROOT / "benchmarks" / "results" / "integrations_executorch.
 RESULTS_TIERS = ROOT / "benchmarks" / "results" / "integrations_executorch_tiers.csv"
 FAST_SHARES = (25, 50)  # the fast memory, in % of ExecuTorch's own one-buffer plan
 SLOW_COST = 10
+RESULTS_DYNAMIC = ROOT / "benchmarks" / "results" / "integrations_dynamic.csv"
+DECODERS = ("gpt2_float32", "gpt2_float16", "llama_float32", "llama_float16")
 
 
 @dataclass(frozen=True)
@@ -113,6 +123,46 @@ def measure(name: str, scale: str, time_limit: float, run: bool) -> Row:
         equal,
         round(time.perf_counter() - started, 1),
     )
+
+
+@dataclass(frozen=True)
+class DynamicRow:
+    model: str
+    function: str
+    bound: int
+    tensors: int
+    tvm_bytes: int
+    optplan_bytes: int
+    bound_bytes: int | None
+    fixed_bytes: int
+    saved_pct: float
+    status: str
+    left_to_tvm: int
+    equal_at_1: str
+    equal_at_17: str
+    equal_at_bound: str
+    total_seconds: float
+
+
+def measure_dynamic(name: str, bound: int, time_limit: float, run: bool) -> list[DynamicRow]:
+    """One row per function with a symbolic length (prefill, decode) of decoder `name`."""
+    started = time.perf_counter()
+    arch, dtype = name.split("_")
+    model = tvm_models.decoder(arch, dtype, bound, "small")
+    both = tvm_models.decoder_both(model, time_limit=time_limit, build=run)
+    rows = []
+    for function in tvm_models.DECODER_FUNCTIONS:
+        report, theirs = both.reports[function], both.tvm_bytes[function]
+        fixed = tvm_models.fixed_at_bound(model, function, time_limit=time_limit)
+        equal = [str(both.same_at(function, n)) if run else "not run" for n in (1, 17, bound)]
+        ours = both.optplan_bytes[function]
+        rows.append(DynamicRow(
+            name, function, bound, report.tensors, theirs, ours, report.bound_bytes,
+            fixed.arena_bytes, round(100 * (theirs - ours) / theirs, 1) if theirs else 0.0,
+            report.status if report.kept is None else f"kept TVM's: {report.kept}",
+            len(report.left), *equal, round(time.perf_counter() - started, 1),
+        ))  # fmt: skip
+    return rows
 
 
 @dataclass(frozen=True)
@@ -265,6 +315,12 @@ def print_table(rows: Sequence[Any]) -> None:
         print("  ".join(cell.rjust(width) for cell, width in zip(line, widths)))
 
 
+def _results_path(args: argparse.Namespace) -> Path:
+    if args.executorch:
+        return RESULTS_TIERS if args.tiers else RESULTS_EXECUTORCH
+    return RESULTS_DYNAMIC if args.dynamic else RESULTS
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", help="comma-separated names (default: every model)")
@@ -274,12 +330,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--plan-only", default="", help="models to plan but not build or run")
     parser.add_argument("--executorch", action="store_true", help="ExecuTorch's models instead")
     parser.add_argument("--tiers", action="store_true", help="with --executorch: fast and slow ids")
+    parser.add_argument("--dynamic", action="store_true", help="symbolic-length decoders instead")
+    parser.add_argument("--bounds", default="512,2048", help="with --dynamic: the length bounds")
     parser.add_argument("--csv", type=Path)
     args = parser.parse_args(argv)
     rows: list[Any] = []
-    path = args.csv or (RESULTS if not args.executorch else RESULTS_TIERS if args.tiers else RESULTS_EXECUTORCH)
+    path = args.csv or _results_path(args)
     plan_only = set(args.plan_only.split(","))
-    if args.executorch:
+    if args.dynamic:
+        for bound in (int(b) for b in args.bounds.split(",")):
+            for name in args.models.split(",") if args.models else DECODERS:
+                run = not args.no_run and name not in plan_only
+                rows += measure_dynamic(name, bound, args.time_limit, run)
+                write_csv(rows, path)
+    elif args.executorch:
         import executorch_models
 
         from optplan.planners import jit

@@ -13,7 +13,7 @@ from optplan.problem import Memory
 # The subcommands' registry argparse hands each command module's `add`.
 Commands = argparse._SubParsersAction  # type: ignore[type-arg]
 
-REORDERS = ("auto", "program", "exact", "cpsat", "heuristic", "improve", "lpmf", "bfs", "dfs")
+REORDERS = ("auto", "program", "exact", "beam", "cpsat", "heuristic", "improve", "lpmf", "bfs", "dfs")
 
 
 class Parser(argparse.ArgumentParser):
@@ -99,7 +99,10 @@ def memories_of(args: argparse.Namespace) -> tuple[Memory, ...] | None:
 
 
 def add_input(parser: argparse.ArgumentParser, *, json: bool = True, memory: bool = True) -> None:
-    parser.add_argument("program", help="a TVMScript .py, an ONNX .onnx or a MiniMalloc .csv")
+    parser.add_argument(
+        "program",
+        help="a TVMScript .py, an ONNX .onnx, a .tflite, a MiniMalloc .csv or a node-link graph .json",
+    )
     parser.add_argument(
         "--alignment",
         type=positive_int,
@@ -115,21 +118,7 @@ def add_input(parser: argparse.ArgumentParser, *, json: bool = True, memory: boo
     parser.add_argument(
         "--plan-outputs", action="store_true", help="also plan the function's outputs"
     )
-    parser.add_argument(
-        "--dim",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="fix a symbolic dimension of an ONNX model's inputs; for 'run', the size to "
-        "replay at, up to its bound (repeatable)",
-    )
-    parser.add_argument(
-        "--bound",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="upper bound of a symbolic dimension: tensors are planned at it (repeatable)",
-    )
+    _add_dims(parser)
     parser.add_argument(
         "--inplace",
         action="store_true",
@@ -148,12 +137,44 @@ def add_input(parser: argparse.ArgumentParser, *, json: bool = True, memory: boo
             "default 1. With several, plans say where each tensor is at every point and what "
             "it copies between them, for the least traffic",
         )
+    _add_order(parser)
+
+
+
+def _add_dims(parser: argparse.ArgumentParser) -> None:
+    """`--dim` and `--bound`: symbolic dimensions, as read and as planned."""
+    parser.add_argument(
+        "--dim",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="fix a symbolic dimension of an ONNX model's inputs; for 'run', the size to "
+        "replay at, up to its bound (repeatable)",
+    )
+    parser.add_argument(
+        "--bound",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="upper bound of a symbolic dimension: tensors are planned at it (repeatable)",
+    )
+
+
+def _add_order(parser: argparse.ArgumentParser) -> None:
+    """`--reorder` and the work budget of its search."""
     parser.add_argument(
         "--reorder",
         nargs="?",
         const="auto",
         choices=REORDERS,
         help="first reorder each dataflow block for the least memory (default scheduler: auto)",
+    )
+    parser.add_argument(
+        "--work",
+        type=positive_int,
+        metavar="N",
+        help="stop the order search after N search steps rather than on the clock: the same "
+        "input gives the same order on any machine (--time-limit stays an outer guard)",
     )
 
 

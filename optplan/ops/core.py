@@ -52,6 +52,9 @@ class OpDef:
     needs_positive: bool = False
     indexed_size: IndexedSize | None = None
     runs: Runs = Runs.OP
+    # The result is the runtime's memory (a packed function's): never planned, as TVM's
+    # StaticPlanBlockMemory gives a packed call's result no storage.
+    runtime_result: bool = False
 
 
 OPS: dict[str, OpDef] = {}
