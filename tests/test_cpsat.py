@@ -17,7 +17,7 @@ from optplan.planners import get_planner
 from optplan.planners.common import make_form, make_plan, now, top
 from optplan.planners.cpsat import CpSat, search_first
 from optplan.planners.cpsat import model as cpsat_model
-from optplan.planners.cpsat.model import part_top
+from optplan.planners.cpsat.part import part_top
 from optplan.planners.greedy import best_offsets
 from optplan.planners.search import Packing, SearchResult
 from optplan.planners.search import ask as search_ask

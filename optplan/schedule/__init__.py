@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from optplan.schedule.anytime import anytime, beam_ready
 from optplan.schedule.beam import UNLIMITED, beam_orders
 from optplan.schedule.bounds import cut_bounds
-from optplan.schedule.cpsat import cpsat_schedule
 from optplan.schedule.graph import Graph, is_valid_order, lower_bound, peak_bytes
 from optplan.schedule.heuristics import bfs, dfs, lpmf, program_order
 from optplan.schedule.improve import improve
@@ -132,6 +131,8 @@ def _run(options: Scheduler, graph: Graph) -> tuple[tuple[int, ...], int]:
         )  # fmt: skip
         return beamed.order, 0
     if name == "cpsat":
+        from optplan.schedule.cpsat import cpsat_schedule  # OR-Tools: only for this model
+
         order, _, _, _ = cpsat_schedule(graph, start, time_limit=options.time_limit)
         better = min((order, start), key=lambda o: peak_bytes(graph, o))
         return better, 0

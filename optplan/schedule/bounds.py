@@ -38,7 +38,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from ortools.graph.python import max_flow  # type: ignore[import-untyped]
 
 from optplan.schedule.tables import Tables, ancestor_masks, descendant_masks
 
@@ -85,7 +84,7 @@ def cut_bounds(t: Tables, *, budget: int, deadline: float) -> Bounds:
     per_op = static.copy()
     if t.ops == 0:
         return Bounds((), t.start_held, 0, True, 0)
-    network = _Network(t)
+    network: _Network | None = None  # built at the first cut: budget 0 asks none
     upper = _upper_estimates(t, ancestors, descendants)
     best = int(static.max())
     known: list[np.ndarray] = []  # cut sets found, as bit sets, with their held bytes
@@ -97,6 +96,8 @@ def cut_bounds(t: Tables, *, budget: int, deadline: float) -> Bounds:
         if work >= budget or time.perf_counter() > deadline:
             complete = False
             break
+        if network is None:
+            network = _Network(t)
         held, side = network.cut(v, t)
         work += network.arcs
         asked += 1
@@ -113,6 +114,8 @@ class _Network:
     __slots__ = ("arcs", "flow", "sink", "sink_arcs", "source", "source_arcs")
 
     def __init__(self, t: Tables) -> None:
+        from ortools.graph.python import max_flow  # type: ignore[import-untyped]
+
         n, m = t.ops, len(t.sizes)
         infinite = int(t.sizes.sum()) + 1
         self.source, self.sink = n + m, n + m + 1

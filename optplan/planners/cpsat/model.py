@@ -28,51 +28,15 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
 from optplan.planners.common import Rect, now
+from optplan.planners.cpsat.part import PartResult, Settings, part_top
+from optplan.planners.cpsat.progress import REPORT_SECONDS
 from optplan.planners.watch import Watch
 from optplan.problem.plan import Status
-
-
-class Settings(Protocol):
-    """What a part's solve reads of the planner's options (`cpsat.CpSat` has them)."""
-
-    @property
-    def decide_first(self) -> bool: ...
-    @property
-    def symmetry(self) -> bool: ...
-    @property
-    def first_pass(self) -> float: ...
-    @property
-    def num_workers(self) -> int: ...
-    @property
-    def random_seed(self) -> int: ...
-    @property
-    def watch(self) -> Watch | None: ...
-
-REPORT_SECONDS = 0.1  # a planner reports at most this often, unless forced
-
-
-def part_top(part: Sequence[Rect], offsets: Sequence[int]) -> int:
-    """The highest byte of `part` with `offsets` (one per rectangle index)."""
-    return max((offsets[r.index] + r.size for r in part), default=0)
-
-
-# ---------------------------------------------------------------------------- solving
-
-
-@dataclass(frozen=True, slots=True)
-class PartResult:
-    """What the solver made of one part: offsets (by rect index) if found, and a bound."""
-
-    status: Status
-    offsets: list[int] | None
-    bound: int
-    notes: dict[str, object] = field(default_factory=dict)
 
 
 def solve_part(

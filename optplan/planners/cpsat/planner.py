@@ -89,13 +89,12 @@ from optplan.planners.common import (
     now,
     top,
 )
-from optplan.planners.cpsat.model import PartResult, part_top, solve_part
+from optplan.planners.cpsat.part import PartResult, part_top
 from optplan.planners.cpsat.progress import hearing, is_stopped, report_progress
 from optplan.planners.cpsat.search_first import search_first
 from optplan.planners.greedy import Greedy, best_offsets
 from optplan.planners.greedy.planner import pack_with
 from optplan.planners.greedy.tries import tries
-from optplan.planners.lns import improve
 from optplan.planners.tiers.exact import plan_exact
 from optplan.planners.watch import Watch
 from optplan.problem import Problem
@@ -307,6 +306,8 @@ def _round(work: _Work, offsets: list[int], bound: int) -> _Rounds:
     """One round: the parts by their current arena, highest first, share the time left
     among those above their target; a later round gives what is left to the parts that
     still set the arena, starting from their best placement so far."""
+    from optplan.planners.cpsat.model import solve_part  # OR-Tools: only when solving
+
     form, options, capacity = work.form, work.options, work.form.problem.capacity
     pending = sorted(work.parts, key=lambda part: -part_top(part, offsets))
     descending = [-part_top(part, offsets) for part in pending]
@@ -368,6 +369,8 @@ def _improve_part(
     starts when the budget is shorter than one greedy run on the part took last time
     (at 1,000,000 rectangles a run takes 2 s, and a second round used to start one with
     1 s left)."""
+    from optplan.planners.lns import improve  # OR-Tools: only when improving
+
     options, last_run = work.options, work.runs.get(id(part), 0.0)
     if budget < last_run:
         return PartResult(Status.FEASIBLE, None, floor)

@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from optplan.planners.common import Rect, top
-from optplan.planners.cpsat.model import REPORT_SECONDS, Settings
+from optplan.planners.cpsat.part import Settings
+
+REPORT_SECONDS = 0.1  # a planner reports at most this often, unless forced
 
 
 def is_stopped(options: Settings) -> bool:

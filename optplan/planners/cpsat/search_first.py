@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from optplan.planners import jit
 from optplan.planners.common import Form, Rect, now, top
-from optplan.planners.cpsat.model import Settings, part_top
+from optplan.planners.cpsat.part import Settings, part_top
 from optplan.planners.cpsat.progress import hearing, is_stopped, report_progress
 from optplan.planners.search import Packing, SearchStatus, ask, lowest, prepare
 from optplan.problem.plan import Status

@@ -20,13 +20,15 @@ import time
 
 from optplan.planners.tiers.driver import RULES, Found, best_found, found_plan
 from optplan.planners.tiers.form import TierForm, crowded, make_tier_form
-from optplan.planners.tiers.model import MODEL_MAX_BOOLS, model_size, solve_tiers
 from optplan.planners.tiers.stays import Packer, floor_traffic, no_plan, pack, traffic
 from optplan.planners.watch import Watch
 from optplan.problem import Problem
 from optplan.problem.outcome import Plan, Status
 
 HEURISTICS = ("fill-size", "fill-density", "spill")
+
+# Above this many residency bools the model is not built (the heuristics' plan stands).
+MODEL_MAX_BOOLS = 400_000
 
 
 def plan_exact(
@@ -54,6 +56,8 @@ def plan_exact(
     stopped = watch is not None and watch.stopped
     if model_size(form) > MODEL_MAX_BOOLS or left <= 0 or stopped:
         return _fallback(form, best, name, started, floor, "the model was not run")
+    from optplan.planners.tiers.model import solve_tiers  # OR-Tools: only when solving
+
     hint = None if best is None else (best.stays, best.packed.offsets)
     solved = solve_tiers(form, hint, seconds=left, workers=workers, seed=seed, watch=watch)
     bound = max(floor, solved.bound)
@@ -71,6 +75,12 @@ def plan_exact(
     if watch is not None and watch.stopped:  # Ctrl-C: the best so far
         plan.detail["interrupted"] = True
     return plan
+
+
+def model_size(form: TierForm) -> int:
+    """The model's residency bools: one per track, point and memory it may use (one per
+    memory for a fixed track)."""
+    return sum((1 if t.fixed else len(t.points)) * len(t.allowed) for t in form.tracks)
 
 
 def _fallback(form: TierForm, best: Found | None, name: str, started: float, floor: int, why: str) -> Plan:

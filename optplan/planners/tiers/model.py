@@ -38,8 +38,6 @@ from optplan.planners.tiers.stays import Stays
 from optplan.planners.watch import Watch
 from optplan.problem import residue_of
 
-# Above this many residency bools the model is not built (the heuristics' plan stands).
-MODEL_MAX_BOOLS = 400_000
 SUBSOLVERS = ("max_lp", "default_lp")
 
 Literal = cp_model.IntVar
@@ -72,10 +70,6 @@ class Solved:
     offsets: dict[int, dict[str, int]]
     traffic: int
     bound: int
-
-
-def model_size(form: TierForm) -> int:
-    return sum((1 if t.fixed else len(t.points)) * len(t.allowed) for t in form.tracks)
 
 
 def solve_tiers(
@@ -302,4 +296,4 @@ def _name(form: TierForm, m: int) -> str:
     return form.memories[m].name
 
 
-__all__ = ["MODEL_MAX_BOOLS", "Solved", "model_size", "solve_tiers"]
+__all__ = ["Solved", "solve_tiers"]
