@@ -16,7 +16,10 @@ unrolled GRU and a random DAG (many short-lived tensors of mixed sizes); attenti
 branches are planned first and set bytes aside, and `map`); mutable buffers (a KV cache
 and a sliding window updated every step); the reinplace pass on that step, which hands
 the planner a slice update stored inside the window (`storage_base`); XNNPACK, whose
-delegate asks for 64 bytes of padding; a dynamic batch planned at its upper bound.
+delegate asks for 64 bytes of padding; a dynamic batch planned at its upper bound; two
+spec sets built to force the exact planner's later steps (`staggered`, where greedy
+misses the live-bytes bound and the exact search reaches it, and `gapped`, where no plan
+reaches it and CP-SAT's own model settles the optimum).
 """
 
 from __future__ import annotations
@@ -488,6 +491,7 @@ BUILDERS: dict[str, Callable[[], Case]] = {
     "mobilenet_xnnpack": mobilenet_xnnpack,
     "dynamic_batch": dynamic_batch,
     "staggered": staggered,
+    "gapped": gapped,
     "gpt2": gpt2,
     "bert": bert,
     "vit": vit,

@@ -2,12 +2,13 @@
 
 - Every model of `executorch_models` (CNNs, a U-Net, an MLP with skips, a GRU, a random
   DAG, attention, `cond`, `map`, mutable buffers, the reinplace pass on a KV-cache step,
-  XNNPACK's padding, a dynamic batch, and four `transformers` models) is exported and
-  lowered twice, with ExecuTorch's default planner and with optplan's; both `.pte`
-  programs run in ExecuTorch's runtime on the same inputs (several calls in order for a
-  model with state). Outputs must be equal to each other bit for bit and close to eager
-  torch; optplan's buffers at or below ExecuTorch's; every planned graph's report
-  consistent (at or above its proven bound); both `.pte` files pass `optplan check`.
+  XNNPACK's padding, a dynamic batch, the two forced spec sets below, and four
+  `transformers` models) is exported and lowered twice, with ExecuTorch's default planner
+  and with optplan's; both `.pte` programs run in ExecuTorch's runtime on the same inputs
+  (several calls in order for a model with state). Outputs must be equal to each other
+  bit for bit and close to eager torch; optplan's buffers at or below ExecuTorch's; every
+  planned graph's report consistent (at or above its proven bound); both `.pte` files
+  pass `optplan check`.
 - A suite of three algorithms (two of optplan's and ExecuTorch's greedy) keeps the
   smallest plan.
 - Every bad argument of `algorithm()` is one error naming the argument, before any export.
