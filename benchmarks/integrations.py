@@ -19,15 +19,16 @@ ways at the bound, run at lengths 1, 17 and the bound, and the same function pla
 its length fixed at the bound (`fixed_bytes`, which optplan's arena must equal); the table
 goes to benchmarks/results/integrations_dynamic.csv.
 
-With `--executorch` instead: the models of `tests/executorch_models.py` (CNNs, a U-Net, an
-MLP with skips, a GRU, a random DAG, encoder layers, `cond`, `map`, a KV-cache step with
-mutable buffers, the same step through the reinplace pass, MobileNet-like blocks through
-XNNPACK, a dynamic batch, a model where greedy misses the bound; GPT-2, BERT, ViT and
-LLaMA from `transformers` configs with random weights, at the tests' sizes) are lowered by
-ExecuTorch with its default planner and with `optplan.executorch.algorithm()`, run in
-ExecuTorch's runtime (several calls in order for a model with state), and compared with
-each other and with eager torch; the table (with the bound optplan proved and the gap to
-it) goes to benchmarks/results/integrations_executorch.csv.
+With `--executorch` instead: the models of `tests/executorch_models.py` (CNNs, a U-Net,
+an MLP with skips, a GRU, a random DAG, encoder layers, `cond`, `map`, a KV-cache step
+with mutable buffers, the same step through the reinplace pass, MobileNet-like blocks
+through XNNPACK, a dynamic batch, a model where greedy misses the bound and one where no
+plan reaches it; GPT-2, BERT, ViT and LLaMA from `transformers` configs with random
+weights, at the tests' sizes) are lowered by ExecuTorch with its default planner and with
+`optplan.executorch.algorithm()`, run in ExecuTorch's runtime (several calls in order for
+a model with state), and compared with each other and with eager torch; the table (with
+the bound optplan proved and the gap to it) goes to
+benchmarks/results/integrations_executorch.csv.
 
 With `--executorch --tiers`: fast and slow memory ids. Each model gets a fast memory of
 25 % and of 50 % of the bytes ExecuTorch's own plan takes in one buffer and an unbounded

@@ -2,17 +2,20 @@
 
 - Every model of `executorch_models` (CNNs, a U-Net, an MLP with skips, a GRU, a random
   DAG, attention, `cond`, `map`, mutable buffers, the reinplace pass on a KV-cache step,
-  XNNPACK's padding, a dynamic batch, and four `transformers` models) is exported and
-  lowered twice, with ExecuTorch's default planner and with optplan's; both `.pte`
-  programs run in ExecuTorch's runtime on the same inputs (several calls in order for a
-  model with state). Outputs must be equal to each other bit for bit and close to eager
-  torch; optplan's buffers at or below ExecuTorch's; every planned graph's report
-  consistent (at or above its proven bound); both `.pte` files pass `optplan check`.
+  XNNPACK's padding, a dynamic batch, the two forced spec sets below, and four
+  `transformers` models) is exported and lowered twice, with ExecuTorch's default planner
+  and with optplan's; both `.pte` programs run in ExecuTorch's runtime on the same inputs
+  (several calls in order for a model with state). Outputs must be equal to each other
+  bit for bit and close to eager torch; optplan's buffers at or below ExecuTorch's; every
+  planned graph's report consistent (at or above its proven bound); both `.pte` files
+  pass `optplan check`.
 - A suite of three algorithms (two of optplan's and ExecuTorch's greedy) keeps the
   smallest plan.
 - Every bad argument of `algorithm()` is one error naming the argument, before any export.
-- A forced case: a spec set where greedy misses the bound, so that cpsat's exact search and
-  CP-SAT both run inside an export.
+- Two forced cases, read from the plan's detail: on `staggered` greedy misses the
+  live-bytes bound and cpsat's exact search reaches it, so CP-SAT's own model never runs;
+  on `gapped` no plan reaches that bound, the search lowers greedy's arena but leaves it
+  above the bound it proved, and CP-SAT's model runs on that gap and proves the optimum.
 - Random spec sets (hypothesis), including storage-backed specs (in-place and view
   outputs): the offsets written back pass the independent validator, views sit at their
   base plus their offset, and every offset is aligned.
@@ -198,8 +201,8 @@ class FakeSpec:
 
 def test_forced_search_runs_inside_an_export() -> None:
     """`staggered`'s specs defeat every greedy order of optplan's: cpsat runs its exact
-    search inside the export, reaches the live-bytes bound and proves it optimal; the
-    report shows greedy's arena and the search's."""
+    search inside the export, which reaches the live-bytes bound, so CP-SAT's own model
+    has nothing left to do; the report shows greedy's arena and the search's."""
     import torch
 
     jit.warm("optplan.planners.search")  # as the benchmarks do: no limit pays the compile
@@ -211,10 +214,41 @@ def test_forced_search_runs_inside_an_export() -> None:
     assert isinstance(detail, dict)
     assert detail["search_parts"] == 1
     assert detail["search_arena"] < detail["greedy_arena"]
+    assert detail["search_arena"] == detail["search_bound"] and detail["rounds"] == 0
     assert report.status == "optimal"
     assert report.buffer_bytes == report.bound_bytes < (report.executorch_bytes or 0)
     (got,), (reference,) = executorch_models.run(program, case), executorch_models.eager(case)
     assert all(torch.allclose(a, r) for a, r in zip(got, reference))
+
+
+def test_forced_cpsat_model_runs_inside_an_export(tmp_path: Path) -> None:
+    """`gapped`'s specs have no plan at the live-bytes bound: inside the export cpsat's
+    exact search lowers greedy's arena but leaves it above the bound it proved, and
+    CP-SAT's own model then runs on that gap and proves the optimum. The program
+    passes `optplan check`; its outputs equal ExecuTorch's own plan's bit for bit and
+    eager torch's."""
+    import torch
+
+    jit.warm("optplan.planners.search")  # as the benchmarks do: no limit pays the compile
+    reports, hear = _reports()
+    case = executorch_models.gapped()
+    ours = executorch_models.lower(case, [oet.algorithm(time_limit=10, report=hear)])
+    (report,) = reports
+    detail = report.detail["1"]
+    assert isinstance(detail, dict)
+    assert detail["search_parts"] == 1  # the search placed the part anew ...
+    assert detail["search_bound"] < detail["search_arena"] < detail["greedy_arena"]
+    assert detail["rounds"] >= 1 and detail["parts_solved"] >= 1  # ... and CP-SAT ran on it
+    assert report.status == "optimal"
+    assert detail["search_bound"] < report.bound_bytes == report.buffer_bytes
+    assert report.buffer_bytes < (report.executorch_bytes or 0)
+    default = executorch_models.lower(case, None)
+    (want,), (have,) = executorch_models.run(default, case), executorch_models.run(ours, case)
+    (reference,) = executorch_models.eager(case)
+    assert all(torch.equal(a, b) for a, b in zip(want, have))
+    assert all(torch.allclose(a, r, rtol=1e-4, atol=1e-5) for a, r in zip(have, reference))
+    (tmp_path / "gapped.pte").write_bytes(ours.buffer)
+    assert main(["check", str(tmp_path / "gapped.pte")]) == 0
 
 
 @st.composite

@@ -41,8 +41,11 @@ def search_first(
     The search always takes the form's parts (whether or not CP-SAT splits). Without a
     capacity it minimises the peak (asking at the lower bound first); with one it asks
     whether the buffers fit. Returns INFEASIBLE when it proved that nothing fits under
-    the capacity, the proven bound, and what it did for the plan's detail. `offsets`
-    (one per rectangle) is updated in place with the better placement.
+    the capacity, the proven bound, and what it did for the plan's detail (without a
+    capacity: `search_parts`, the parts it placed anew; `search_arena`, the arena after
+    it; `search_bound`, the bound it proved, which CP-SAT takes up where the arena is
+    still above it). `offsets` (one per rectangle) is updated in place with the better
+    placement.
     """
     rects = form.rects
     # The search places a class at multiples of its alignment only: pinned classes, and
@@ -58,7 +61,8 @@ def search_first(
     capacity = form.problem.capacity
     if capacity is None:
         proven, found = _search_parts(form, offsets, bound, deadline, options)
-        return None, proven, {"search_parts": found, "search_arena": top(rects, offsets)}
+        arena = top(rects, offsets)
+        return None, proven, {"search_parts": found, "search_arena": arena, "search_bound": proven}
     packing = prepare(rects, form.parts, options.random_seed)
     stop = functools.partial(is_stopped, options)
     answer = ask(packing, capacity, time_limit=max(deadline - now(), 0.0), stop=stop)
