@@ -300,3 +300,19 @@ def test_offsets_written_back_pass_the_validator(
         plan = Plan(offsets, arena, Status.FEASIBLE, "written", 0)
         assert validate(Problem(buffers, aliases), plan) == []
         assert all(r.mem_id == mem_id for r in placed.values())
+
+
+@pytest.mark.parametrize("planner", ["cpsat", "greedy"])
+def test_a_view_off_the_alignment_is_named(planner: str) -> None:
+    """ExecuTorch requires a storage-backed spec's place (its base's offset plus
+    `storage_base_offset`) to be a multiple of the alignment; one at byte 12 of its base
+    under alignment 16 can never be, so it is one error that names it, not an
+    "infeasible" plan."""
+    base, view = FakeSpec(64, [0, 3], None), FakeSpec(16, [1, 2], None)
+    view.storage_base, view.storage_base_offset = base, 12
+
+    class Module:
+        input_mem_buffer_sizes = None
+
+    with pytest.raises(ValueError, match=r"storage_base_offset 12 .* alignment 16"):
+        oet.algorithm(planner)(16, [base, view], Module(), None, 0)

@@ -62,7 +62,13 @@ from optplan.integrations.executorch_arguments import (
     limited_planners,
 )
 from optplan.integrations.executorch_memories import Outcome, plan_memories
-from optplan.integrations.executorch_specs import Ids, Judgement, MemoryUse, spec_interval
+from optplan.integrations.executorch_specs import (
+    Ids,
+    Judgement,
+    MemoryUse,
+    spec_interval,
+    storage_offset,
+)
 from optplan.integrations.executorch_specs import judge as judge_ids
 from optplan.planners import PLANNERS, get_planner
 from optplan.problem import Alias, Buffer, Memory, Problem
@@ -324,7 +330,7 @@ def to_problem(group: Sequence[Any], alignment: int) -> Problem:
         if spec.allocated_memory > 0
     )
     aliases = tuple(
-        Alias(str(index[id(spec.storage_base)]), str(k), spec.storage_base_offset)
+        Alias(str(index[id(spec.storage_base)]), str(k), storage_offset(spec, alignment))
         for k, spec in enumerate(group)
         if getattr(spec, "storage_base", None) is not None
         and id(spec.storage_base) in index

@@ -207,8 +207,22 @@ def memory_problem(given: Specs, rooms: Mapping[int, int | None]) -> Problem:
         )
         base = spec.storage_base
         if base is not None and id(base) in index:  # in place, or a view: inside its base
-            aliases.append(Alias(given.names[index[id(base)]], given.names[k], spec.storage_base_offset))
+            aliases.append(Alias(given.names[index[id(base)]], given.names[k], storage_offset(spec, given.alignment)))
     return Problem(tuple(buffers), tuple(aliases), memories=memories)
+
+
+def storage_offset(spec: Any, alignment: int) -> int:
+    """A storage-backed spec's byte offset inside its base. ExecuTorch places it at its
+    base's offset plus this and requires a multiple of the alignment, which no plan can
+    give when this offset is not one itself: a ValueError that says so."""
+    offset = int(spec.storage_base_offset)
+    if offset % alignment:
+        raise ValueError(
+            f"ExecuTorch handed over a storage-backed spec at storage_base_offset {offset} "
+            f"inside its base, not a multiple of the alignment {alignment}: no offset of "
+            f"its base can align it ({spec})"
+        )
+    return offset
 
 
 def spec_interval(spec: Any) -> Interval:
