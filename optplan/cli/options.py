@@ -41,6 +41,23 @@ def positive_int(text: str) -> int:
     return value
 
 
+_UNITS = {"": 1, "b": 1, "kib": 1024, "mib": 1024**2, "gib": 1024**3}
+
+
+def parse_bytes(text: str) -> int:
+    """A size in bytes: `1048576`, `64KiB`, `1.5 MiB` (B, KiB, MiB, GiB; a whole number
+    of bytes)."""
+    number = text.strip().rstrip("BbIiKkMmGg ")
+    unit = text.strip()[len(number) :].strip().lower()
+    try:
+        value = float(number) * _UNITS[unit]
+    except (ValueError, KeyError):
+        raise argparse.ArgumentTypeError(f"expected bytes (e.g. 1048576, 64KiB, 1.5MiB), got {text!r}") from None
+    if not math.isfinite(value) or value < 0 or value != int(value):
+        raise argparse.ArgumentTypeError(f"must be a whole, non-negative number of bytes, got {text!r}")
+    return int(value)
+
+
 def add_input(parser: argparse.ArgumentParser, *, json: bool = True) -> None:
     parser.add_argument("program", help="a TVMScript .py, an ONNX .onnx or a MiniMalloc .csv")
     parser.add_argument(
@@ -80,6 +97,12 @@ def add_input(parser: argparse.ArgumentParser, *, json: bool = True) -> None:
     )
     if json:
         parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument(
+        "--capacity",
+        type=parse_bytes,
+        metavar="BYTES",
+        help="the arena may hold at most this many bytes (KiB, MiB accepted)",
+    )
     parser.add_argument(
         "--reorder",
         nargs="?",

@@ -24,6 +24,10 @@ def _cmd_reorder(args: argparse.Namespace) -> int:
 
     check_output(args.output)
     loaded = load_input(args)
+    if args.capacity is not None:
+        from optplan.cli.budget import recompute_program
+
+        return recompute_program(args, loaded)
     if loaded.program is None:
         raise InputError(
             "a CSV problem has no operator order to change; give a .py or .onnx", file=args.program
@@ -85,5 +89,7 @@ def add(commands: Commands) -> None:
         "reorder", help="run each dataflow block in the order that needs the least memory"
     )
     add_input(reorder)
-    reorder.add_argument("-o", "--output", help="write the reordered program here (.py, or .onnx)")
+    reorder.add_argument(
+        "-o", "--output", help="write the reordered program here (.py, or .onnx; .json for a graph's schedule)"
+    )
     reorder.set_defaults(handler=_cmd_reorder)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from optplan.cli.budget import does_not_fit, with_capacity
 from optplan.cli.files import read_npz
 from optplan.cli.inputs import load_input, reorder_target
 from optplan.cli.options import Commands, add_input, parse_dims
@@ -28,7 +29,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
             "a CSV problem has no program to replay; give a .py or .onnx", file=args.program
         )
     # The reordered program replays against the original program's reference run.
-    target = reorder_target(args, loaded)
+    target = with_capacity(args, reorder_target(args, loaded))
+    copies: dict[str, str] = {}
+    if does_not_fit(args, target) is not None:
+        target, copies, line = _recomputed(args, target)
+        if line:
+            print(line)
+            return 1
     if args.plan:
         plan = read_plan(args.plan, target.problem)
     else:
@@ -60,13 +67,49 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if difference is not None:
         print(f"{args.program}: replay differs: {difference}")
         return 1
+    differs = _copies_differ(reference, planned, copies)
+    if differs is not None:
+        print(f"{args.program}: replay differs: {differs}")
+        return 1
     tensors = len(target.memory.placements)
     order = f", reordered by {args.reorder}" if args.reorder else ""
+    order += f", {len(copies)} values computed again" if copies else ""
     print(
         f"{args.program}: replay bit-for-bit equal to the reference run "
         f"({tensors} planned values in an arena of {plan.arena} bytes, plan by {plan.planner}{order})"
     )
     return 1 if faults else 0
+
+
+def _recomputed(args: argparse.Namespace, target: Loaded) -> tuple[Loaded, dict[str, str], str]:
+    """The program rewritten to fit `--capacity`, the values it computes again, and the
+    one line saying why there is none (empty when there is)."""
+    from optplan.cli.budget import does_not_fit, recompute_note, recomputed, recomputed_loaded
+
+    dims = parse_dims(args.dim)
+    if args.plan or any(target.bounds.get(name) != value for name, value in dims.items()):
+        raise InputError(
+            "--capacity that needs recomputation replays its own plan, at the planned sizes", file=args.program
+        )
+    result = recomputed(args, target)
+    if not result.status.has_plan:
+        return target, {}, f"{args.program}: {recompute_note(result, args.capacity)}"
+    print(f"{args.program}: {recompute_note(result, args.capacity)}", file=sys.stderr)
+    rewritten = recomputed_loaded(args, target, result)
+    line = does_not_fit(args, rewritten)
+    return rewritten, dict(result.copies), line or ""
+
+
+def _copies_differ(reference: object, planned: object, copies: dict[str, str]) -> str | None:
+    """A value computed again must equal, bit for bit, the original's reference value."""
+    expected = getattr(reference, "values", {})
+    found = getattr(planned, "values", {})
+    for new, old in copies.items():
+        if new in found and old in expected:
+            a, b = np.asarray(expected[old]), np.asarray(found[new])
+            if a.shape != b.shape or a.tobytes() != b.tobytes():
+                return f"{new!r}, computed again, differs from {old!r} of the reference run"
+    return None
 
 
 def _at_replayed_size(args: argparse.Namespace, loaded: Loaded, replay: Loaded, plan: Plan) -> list:  # type: ignore[type-arg]
