@@ -54,11 +54,11 @@ from optplan.schedule.remat.heuristic import extra_cost
 # MOCCASIN's ICML cases: its README's commands.
 ICML = (
     "random_layered_n100_w0.27_nlv0.75_ed0.2_scd0.14",
+    "fcn_8_vgg (MLSys)_32_(416, 608, 3)_train_nx",
+    "ResNet50 (MLSys)_256_(224, 224, 3)_train_nx",
     "random_layered_n250_w0.43_nlv0.75_ed0.2_scd0.14",
     "random_layered_n500_w0.36_nlv0.75_ed0.2_scd0.14",
     "random_layered_n1000_w0.31_nlv0.75_ed0.2_scd0.14",
-    "ResNet50 (MLSys)_256_(224, 224, 3)_train_nx",
-    "fcn_8_vgg (MLSys)_32_(416, 608, 3)_train_nx",
 )
 COLUMNS = (
     "graph", "nodes", "share", "budget", "optplan_status", "optplan_extra_pct", "optplan_bound_pct",
@@ -184,6 +184,7 @@ def graph_rows(args: argparse.Namespace, folder: Path) -> list[dict[str, object]
                 row.update(run_moccasin(command, path, share, args.time_limit, graph, ids, budget))
             rows.append(row)
             print(" | ".join(str(row.get(c, "")) for c in COLUMNS[:-1]), flush=True)
+            write(rows, args.out)  # so far: a long run cut short keeps its rows
     return rows
 
 
@@ -216,7 +217,7 @@ def write(rows: list[dict[str, object]], out: str) -> None:
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
         writer.writerows(rows)
-    print(f"wrote {out}")
+    print(f"wrote {out}", file=sys.stderr)
 
 
 if __name__ == "__main__":

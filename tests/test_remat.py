@@ -1,0 +1,143 @@
+"""Recomputation: schedules whose steps run an op more than once.
+
+Judged independently: the peak of a schedule against MOCCASIN's definition computed here
+on its own (an augmented graph of instances, each edge to the latest instance of the
+input before the step); every schedule's offsets by `validate` and by a byte-level
+replay in one arena; claimed optima and infeasibilities against a brute force over all
+schedules of tiny graphs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from optplan.problem import Problem
+from optplan.problem.plan import Status, validate
+from optplan.schedule.graph import Graph, peak_bytes, problem_of, step_bytes
+from optplan.schedule.remat import Remat, is_valid_steps, memory_bound, rematerialise
+
+
+@st.composite
+def graphs(draw: st.DrawFn, max_ops: int = 6) -> Graph:
+    """A DAG of ops in program order, each making one buffer (a peer's graph), with
+    sizes and costs that include 0."""
+    n = draw(st.integers(1, max_ops))
+    reads = []
+    for v in range(n):
+        reads.append(tuple(sorted(draw(st.sets(st.integers(0, v - 1), max_size=3)))) if v else ())
+    sizes = tuple(draw(st.lists(st.integers(0, 9), min_size=n, max_size=n)))
+    costs = tuple(draw(st.lists(st.integers(0, 5), min_size=n, max_size=n)))
+    return Graph(sizes, tuple((v,) for v in range(n)), tuple(reads), tuple(reads), costs=costs)
+
+
+def moccasin_peak(graph: Graph, steps: tuple[int, ...]) -> int:
+    """The definition, written apart from optplan's: at step j, the instance (j, v) and
+    every earlier instance (i, u) that a step k >= j reads, a read taking the latest
+    instance made before it."""
+    edges = set()
+    for j, v in enumerate(steps):
+        for b in graph.reads[v]:
+            i = max(i for i in range(j) if steps[i] == b)
+            edges.add((i, j))
+    peak = 0
+    for j, v in enumerate(steps):
+        held = [i for i in range(j) if any(a == i and k >= j for a, k in edges)]
+        peak = max(peak, graph.sizes[v] + sum(graph.sizes[steps[i]] for i in held))
+    return peak
+
+
+def schedules(graph: Graph, extra: int) -> list[tuple[int, ...]]:
+    """Every valid schedule with at most `extra` runs again and two runs per op."""
+    found = []
+    for length in range(graph.ops, graph.ops + extra + 1):
+        for steps in itertools.product(range(graph.ops), repeat=length):
+            if all(steps.count(v) <= 2 for v in range(graph.ops)) and is_valid_steps(graph, steps):
+                found.append(steps)
+    return found
+
+
+def replay(graph: Graph, steps: tuple[int, ...], offsets: dict[str, int], capacity: int) -> bool:
+    """Run the schedule in one arena of `capacity` bytes: each instance writes its own
+    pattern at its offset, each read checks the latest instance's bytes are intact."""
+    problem = problem_of(graph, steps)
+    arena = np.zeros(max(capacity, 1), dtype=np.int64)
+    runs = [0] * graph.ops
+    where: dict[int, tuple[int, int, int]] = {}  # buffer -> (offset, size, tag) of its latest
+    order = {b.id: k for k, b in enumerate(problem.buffers)}
+    for t, v in enumerate(steps):
+        for b in graph.reads[v]:
+            off, size, tag = where[b]
+            if size and not (arena[off : off + size] == tag).all():
+                return False
+        runs[v] += 1
+        name = f"b{v}" if runs[v] == 1 else f"b{v}@{runs[v]}"
+        off, size = offsets[name], graph.sizes[v]
+        if off + size > capacity:
+            return False
+        arena[off : off + size] = order[name] + 1
+        where[v] = (off, size, order[name] + 1)
+    return True
+
+
+@settings(max_examples=200, deadline=None)
+@given(graphs(), st.data())
+def test_peak_of_a_schedule_is_moccasins(graph: Graph, data: st.DataObject) -> None:
+    steps = data.draw(st.sampled_from(schedules(graph, 1)[:50]))
+    assert max(step_bytes(graph, steps)) == moccasin_peak(graph, steps)
+    assert peak_bytes(graph, steps) == moccasin_peak(graph, steps)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graphs(max_ops=4), st.floats(0.3, 1.1))
+@example(Graph((4, 4, 4, 1), ((0,), (1,), (2,), (3,)), ((), (0,), (1,), (0, 2)), ((), (0,), (1,), (0, 2)), costs=(1, 1, 1, 1)), 0.75)
+def test_schedules_fit_and_claims_hold(graph: Graph, share: float) -> None:
+    program_peak = peak_bytes(graph, tuple(range(graph.ops)))
+    budget = math.floor(program_peak * share)
+    result = rematerialise(graph, Remat(budget, time_limit=2.0))
+    every = schedules(graph, 2)
+    least_peak = min(moccasin_peak(graph, s) for s in every)
+    assert memory_bound(graph).bytes <= least_peak  # the bound is proven
+    if result.status is Status.INFEASIBLE:
+        assert budget < memory_bound(graph).bytes
+        return
+    if result.steps is None:
+        return
+    assert is_valid_steps(graph, result.steps)
+    assert peak_bytes(graph, result.steps) <= budget
+    assert result.plan is not None
+    problem = Problem(problem_of(graph, result.steps).buffers, capacity=budget)
+    assert validate(problem, result.plan) == []
+    assert replay(graph, result.steps, dict(result.plan.offsets), budget)
+    # No claimed optimum beaten, where the brute force sees every schedule of the
+    # model's space (first runs in program order, at most two runs per op).
+    fitting = [s for s in every if moccasin_peak(graph, s) <= budget and _first_runs(s) == tuple(range(graph.ops))]
+    if result.status is Status.OPTIMAL and fitting:
+        from optplan.schedule.remat.heuristic import extra_cost
+
+        assert result.extra_cost <= min(extra_cost(graph, s) for s in fitting)
+    assert result.bound_cost <= result.extra_cost
+
+
+def _first_runs(steps: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(dict.fromkeys(steps))
+
+
+def test_plain_orders_keep_their_problem() -> None:
+    graph = Graph((4, 4, 1), ((0,), (1,), (2,)), ((), (0,), (0, 1)), ((), (0,), (0, 1)))
+    assert [b.id for b in problem_of(graph, (0, 1, 2)).buffers] == ["b0", "b1", "b2"]
+    again = problem_of(graph, (0, 1, 0, 2))
+    assert [(b.id, b.live[0].start, b.live[0].end) for b in again.buffers] == [
+        ("b0", 0, 2), ("b1", 1, 4), ("b2", 3, 4), ("b0@2", 2, 4)
+    ]
+
+
+def test_budget_below_an_ops_inputs_and_outputs_is_infeasible_with_the_reason() -> None:
+    graph = Graph((4, 4, 1), ((0,), (1,), (2,)), ((), (0,), (0, 1)), ((), (0,), (0, 1)), labels=("a", "b", "c"))
+    result = rematerialise(graph, Remat(8, time_limit=1.0))
+    assert result.status is Status.INFEASIBLE
+    assert "'c' needs its inputs and outputs at once: 9 bytes" in result.reason
