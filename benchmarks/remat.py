@@ -211,8 +211,14 @@ def main() -> None:
     write(graph_rows(args, folder), args.out)
 
 
+PROGRAM_COLUMNS = (
+    "program", "share", "capacity", "status", "extra_pct", "bound_pct", "recomputed", "arena", "fits", "replay",
+    "seconds", "reason",
+)  # fmt: skip
+
+
 def write(rows: list[dict[str, object]], out: str) -> None:
-    columns = list(dict.fromkeys([c for row in rows for c in row])) if rows and "graph" not in rows[0] else COLUMNS
+    columns = PROGRAM_COLUMNS if rows and "program" in rows[0] else COLUMNS
     with open(out, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()

@@ -64,7 +64,7 @@ def _skip_model(onnx: object) -> object:
     from onnx import TensorProto, helper
 
     shape = [1, 64]
-    value = lambda name, dims=shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, dims)  # noqa: E731
+    value = lambda name, dims=shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, dims)
     nodes = [
         helper.make_node("Relu", ["x"], ["a"]),
         helper.make_node("Concat", ["a", "a"], ["b"], axis=1),

@@ -101,19 +101,28 @@ def recompute(
     graphs = _costed(program, block_graphs(program, plan_outputs=plan_outputs))
     budget = capacity_bytes
     result: Recomputed | None = None
+    unpacked: Recomputed | None = None  # live bytes within the budget, not yet packed
     for _ in range(4):
         left = time_limit - (time.perf_counter() - began)
         result = _attempt(program, graphs, budget, max(0.5, left / 2), plan_outputs, alignment, allow, original)
-        if result.status in (Status.INFEASIBLE, Status.UNKNOWN) or _fits(result, capacity_bytes, plan_outputs, alignment):
+        if not result.status.has_plan:
             break
+        if _fits(result, capacity_bytes, plan_outputs, alignment, left):
+            return dataclasses.replace(result, seconds=time.perf_counter() - began)
+        unpacked = unpacked or result
         budget -= max(1, budget // 50)
     assert result is not None
-    return dataclasses.replace(result, seconds=time.perf_counter() - began)
+    # The caller's planner may still pack what greedy could not: hand over the first
+    # program whose live bytes fit rather than nothing.
+    return dataclasses.replace(unpacked or result, seconds=time.perf_counter() - began)
 
 
-def _fits(result: Recomputed, capacity: int, plan_outputs: bool, alignment: int) -> bool:
+def _fits(result: Recomputed, capacity: int, plan_outputs: bool, alignment: int, seconds: float) -> bool:
     problem = build_memory(result.program, plan_outputs=plan_outputs, alignment=alignment).problem
-    plan = get_planner("greedy")(Problem(problem.buffers, problem.aliases, capacity))
+    problem = Problem(problem.buffers, problem.aliases, capacity)
+    plan = get_planner("greedy")(problem)
+    if not plan.status.has_plan and seconds > 1:
+        plan = get_planner("cpsat", time_limit=min(5.0, seconds / 4))(problem)
     return plan.status.has_plan
 
 

@@ -101,7 +101,7 @@ def rematerialise(graph: Graph, options: Remat, recomputable: Sequence[bool] | N
     orders = _orders(graph, options)
     exact = graph.ops <= options.exact_ops
     for order in orders:
-        share = 0.3 if exact else 1.0
+        share = 0.4 if exact else 1.0
         found = _fit(graph, order, options, allowed, began + share * options.time_limit)
         if found is not None and (best is None or found.extra < best.extra):
             best = found
@@ -131,7 +131,8 @@ def _orders(graph: Graph, options: Remat) -> list[tuple[int, ...]]:
     program = tuple(range(graph.ops))
     quick = best_quick(graph)
     # The order search overruns its limit on large graphs (15 s for 2 s at 1,000 ops).
-    searched = Scheduler("auto", time_limit=max(0.2, 0.2 * options.time_limit))(graph).order if graph.ops <= 200 else quick
+    seconds = max(0.5, 0.3 * options.time_limit)
+    searched = Scheduler("auto", time_limit=seconds)(graph).order if graph.ops <= 200 else quick
     orders = dict.fromkeys([program, quick, searched])
     return sorted(orders, key=lambda order: peak_bytes(graph, order))
 
@@ -141,6 +142,12 @@ def _fit(
 ) -> _Found | None:
     """Step 3 from one order: tighten the live-bytes target until the instances pack."""
     target, steps = options.budget_bytes, order
+    if peak_bytes(graph, order) <= target:
+        # An order that fits needs no recomputation: packing it is worth a little time
+        # even where the heuristics' share is spent (a loaded machine).
+        plan = pack(graph, order, options, max(deadline, time.perf_counter() + 2.0))
+        if plan is not None:
+            return _Found(order, plan, 0, "order", True)
     while target >= graph.base_bytes:
         found = _best_of(graph, steps, target, allowed, deadline)
         if found is None:

@@ -99,7 +99,7 @@ def greedy(
     while int(state.profile.max(initial=0)) > target:
         if time.perf_counter() > deadline:
             return None
-        found = _best_move(graph, state, target, recomputable, creator)
+        found = _best_move(graph, state, target, recomputable, creator, deadline)
         if found is None:
             return None
         state = evaluate(graph, found)
@@ -114,7 +114,12 @@ def _key(profile: np.ndarray, target: int) -> tuple[int, int, int]:
 
 
 def _best_move(
-    graph: Graph, state: _State, target: int, recomputable: Sequence[bool], creator: dict[int, int]
+    graph: Graph,
+    state: _State,
+    target: int,
+    recomputable: Sequence[bool],
+    creator: dict[int, int],
+    deadline: float,
 ) -> tuple[int, ...] | None:
     """Steps 2 and 3: the steps after the best move, or None when no move helps."""
     p = int(np.argmax(state.profile))
@@ -133,6 +138,8 @@ def _best_move(
     scored.sort()
     best: tuple[tuple[int, tuple[int, int, int]], tuple[int, ...]] | None = None
     for _, k, r in scored[:6]:
+        if time.perf_counter() > deadline:
+            break
         v = creator[state.buffer[k]]
         for depth in (0, 1, 2, 4, 8, 64):
             chain = _chain(graph, state, v, r, depth, recomputable, creator) + [v]

@@ -30,8 +30,10 @@ class _Stuck(Exception):
 class _Walk:
     """The state of one walk: what is held, the steps so far."""
 
-    def __init__(self, graph: Graph, order: Sequence[int], budget: int, recomputable: Sequence[bool]) -> None:
-        self.graph, self.budget, self.recomputable = graph, budget, recomputable
+    def __init__(
+        self, graph: Graph, order: Sequence[int], budget: int, recomputable: Sequence[bool], deadline: float
+    ) -> None:
+        self.graph, self.budget, self.recomputable, self.deadline = graph, budget, recomputable, deadline
         self.creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
         self.uses: list[list[int]] = [[] for _ in graph.sizes]
         for i, v in enumerate(order):
@@ -48,7 +50,10 @@ class _Walk:
         return uses[i] if i < len(uses) else None
 
     def run(self, w: int, pinned: set[int]) -> None:
-        """Step 2, then run w."""
+        """Step 2, then run w (a walk that thrashes, making the same tensors again and
+        again, gives up after three runs per op)."""
+        if len(self.steps) > 3 * self.graph.ops or time.perf_counter() > self.deadline:
+            raise _Stuck
         for b in self.graph.creates[w]:
             self.bytes -= self.held.pop(b, 0)  # a superseded instance had its last read
         new = sum(self.graph.sizes[b] for b in self.graph.creates[w])
@@ -97,7 +102,7 @@ def evict(
     graph: Graph, order: Sequence[int], budget: int, recomputable: Sequence[bool], deadline: float
 ) -> tuple[int, ...] | None:
     """The steps of the module docstring, or None when the walk gets stuck."""
-    walk = _Walk(graph, order, budget, recomputable)
+    walk = _Walk(graph, order, budget, recomputable, deadline)
     try:
         for i, v in enumerate(order):
             if time.perf_counter() > deadline:
