@@ -19,8 +19,9 @@ extra compute (the cost of every run after an op's first). Steps:
    runs in the searched order and once in the program order (MOCCASIN's own space),
    hinted with the best so far: first on live bytes, then its schedule packed; where
    the packing does not fit, the model with offsets (no-overlap-2D) is solved, hinted.
-   Its bound on the extra compute holds among schedules whose first runs follow one of
-   those orders and that run each op at most `copies` times.
+   Its bound on the extra compute holds among schedules in those stages (first runs in
+   one of those orders, each op at most `copies` times, the runs again before a first
+   run in that order's order); OPTIMAL means the least over every space searched.
 
 The best schedule found is never worse than the heuristics'; its offsets are judged by
 `validate` on `problem_of(graph, steps)` with the budget as capacity.
@@ -264,7 +265,9 @@ def _result(
             f"(the proven memory bound is {bound.bytes})"
         )
         return RematSchedule(None, Status.UNKNOWN, 0, 0, 0, total, model_bound, bound, None, "none", reason, seconds)
-    proven = max(model_bound, best.extra if best.optimal else 0)
+    # The least of the models' bounds holds over every space they searched; a model that
+    # proved its own space optimal says nothing of the other. No recomputation is optimal.
+    proven = 0 if best.extra == 0 else model_bound
     status = Status.OPTIMAL if best.extra <= proven else Status.FEASIBLE
     return RematSchedule(
         best.steps,
