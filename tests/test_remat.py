@@ -4,7 +4,8 @@ Judged independently: the peak of a schedule against MOCCASIN's definition compu
 on its own (an augmented graph of instances, each edge to the latest instance of the
 input before the step); every schedule's offsets by `validate` and by a byte-level
 replay in one arena; claimed optima and infeasibilities against a brute force over all
-schedules of tiny graphs.
+schedules of tiny graphs; random programs rewritten by the pass, replayed in NumPy bit
+for bit.
 """
 
 from __future__ import annotations
@@ -16,10 +17,17 @@ import numpy as np
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from optplan.problem import Problem
+from optplan.analysis.liveness import build_memory
+from optplan.analysis.types import infer_types
+from optplan.ir import Program
+from optplan.passes.recompute import recompute
+from optplan.planners import get_planner
+from optplan.problem import Problem, lower_bound
 from optplan.problem.plan import Status, validate
+from optplan.runtime.replay import compare, make_inputs, planned_run, reference_run
 from optplan.schedule.graph import Graph, peak_bytes, problem_of, step_bytes
 from optplan.schedule.remat import Remat, is_valid_steps, memory_bound, rematerialise
+from optplan.strategies.programs import programs
 
 
 @st.composite
@@ -155,3 +163,77 @@ def test_budget_below_an_ops_inputs_and_outputs_is_infeasible_with_the_reason() 
     result = rematerialise(graph, Remat(8, time_limit=1.0))
     assert result.status is Status.INFEASIBLE
     assert "'c' needs its inputs and outputs at once: 9 bytes" in result.reason
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs(), st.floats(0.4, 1.0))
+def test_random_programs_recomputed_replay_bit_for_bit(program: Program, share: float) -> None:
+    """Views, tuples, in-place calls, Ifs: whatever the pass rewrites plans within the
+    budget, passes the judge and replays bit for bit against the original."""
+    typed = infer_types(program)
+    peak = lower_bound(build_memory(typed, alignment=1).problem)
+    capacity = math.floor(peak * share)
+    result = recompute(typed, capacity, time_limit=2.0, alignment=1)
+    if not result.status.has_plan:
+        assert result.reason
+        return
+    memory = build_memory(result.program, alignment=1)
+    problem = Problem(memory.problem.buffers, memory.problem.aliases, capacity)
+    plan = get_planner("cpsat", time_limit=2.0)(problem)
+    if not plan.status.has_plan:
+        return  # the live bytes fit; the packing may need more than two seconds
+    assert validate(problem, plan) == []
+    inputs = make_inputs(typed, 0)
+    reference = reference_run(typed, inputs)
+    planned = planned_run(result.program, memory, plan, inputs)
+    if reference.failure is not None:
+        assert planned.failure is not None
+        return
+    assert compare(reference, planned) is None
+
+
+@st.composite
+def skip_programs(draw: st.DrawFn) -> Program:
+    """Chains of elementwise ops and opaque kernels with reads reaching back (skips, as a
+    backward pass reads the forward's activations), where recomputation pays."""
+    from benchmarks.graphs.builder import Builder
+
+    b = Builder()
+    values = [b.input("x", (4, 16))]
+    for _ in range(draw(st.integers(4, 12))):
+        last = values[-1]
+        kind = draw(st.sampled_from(("relu", "exp", "add", "opaque", "view")))
+        if kind in ("relu", "exp"):
+            values.append(b.op("nn.relu" if kind == "relu" else "exp", last))
+        elif kind == "add":
+            values.append(b.add(last, draw(st.sampled_from(values[: max(1, len(values) // 2)]))))
+        elif kind == "opaque":
+            values.append(b.opaque("mix", (last, draw(st.sampled_from(values))), (4, 16)))
+        else:
+            values.append(b.reshape(b.reshape(last, (16, 4)), (4, 16)))
+    return b.program(values[-1])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(skip_programs(), st.floats(0.0, 1.0))
+def test_programs_with_skips_recompute_and_replay_bit_for_bit(program: Program, share: float) -> None:
+    """Budgets between the proven memory bound and the program order's peak, where a
+    schedule may exist only with recomputation."""
+    from optplan.passes.reorder import block_graphs
+
+    peak = lower_bound(build_memory(program, alignment=1).problem)
+    floor = max(memory_bound(g).bytes for g in block_graphs(program))
+    capacity = floor + math.floor(share * (peak - floor))
+    result = recompute(program, capacity, time_limit=2.0, alignment=1)
+    assert result.status is not Status.INFEASIBLE  # the budget is not below the bound
+    if not result.status.has_plan:
+        return
+    memory = build_memory(result.program, alignment=1)
+    problem = Problem(memory.problem.buffers, memory.problem.aliases, capacity)
+    plan = get_planner("cpsat", time_limit=2.0)(problem)
+    if not plan.status.has_plan:
+        return
+    assert validate(problem, plan) == []
+    inputs = make_inputs(program, 0)
+    planned = planned_run(result.program, memory, plan, inputs)
+    assert compare(reference_run(program, inputs), planned) is None
