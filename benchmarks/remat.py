@@ -16,14 +16,21 @@ way networkx 3.1 does: generations of nodes in file order):
    greedy, then cpsat for up to 10 s).
 
     .venv/bin/python benchmarks/remat.py --graphs DIR [--moccasin "PYTHON MAIN.PY"]
-        [--time-limit 30] [--set icml|all] [--shares 0.9,0.8,0.7,0.6,0.5]
+        [--time-limit 30] [--set icml|all] [--shares 0.9,0.8,0.7,0.6,0.5] [--only n100]
+        [--out benchmarks/results/remat.csv]
+    .venv/bin/python benchmarks/remat.py --programs   # the training programs alone
 
 DIR holds MOCCASIN's graphs (its `data/` folder; or the environment variable
 OPTPLAN_PEER_GRAPHS); without it the set is skipped, saying why. The MOCCASIN command
 may also come from OPTPLAN_MOCCASIN; without it MOCCASIN's columns are left empty. The
 training graphs of `benchmarks/graphs/training.py` run as programs through
 `passes.recompute` (costs estimated from the op table), at the same shares of their
-program order's peak. Prints a table and writes `benchmarks/results/remat.csv`.
+program order's peak (`--programs`, `benchmarks/results/remat_programs.csv`). Prints
+a table and writes `benchmarks/results/remat.csv`. MOCCASIN's copy needs small fixes to
+run at all (package imports in main.py, no `rockmate` import, networkx < 3.2 for
+`node_link_graph`'s `attrs`, lists for `AddCumulative` in OR-Tools 9.15, the worker
+count from MOCCASIN_WORKERS, default 2) and a last line printing its result as JSON:
+`RESULT {"status", "schedule", "budget", "topo_mem", "topo_order", "nodes"}`.
 """
 
 from __future__ import annotations

@@ -186,9 +186,6 @@ def refuse_capacity_without_program(args: argparse.Namespace, loaded: Loaded) ->
         raise InputError("a CSV problem has no operator order to change; give a .py, .onnx or .json", file=args.program)
 
 
-def say(line: str) -> None:
-    print(line, file=sys.stderr)
-
 
 def recompute_program(args: argparse.Namespace, loaded: Loaded) -> int:
     """`reorder --capacity`: the schedule of a graph, or the program rewritten."""
