@@ -12,11 +12,15 @@ Steps, per model (`tests/tvm_models.py` at its "real" scale unless `--scale tiny
    byte.
 4. Print a table and write benchmarks/results/integrations.csv.
 
-With `--executorch` instead: the models of `tests/executorch_models.py` (two torch.nn CNNs;
-GPT-2, BERT, ViT and LLaMA from `transformers` configs with random weights, at the tests'
-sizes) are lowered by ExecuTorch with its default planner and with
-`optplan.executorch.algorithm()`, run in ExecuTorch's runtime, and compared; the table goes
-to benchmarks/results/integrations_executorch.csv.
+With `--executorch` instead: the models of `tests/executorch_models.py` (CNNs, a U-Net, an
+MLP with skips, a GRU, a random DAG, encoder layers, `cond`, `map`, a KV-cache step with
+mutable buffers, the same step through the reinplace pass, MobileNet-like blocks through
+XNNPACK, a dynamic batch, a model where greedy misses the bound; GPT-2, BERT, ViT and
+LLaMA from `transformers` configs with random weights, at the tests' sizes) are lowered by
+ExecuTorch with its default planner and with `optplan.executorch.algorithm()`, run in
+ExecuTorch's runtime (several calls in order for a model with state), and compared with
+each other and with eager torch; the table (with the bound optplan proved and the gap to
+it) goes to benchmarks/results/integrations_executorch.csv.
 
     python benchmarks/integrations.py [--models gpt2,resnet50] [--time-limit 30] [--no-run]
                                       [--plan-only llama_fp16]
@@ -101,33 +105,54 @@ def measure(name: str, scale: str, time_limit: float, run: bool) -> Row:
 @dataclass(frozen=True)
 class ExecuTorchRow:
     model: str
-    default_bytes: int
+    specs: int
+    executorch_bytes: int
     optplan_bytes: int
+    bound_bytes: int
     saved_pct: float
+    gap_pct: float
+    status: str
+    plan_seconds: float
     outputs_equal: bool
     total_seconds: float
 
 
 def measure_executorch(name: str, time_limit: float) -> ExecuTorchRow:
+    """One model lowered both ways and run: ExecuTorch's bytes and optplan's, the bound
+    optplan proved (the method's, after its submodules' plans), and whether the outputs
+    equal ExecuTorch's plan's bit for bit and eager torch's within 1e-4."""
     import executorch_models
     import torch
 
     import optplan.executorch
 
     started = time.perf_counter()
-    _, module, inputs = executorch_models.BUILDERS[name]()
-    default = executorch_models.lower(module, inputs, None)
-    ours = executorch_models.lower(
-        module, inputs, [optplan.executorch.algorithm(time_limit=time_limit)]
+    case = executorch_models.BUILDERS[name]()
+    reports: list[optplan.executorch.PlanReport] = []
+    default = executorch_models.lower(case, None)
+    algo = optplan.executorch.algorithm(time_limit=time_limit, report=reports.append)
+    ours = executorch_models.lower(case, [algo])
+    expected, got = executorch_models.run(default, case), executorch_models.run(ours, case)
+    reference = executorch_models.eager(case)
+    equal = all(
+        len(want) == len(have) == len(eager)
+        and all(torch.equal(a, b) for a, b in zip(want, have))
+        and all(torch.allclose(b, e, rtol=1e-4, atol=1e-5) for b, e in zip(have, eager))
+        for want, have, eager in zip(expected, got, reference)
     )
-    expected, got = executorch_models.run(default, inputs), executorch_models.run(ours, inputs)
     theirs, mine = executorch_models.buffer_bytes(default), executorch_models.buffer_bytes(ours)
+    method = reports[-1]
     return ExecuTorchRow(
         name,
+        sum(r.specs for r in reports),
         theirs,
         mine,
+        method.bound_bytes,
         round(100 * (theirs - mine) / theirs, 1) if theirs else 0.0,
-        len(expected) == len(got) and all(torch.equal(a, b) for a, b in zip(expected, got)),
+        round(100 * method.gap, 1),
+        method.status,
+        round(sum(r.seconds for r in reports), 2),
+        equal,
         round(time.perf_counter() - started, 1),
     )
 
@@ -156,6 +181,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.executorch:
         import executorch_models
 
+        from optplan.planners import jit
+
+        jit.warm("optplan.planners.search")  # compiled up front: no time limit pays for it
         for name in args.models.split(",") if args.models else executorch_models.BUILDERS:
             rows.append(measure_executorch(name, args.time_limit))
             write_csv(rows, path)

@@ -1,7 +1,8 @@
 """Operator order: how much memory each scheduler saves, on graphs where order matters.
 
 For every graph (the repository's benchmark graphs in `benchmarks/graphs/`, the models in
-`examples/`, and TVM's high-level dumps in `../shared/data/tvm/highlevel/` when present):
+`examples/`, the training steps TVM's gradient pass wrote into `tests/data/training/`,
+and TVM's high-level dumps in `../shared/data/tvm/highlevel/` when present):
 
 1. the live-bytes peak at program order and at each of Inductor's three orders (LPMF,
    BFS, DFS);
@@ -15,12 +16,19 @@ For every graph (the repository's benchmark graphs in `benchmarks/graphs/`, the 
     .venv/bin/python benchmarks/reorder.py [--time-limit 30] [--only inception,unet]
 
 Prints a table and writes `benchmarks/results/reorder.csv`.
+
+`--graphs` runs the computation-graph set instead (`graph_set.py`): the peers' graphs
+(Checkmate's 14 and MOCCASIN's random layered graphs, from a fetched copy named by
+`--peers DIR` or `$OPTPLAN_PEER_GRAPHS`; skipped, saying why, when absent) and our own
+random layered graphs of 1,000 and 3,000 ops, 60 s each, into
+`benchmarks/results/reorder_graphs.csv`.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -34,12 +42,14 @@ from optplan.analysis.liveness import build_memory
 from optplan.frontends import load
 from optplan.ir import Program
 from optplan.passes.reorder import Reordered, reorder
-from optplan.planners import get_planner
+from optplan.planners import get_planner, jit
 from optplan.problem.plan import validate
 from optplan.runtime.replay import compare, make_inputs, planned_run, reference_run
 from optplan.schedule import Scheduler
 
 HIGHLEVEL = ROOT.parent / "shared" / "data" / "tvm" / "highlevel"
+# Training steps written by TVM's own gradient pass (graphs/relax_training.py).
+TRAINING = ROOT / "tests" / "data" / "training"
 HEURISTICS = ("lpmf", "bfs", "dfs")
 COLUMNS = (
     "graph", "ops", "program", "lpmf", "bfs", "dfs", "cpsat", "reordered", "bound", "optimal",
@@ -51,6 +61,8 @@ def corpus() -> dict[str, Callable[[], Program]]:
     graphs: dict[str, Callable[[], Program]] = dict(GRAPHS)
     for path in sorted((ROOT / "examples").glob("*.py")):
         graphs[path.stem] = lambda path=path: load(str(path)).program
+    for path in sorted(TRAINING.glob("*.py")):
+        graphs[f"relax/{path.stem}"] = lambda path=path: load(str(path)).program
     if HIGHLEVEL.is_dir():
         for path in sorted(HIGHLEVEL.glob("*.py")):
             graphs[f"tvm/{path.stem}"] = lambda path=path: load(str(path)).program
@@ -107,7 +119,16 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=30.0, help="seconds per scheduler and planner")
     parser.add_argument("--cpsat-ops", type=int, default=60, help="run the joint CP-SAT model up to this many ops")
     parser.add_argument("--only", default="", help="comma-separated graph names")
+    parser.add_argument("--graphs", action="store_true", help="the computation-graph set instead")
+    parser.add_argument("--peers", default=os.environ.get("OPTPLAN_PEER_GRAPHS", ""), help="folder of the peers' graphs")
     args = parser.parse_args()
+    if args.graphs:
+        from benchmarks.graph_set import run_graph_set
+
+        run_graph_set(args)
+        return
+    jit.warm("optplan.schedule.beam")  # compile once here, not inside a time limit
+    jit.warm("optplan.planners.search")
     wanted = {n for n in args.only.split(",") if n}
     rows = []
     print("  ".join(COLUMNS))

@@ -19,6 +19,7 @@ _EXPORTS = {
     "Alias": "optplan.problem",
     "Buffer": "optplan.problem",
     "Interval": "optplan.problem",
+    "Memory": "optplan.problem",
     "Problem": "optplan.problem",
     "lower_bound": "optplan.problem",
     "read_csv": "optplan.problem",
@@ -38,6 +39,7 @@ __all__ = [
     "Buffer",
     "Interval",
     "Loaded",
+    "Memory",
     "Plan",
     "Problem",
     "Status",
@@ -52,7 +54,16 @@ __all__ = [
 if TYPE_CHECKING:
     from optplan.frontends import Loaded, load
     from optplan.planners import PLANNERS, get_planner
-    from optplan.problem import Alias, Buffer, Interval, Problem, lower_bound, read_csv, write_csv
+    from optplan.problem import (
+        Alias,
+        Buffer,
+        Interval,
+        Memory,
+        Problem,
+        lower_bound,
+        read_csv,
+        write_csv,
+    )
     from optplan.problem.plan import Plan, Status, validate
 
 

@@ -1,6 +1,22 @@
 """`optplan.executorch`, the name ExecuTorch users import: the algorithm lives in
 `optplan.integrations.executorch`."""
 
-from optplan.integrations.executorch import algorithm, plan_specs
+from optplan.integrations.executorch import (
+    DEFAULT_TIME_LIMIT_S,
+    Algorithm,
+    PlanReport,
+    algorithm,
+    offsets_of,
+    plan_specs,
+    to_problem,
+)
 
-__all__ = ["algorithm", "plan_specs"]
+__all__ = [
+    "DEFAULT_TIME_LIMIT_S",
+    "Algorithm",
+    "PlanReport",
+    "algorithm",
+    "offsets_of",
+    "plan_specs",
+    "to_problem",
+]

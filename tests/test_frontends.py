@@ -31,7 +31,7 @@ def test_the_registry_knows_programs_models_and_problems() -> None:
 def test_an_unknown_suffix_names_the_known_ones(tmp_path: Path) -> None:
     path = tmp_path / "model.xyz"
     path.write_bytes(b"")
-    with pytest.raises(InputError, match=r"\.csv, \.json, \.onnx, \.py"):
+    with pytest.raises(InputError, match=r"\.csv, \.json, \.onnx, \.py, \.tflite"):
         frontend_of(str(path))
     assert main(["plan", str(path)]) == 2
 

@@ -134,9 +134,9 @@ def test_split_windows_end_at_cuts_and_the_split_search_is_exact(graph: Graph) -
     assert [lo for lo, _ in parts] == [0, *(hi for _, hi in parts[:-1])] or graph.ops == 0
     assert not parts or parts[-1][1] == graph.ops
     best = min((peak_bytes(graph, o) for o in topological_orders(graph)), default=peak_bytes(graph, ()))
-    order, peak, proven, bound = exact_split(graph, range(graph.ops), time_limit=5.0, max_states=100_000)
-    assert is_valid_order(graph, order) and peak == peak_bytes(graph, order)
-    assert proven and peak == best and bound == best
+    found = exact_split(graph, range(graph.ops), time_limit=5.0, max_states=100_000)
+    assert is_valid_order(graph, found.order) and found.peak == peak_bytes(graph, found.order)
+    assert found.proven and found.peak == best and found.bound == best
 
 
 def test_a_chain_of_cells_splits_at_every_join() -> None:

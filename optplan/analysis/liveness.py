@@ -56,7 +56,7 @@ from optplan.ir import (
     operands,
 )
 from optplan.ops import inplace_outputs, lookup
-from optplan.problem import Buffer, Interval, Problem
+from optplan.problem import Buffer, Interval, Memory, Problem
 
 # A value's buffers: a Placement for a planned tensor, None for a tensor that is not
 # planned, or a tuple of those for tuple values.
@@ -68,6 +68,10 @@ class _Point:
     uses: set[str] = field(default_factory=set)
     defs: set[str] = field(default_factory=set)
     succ: list[int] = field(default_factory=list)
+    # The buffers whose bytes the point really reads and writes: a view, a var-to-var
+    # binding or a tuple item names buffers (`uses`) but touches none of their bytes.
+    reads: set[str] = field(default_factory=set)
+    writes: set[str] = field(default_factory=set)
 
 
 @dataclass(slots=True)
@@ -85,14 +89,23 @@ class _Walk:
     if_points: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
     def new_point(self, uses: set[str], defs: set[str] = frozenset()) -> int:  # type: ignore[assignment]
-        self.points.append(_Point(set(uses), set(defs)))
+        self.points.append(_Point(set(uses), set(defs), reads=set(uses), writes=set(defs)))
         return len(self.points) - 1
 
 
-def build_memory(program: Program, *, plan_outputs: bool = False, alignment: int = 64) -> MemoryFacts:
-    """The Problem of `program`'s entry function and where each of its values lives.
+def build_memory(
+    program: Program,
+    *,
+    plan_outputs: bool = False,
+    alignment: int = 64,
+    memories: tuple[Memory, ...] | None = None,
+) -> MemoryFacts:
+    """The Problem of `program`'s entry function and where each of its values lives, its
+    buffers in `memories` (None: one unbounded memory).
 
-    The program's types must be known (run `infer_types` first).
+    The program's types must be known (run `infer_types` first). Several memories are
+    refused for a function with an If: a copy placed inside one branch would be skipped
+    when the other runs, and the Problem's points are one straight sequence.
     """
     fn = program.main
     walk = _Walk(fn)
@@ -105,13 +118,27 @@ def build_memory(program: Program, *, plan_outputs: bool = False, alignment: int
     _link_straight(walk)
     occupied = _occupancy(walk.points)
     excluded = set() if plan_outputs else returned
+    writes, reads = _accesses(walk.points)
     buffers = tuple(
-        Buffer(name, size, _intervals(occupied.get(name, [])), alignment, dtype=walk.dtypes[name])
+        Buffer(
+            name,
+            size,
+            _intervals(occupied.get(name, [])),
+            alignment,
+            dtype=walk.dtypes[name],
+            writes=writes.get(name, ()),
+            reads=reads.get(name, ()),
+        )
         for name, size in walk.sizes.items()
         if name not in excluded
     )
+    if memories is not None and len(memories) > 1 and walk.if_points:
+        raise InputError(
+            f"several memories are planned for programs without If; {fn.name!r} has one "
+            f"({next(iter(walk.if_points))!r})"
+        )
     return MemoryFacts(
-        problem=Problem(buffers),
+        problem=Problem(buffers, memories=memories),
         placements={
             var: value
             for var, value in walk.placed.items()
@@ -138,6 +165,9 @@ def _walk_seq(walk: _Walk, seq: SeqExpr) -> None:
             point = walk.new_point(uses)
             value = _value_of_binding(walk, name, binding.value, binding.type or ObjectType())
             walk.points[point].defs = _buffers_of(value) - uses
+            walk.points[point].writes = _buffers_of(value) if _touches(binding.value) else set()
+            if not _touches(binding.value):
+                walk.points[point].reads = set()
             walk.values[name] = value
             walk.placed[name] = value
             walk.point_of[name] = point
@@ -175,6 +205,14 @@ def _link_straight(walk: _Walk) -> None:
             point.succ.append(index + 1)
     for index, point in enumerate(walk.points):
         point.succ = [s for s in point.succ if s < len(walk.points)]
+
+
+def _touches(expr: Expr) -> bool:
+    """Whether a binding's value reads and writes bytes: a call that is not a view."""
+    if not isinstance(expr, Call):
+        return False
+    op = lookup(expr.op)
+    return op is None or not op.view
 
 
 def _value_of_binding(walk: _Walk, name: str, expr: Expr, type_: Type) -> Value:
@@ -275,6 +313,21 @@ def _occupancy(points: list[_Point]) -> dict[str, list[int]]:
         for name in live_in[index] | point.defs:
             occupied.setdefault(name, []).append(index)
     return occupied
+
+
+def _accesses(points: list[_Point]) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
+    """The points where each buffer is written, and read (one read per reading point)."""
+    writes: dict[str, list[int]] = {}
+    reads: dict[str, list[int]] = {}
+    for index, point in enumerate(points):
+        for name in point.writes:
+            writes.setdefault(name, []).append(index)
+        for name in point.reads:
+            reads.setdefault(name, []).append(index)
+    return (
+        {name: tuple(at) for name, at in writes.items()},
+        {name: tuple(at) for name, at in reads.items()},
+    )
 
 
 def _intervals(points: list[int]) -> tuple[Interval, ...]:

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from typing import NoReturn
 
 from optplan.errors import InputError
+from optplan.problem import Memory
 
 # The subcommands' registry argparse hands each command module's `add`.
 Commands = argparse._SubParsersAction  # type: ignore[type-arg]
 
-REORDERS = ("auto", "program", "exact", "cpsat", "heuristic", "improve", "lpmf", "bfs", "dfs")
+REORDERS = ("auto", "program", "exact", "beam", "cpsat", "heuristic", "improve", "lpmf", "bfs", "dfs")
 
 
 class Parser(argparse.ArgumentParser):
@@ -41,25 +43,66 @@ def positive_int(text: str) -> int:
     return value
 
 
-_UNITS = {"": 1, "b": 1, "kib": 1024, "mib": 1024**2, "gib": 1024**3}
+# Units a size may carry; decimal kB and MB are refused, so that no one is off by 2.4 %.
+UNITS = {"": 1, "b": 1, "kib": 1024, "mib": 1024**2, "gib": 1024**3}
+_SIZE = re.compile(r"\s*([0-9]+)\s*([a-z]*)\s*", re.IGNORECASE)
 
 
 def parse_bytes(text: str) -> int:
-    """A size in bytes: `1048576`, `64KiB`, `1.5 MiB` (B, KiB, MiB, GiB; a whole number
-    of bytes)."""
-    number = text.strip().rstrip("BbIiKkMmGg ")
-    unit = text.strip()[len(number) :].strip().lower()
+    """A size in bytes: `4096`, `256KiB`, `1 MiB`, `2GiB` (units B, KiB, MiB, GiB, any
+    case). Raises argparse.ArgumentTypeError naming the fault, so that it serves as an
+    argparse `type` and as a parser of its own."""
+    found = _SIZE.fullmatch(text)
+    if found is None:
+        raise argparse.ArgumentTypeError(f"expected a size in bytes such as 4096 or 256KiB, got {text!r}")
+    number, unit = found.groups()
+    if unit.lower() not in UNITS:
+        hint = " (sizes are in powers of 1024: write KiB, MiB or GiB)" if unit.lower() in ("k", "kb", "m", "mb", "g", "gb") else ""
+        raise argparse.ArgumentTypeError(f"unknown unit {unit!r} in {text!r}; use B, KiB, MiB or GiB{hint}")
+    return int(number) * UNITS[unit.lower()]
+
+
+def parse_memory(text: str) -> Memory:
+    """`NAME=SIZE[:cost=C][:alignment=A]`, or `NAME[:cost=C]...` for a memory without
+    limit: one `--memory`. Raises argparse.ArgumentTypeError naming the fault."""
+    head, *options = text.split(":")
+    name, has_size, size = head.partition("=")
+    name = name.strip()
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", name):
+        raise argparse.ArgumentTypeError(f"expected NAME=SIZE[:cost=C] with a name of letters, digits and _, got {text!r}")
     try:
-        value = float(number) * _UNITS[unit]
-    except (ValueError, KeyError):
-        raise argparse.ArgumentTypeError(f"expected bytes (e.g. 1048576, 64KiB, 1.5MiB), got {text!r}") from None
-    if not math.isfinite(value) or value < 0 or value != int(value):
-        raise argparse.ArgumentTypeError(f"must be a whole, non-negative number of bytes, got {text!r}")
-    return int(value)
+        capacity = parse_bytes(size) if has_size else None
+    except argparse.ArgumentTypeError as error:
+        raise argparse.ArgumentTypeError(f"{error} in {text!r}") from None
+    settings = {"cost": 1, "alignment": 1}
+    for option in options:
+        key, _, value = option.partition("=")
+        key = key.strip().lower()
+        if key not in settings or not value.strip().isdigit():
+            raise argparse.ArgumentTypeError(f"expected cost=C or alignment=A (whole numbers) after ':', got {option!r} in {text!r}")
+        settings[key] = int(value)
+    if settings["alignment"] < 1:
+        raise argparse.ArgumentTypeError(f"alignment must be at least 1 in {text!r}")
+    return Memory(name, capacity, settings["alignment"], settings["cost"])
 
 
-def add_input(parser: argparse.ArgumentParser, *, json: bool = True) -> None:
-    parser.add_argument("program", help="a TVMScript .py, an ONNX .onnx or a MiniMalloc .csv")
+def memories_of(args: argparse.Namespace) -> tuple[Memory, ...] | None:
+    """The memories `--memory` names, in order (None: the one arena of old)."""
+    given = getattr(args, "memory", None) or []
+    if not given:
+        return None
+    names = [m.name for m in given]
+    for name in names:
+        if names.count(name) > 1:
+            raise InputError(f"--memory names {name!r} twice")
+    return tuple(given)
+
+
+def add_input(parser: argparse.ArgumentParser, *, json: bool = True, memory: bool = True) -> None:
+    parser.add_argument(
+        "program",
+        help="a TVMScript .py, an ONNX .onnx, a .tflite, a MiniMalloc .csv or a node-link graph .json",
+    )
     parser.add_argument(
         "--alignment",
         type=positive_int,
@@ -75,6 +118,37 @@ def add_input(parser: argparse.ArgumentParser, *, json: bool = True) -> None:
     parser.add_argument(
         "--plan-outputs", action="store_true", help="also plan the function's outputs"
     )
+    _add_dims(parser)
+    parser.add_argument(
+        "--inplace",
+        action="store_true",
+        help="first let elementwise ops write over inputs that die there (DataflowUseInplaceCalls)",
+    )
+    if json:
+        parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument(
+        "--capacity",
+        type=parse_bytes,
+        metavar="BYTES",
+        help="the arena may hold at most this many bytes (KiB, MiB accepted)",
+    )
+    if memory:
+        parser.add_argument(
+            "--memory",
+            action="append",
+            type=parse_memory,
+            metavar="NAME=SIZE[:cost=C]",
+            help="a memory the tensors may live in, fastest first (repeatable): a size in bytes, "
+            "KiB, MiB or GiB, or none for no limit (NAME:cost=C); cost per byte accessed, "
+            "default 1. With several, plans say where each tensor is at every point and what "
+            "it copies between them, for the least traffic",
+        )
+    _add_order(parser)
+
+
+
+def _add_dims(parser: argparse.ArgumentParser) -> None:
+    """`--dim` and `--bound`: symbolic dimensions, as read and as planned."""
     parser.add_argument(
         "--dim",
         action="append",
@@ -90,25 +164,23 @@ def add_input(parser: argparse.ArgumentParser, *, json: bool = True) -> None:
         metavar="NAME=VALUE",
         help="upper bound of a symbolic dimension: tensors are planned at it (repeatable)",
     )
-    parser.add_argument(
-        "--inplace",
-        action="store_true",
-        help="first let elementwise ops write over inputs that die there (DataflowUseInplaceCalls)",
-    )
-    if json:
-        parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parser.add_argument(
-        "--capacity",
-        type=parse_bytes,
-        metavar="BYTES",
-        help="the arena may hold at most this many bytes (KiB, MiB accepted)",
-    )
+
+
+def _add_order(parser: argparse.ArgumentParser) -> None:
+    """`--reorder` and the work budget of its search."""
     parser.add_argument(
         "--reorder",
         nargs="?",
         const="auto",
         choices=REORDERS,
         help="first reorder each dataflow block for the least memory (default scheduler: auto)",
+    )
+    parser.add_argument(
+        "--work",
+        type=positive_int,
+        metavar="N",
+        help="stop the order search after N search steps rather than on the clock: the same "
+        "input gives the same order on any machine (--time-limit stays an outer guard)",
     )
 
 

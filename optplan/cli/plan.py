@@ -7,7 +7,7 @@ import json
 import sys
 
 from optplan.cli.budget import does_not_fit, with_capacity
-from optplan.cli.files import check_output, write_plan
+from optplan.cli.files import check_output, check_tflite_output, write_plan
 from optplan.cli.inputs import load_input, planner_names, reorder_target
 from optplan.cli.options import Commands, add_input
 from optplan.cli.records import bounds_note, plan_record, summary, table
@@ -15,26 +15,33 @@ from optplan.cli.solving import INTERRUPTED, report_faults, solve_watched
 from optplan.problem.plan import validate
 
 DEFAULT_PLANNERS = "naive,tokens,greedy,cpsat"
+# With several memories tokens is naive again (all in the dearest memory); spill joins.
+MEMORY_PLANNERS = "naive,greedy,spill,cpsat"
 
 
 def add(commands: Commands) -> None:
     plan = commands.add_parser("plan", help="plan one program and print or write the plan")
     add_input(plan)
     plan.add_argument("--planner", default="cpsat", help="planner to use (default: cpsat)")
-    plan.add_argument("-o", "--output", help="write the plan here (.json, or .csv for MiniMalloc)")
+    plan.add_argument(
+        "-o",
+        "--output",
+        help="write the plan here (.json; .csv for MiniMalloc; .tflite: the model with "
+        "the plan as its offline plan)",
+    )
     plan.set_defaults(handler=_cmd_plan)
     compare = commands.add_parser("compare", help="run several planners and tabulate them")
     add_input(compare)
     compare.add_argument(
         "--planners",
-        default=DEFAULT_PLANNERS,
-        help=f"comma-separated (default: {DEFAULT_PLANNERS})",
+        help=f"comma-separated (default: {DEFAULT_PLANNERS}; with several memories {MEMORY_PLANNERS})",
     )
     compare.set_defaults(handler=_cmd_compare)
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
     check_output(args.output)
+    check_tflite_output(args.output, args.program, args.alignment, args.reorder)
     loaded = with_capacity(args, reorder_target(args, load_input(args)))
     line = does_not_fit(args, loaded)
     if line:
@@ -49,7 +56,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         return 1
     record = plan_record(loaded, plan, args)
     if args.output:
-        write_plan(args.output, loaded.problem, plan, record)
+        write_plan(args.output, loaded, plan, record)
     if args.json:
         print(json.dumps(record, indent=1))
     else:
@@ -65,8 +72,9 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 def _cmd_compare(args: argparse.Namespace) -> int:
     from optplan.planners.common import make_form
 
-    names = planner_names(args.planners)
     loaded = load_input(args)
+    default = DEFAULT_PLANNERS if loaded.problem.plain else MEMORY_PLANNERS
+    names = planner_names(args.planners or default)
     records, failed = [], False
     targets = [(loaded, None)]
     if args.reorder:

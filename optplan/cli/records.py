@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 
 from optplan.frontends import Loaded
+from optplan.problem import Problem
 from optplan.problem.plan import Plan
+from optplan.problem.tiers import all_in
 
 
 def plan_record(
@@ -29,12 +31,59 @@ def plan_record(
         "offsets": dict(plan.offsets),
         **({"interrupted": True} if plan.detail.get("interrupted") else {}),
         **({"bounds": loaded.bounds, "sized_by": loaded.sized_by} if loaded.bounds else {}),
+        **(memory_record(loaded.problem, plan) if not loaded.problem.plain else {}),
     }
+
+
+def memory_record(problem: Problem, plan: Plan) -> dict[str, object]:
+    """What a plan of several memories adds: each memory and the bytes it uses, the
+    traffic, its proven bound and that of everything in the dearest memory, where each
+    buffer is written, its residences and its copies."""
+    sizes = {b.id: b.size for b in problem.buffers}
+    used = dict.fromkeys((m.name for m in problem.memories), 0)
+    home = {}
+    for r in plan.residences:
+        used[r.memory] = max(used[r.memory], r.offset + sizes[r.buffer])
+        if any(iv.start <= problem.buffer(r.buffer).start < iv.end for iv in r.live):
+            home[r.buffer] = r.memory
+    return {
+        "memories": [
+            {"name": m.name, "capacity_bytes": m.capacity, "alignment": m.alignment, "cost": m.cost, "used_bytes": used[m.name]}
+            for m in problem.memories
+        ],
+        "traffic": plan.traffic,
+        "traffic_bound": plan.traffic_bound,
+        "traffic_all_in_slow": all_in(problem, dearest(problem)),
+        "memory_of": home,
+        "residences": [
+            {"buffer": r.buffer, "memory": r.memory, "offset": r.offset, "live": [[iv.start, iv.end] for iv in r.live]}
+            for r in plan.residences
+        ],
+        "copies": [{"buffer": c.buffer, "point": c.point, "from": c.source, "to": c.target} for c in plan.copies],
+    }
+
+
+def dearest(problem: Problem) -> str:
+    """The memory of the highest cost (the last listed on a tie): the slow memory."""
+    return max(reversed(problem.memories), key=lambda m: m.cost).name
 
 
 def summary(loaded: Loaded, plan: Plan, args: argparse.Namespace) -> str:
     if not plan.status.has_plan:
-        return f"{loaded.path}: {plan.planner} found no plan ({plan.status.value})"
+        reason = plan.detail.get("reason")
+        return f"{loaded.path}: {plan.planner} found no plan ({plan.status.value})" + (f": {reason}" if reason else "")
+    if not loaded.problem.plain:
+        record = memory_record(loaded.problem, plan)
+        where = ", ".join(
+            f"{m['name']} {m['used_bytes']}" + ("" if m["capacity_bytes"] is None else f" of {m['capacity_bytes']}")
+            for m in record["memories"]  # type: ignore[attr-defined]
+        )
+        return (
+            f"{loaded.path}: {plan.planner} {plan.status.value}: traffic {plan.traffic}, proven bound "
+            f"{plan.traffic_bound} (gap {plan.gap:.2%}); all in {dearest(loaded.problem)} "
+            f"{record['traffic_all_in_slow']}; bytes used: {where}; {len(plan.copies)} copies; "
+            f"{len(loaded.problem.buffers)} buffers, {outputs_note(loaded, args)}; {plan.seconds:.2f} s"
+        )
     return bounds_note(loaded) + (
         f"{loaded.path}: {plan.planner} {plan.status.value}: arena {plan.arena} bytes, "
         f"lower bound {plan.lower_bound}, proven bound {max(plan.bound, plan.lower_bound)} "
@@ -66,7 +115,10 @@ def outputs_note(loaded: Loaded, args: argparse.Namespace) -> str:
 
 def table(loaded: Loaded, records: list[dict[str, object]], args: argparse.Namespace) -> str:
     """One row per planner; every gap is measured against the same bound, the best any of
-    them proved (never below the live-bytes lower bound)."""
+    them proved (never below the live-bytes lower bound). With several memories the
+    rows are of traffic (`memory_table`)."""
+    if not loaded.problem.plain:
+        return memory_table(loaded, records, args)
     best = max(int(r["bound_bytes"]) for r in records)  # type: ignore[call-overload]
     header = ("planner", "status", "arena bytes", "proven bound", "gap", "vs naive", "seconds")
     rows = [header]
@@ -100,4 +152,51 @@ def table(loaded: Loaded, records: list[dict[str, object]], args: argparse.Names
 
 
 def headline(plan: Plan) -> str:
+    if plan.traffic is not None:
+        return (
+            f"{plan.planner} {plan.status.value}, traffic {plan.traffic}, proven bound "
+            f"{plan.traffic_bound}, {len(plan.copies)} copies"
+        )
     return f"{plan.planner} {plan.status.value}, {plan.arena} bytes, lower bound {plan.lower_bound}"
+
+
+def memory_table(loaded: Loaded, records: list[dict[str, object]], args: argparse.Namespace) -> str:
+    """One row per planner of a problem of several memories: traffic, the bound it
+    proved, the gap against the best bound any proved, traffic as a share of everything
+    in the dearest memory, copies and the bytes used in each memory."""
+    problem = loaded.problem
+    planned = [r for r in records if r.get("traffic") is not None]
+    best = max([int(r.get("traffic_bound") or 0) for r in records] or [0])  # type: ignore[call-overload]
+    slow = all_in(problem, dearest(problem))
+    names = [m.name for m in problem.memories]
+    header = ("planner", "status", "traffic", "proven bound", "gap", f"vs all in {dearest(problem)}", "copies", *(f"{n} bytes" for n in names), "seconds")
+    rows = [header]
+    for r in records:
+        has_plan = r in planned
+        traffic = int(r["traffic"]) if has_plan else 0  # type: ignore[call-overload]
+        used = {m["name"]: m["used_bytes"] for m in r.get("memories", [])} if has_plan else {}  # type: ignore[attr-defined]
+        rows.append((
+            str(r["planner"]) + (f" (reorder {r['reorder']})" if r.get("reorder") else ""),
+            str(r["status"]),
+            str(traffic) if has_plan else "-",
+            str(r.get("traffic_bound", "-")),
+            f"{(traffic - best) / best:.2%}" if has_plan and best else "-",
+            f"{traffic / slow:.1%}" if has_plan and slow else "-",
+            str(len(r.get("copies", []))) if has_plan else "-",  # type: ignore[arg-type]
+            *(str(used.get(n, "-")) for n in names),
+            f"{float(r['seconds']):.2f}",  # type: ignore[arg-type]
+        ))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    memories = ", ".join(
+        f"{m.name} ({'unbounded' if m.capacity is None else f'{m.capacity} bytes'}, cost {m.cost})" for m in problem.memories
+    )
+    title = (
+        f"{loaded.path}: {len(problem.buffers)} buffers, alignment {args.alignment}, "
+        f"{outputs_note(loaded, args)}; memories {memories}; traffic all in "
+        f"{dearest(problem)} {slow}, gaps against the best proven bound {best}"
+    )
+    lines = [title]
+    for row in rows:
+        cells = (c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+        lines.append("  ".join(cells))
+    return "\n".join(lines)

@@ -23,16 +23,26 @@ def _cmd_reorder(args: argparse.Namespace) -> int:
     from optplan.schedule import Scheduler
 
     check_output(args.output)
+    if (args.output or "").lower().endswith(".tflite"):
+        raise InputError(
+            "a reordered .tflite is not written (its operators keep the file's order); "
+            "-o OUT.py writes the reordered program as TVMScript",
+            file=args.output,
+        )
     loaded = load_input(args)
     if args.capacity is not None:
         from optplan.cli.budget import recompute_program
 
         return recompute_program(args, loaded)
+    scheduler = Scheduler(args.reorder or "auto", time_limit=args.time_limit, work=args.work)
+    if loaded.graph is not None:
+        from optplan.cli.reorder_graph import reorder_graph
+
+        return reorder_graph(args, loaded, scheduler)
     if loaded.program is None:
         raise InputError(
             "a CSV problem has no operator order to change; give a .py or .onnx", file=args.program
         )
-    scheduler = Scheduler(args.reorder or "auto", time_limit=args.time_limit)
     result = reorder(loaded.program, scheduler, plan_outputs=args.plan_outputs)
     output = args.output or ""
     if output.lower().endswith(".onnx"):
@@ -88,8 +98,11 @@ def add(commands: Commands) -> None:
     reorder = commands.add_parser(
         "reorder", help="run each dataflow block in the order that needs the least memory"
     )
-    add_input(reorder)
+    add_input(reorder, memory=False)
     reorder.add_argument(
-        "-o", "--output", help="write the reordered program here (.py, or .onnx; .json for a graph's schedule)"
+        "-o",
+        "--output",
+        help="write the reordered program here (.py, or .onnx); for a graph (.json), the graph "
+        "with its new order as graph['order']",
     )
     reorder.set_defaults(handler=_cmd_reorder)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -49,13 +50,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         loaded = target = replay
     assert loaded.program is not None and loaded.memory is not None
     inputs = _inputs(args, loaded)
-    try:
-        reference = executor.reference_run(loaded.program, inputs)
-    except executor.KernelFailure as error:
-        raise error.located(args.program) from None
-    except InputError as error:
-        # The program is already checked, so what is wrong here is a given input value.
-        raise error.located(args.inputs or args.program) from None
+    reference = _reference_run(args, loaded, inputs)
     if args.expect:
         mismatch = _expected_outputs(reference.outputs, args)
         if mismatch:
@@ -63,22 +58,75 @@ def _cmd_run(args: argparse.Namespace) -> int:
             return 1
     assert target.program is not None and target.memory is not None
     planned = executor.planned_run(target.program, target.memory, plan, inputs)
-    difference = executor.compare(reference, planned)
+    difference = executor.compare(reference, planned) or _copies_differ(reference, planned, copies)
     if difference is not None:
         print(f"{args.program}: replay differs: {difference}")
         return 1
-    differs = _copies_differ(reference, planned, copies)
-    if differs is not None:
-        print(f"{args.program}: replay differs: {differs}")
-        return 1
+    print(_replayed(args, target, plan, copies))
+    if args.program.lower().endswith(".tflite") and not faults:
+        return _in_tflm(args, loaded, plan)
+    return 1 if faults else 0
+
+
+def _reference_run(args: argparse.Namespace, loaded: Loaded, inputs: dict[str, np.ndarray]) -> Any:
+    """The unplanned run, a kernel's fault located in the program, an input's in its file."""
+    from optplan.runtime import replay as executor
+
+    assert loaded.program is not None
+    try:
+        return executor.reference_run(loaded.program, inputs)
+    except executor.KernelFailure as error:
+        raise error.located(args.program) from None
+    except InputError as error:
+        # The program is already checked, so what is wrong here is a given input value.
+        raise error.located(args.inputs or args.program) from None
+
+
+def _replayed(args: argparse.Namespace, target: Loaded, plan: Plan, copies: dict[str, str]) -> str:
+    """The line that says the replay was equal, and where it ran."""
+    assert target.memory is not None
     tensors = len(target.memory.placements)
     order = f", reordered by {args.reorder}" if args.reorder else ""
     order += f", {len(copies)} values computed again" if copies else ""
-    print(
+    where = f"an arena of {plan.arena} bytes"
+    if plan.residences:
+        sizes = {b.id: b.size for b in target.problem.buffers}
+        used = {m.name: 0 for m in target.problem.memories}
+        for r in plan.residences:
+            used[r.memory] = max(used[r.memory], r.offset + sizes[r.buffer])
+        memories = ", ".join(f"{name} ({size} bytes)" for name, size in used.items())
+        where = f"memories {memories}, with {len(plan.copies)} copies"
+    return (
         f"{args.program}: replay bit-for-bit equal to the reference run "
-        f"({tensors} planned values in an arena of {plan.arena} bytes, plan by {plan.planner}{order})"
+        f"({tensors} planned values in {where}, plan by {plan.planner}{order})"
     )
-    return 1 if faults else 0
+
+
+def _in_tflm(args: argparse.Namespace, loaded: Loaded, plan: Plan) -> int:
+    """The model run in TFLite Micro with its own plan and with this one as its offline
+    plan: the smallest arena of each, and their outputs compared (exit 1 if they differ)."""
+    from optplan.integrations import tflm, tflm_run
+
+    if not tflm_run.available():
+        print(
+            f"{args.program}: tflite-micro is not installed (pip install tflite-micro); "
+            "the run in TFLite Micro is left out"
+        )
+        return 0
+    if args.reorder or args.plan:
+        raise InputError(
+            "--reorder and --plan replay in NumPy only; leave them out to run the model "
+            "in TFLite Micro",
+            file=args.program,
+        )
+    try:
+        planned = tflm.planned_model(loaded, plan)
+    except tflm.InvalidPlan as error:
+        raise InputError(str(error)) from None
+    own = Path(args.program).read_bytes()
+    found = tflm_run.compare_in_tflm(own, planned, plan.lower_bound, args.seed)
+    print(f"{args.program}: {tflm_run.describe(found, plan.arena)}")
+    return 0 if found.outputs_equal else 1
 
 
 def _recomputed(args: argparse.Namespace, target: Loaded) -> tuple[Loaded, dict[str, str], str]:

@@ -1,7 +1,8 @@
 """Frontends: what `optplan.load` reads, one reader per kind of file, chosen by suffix.
 
 `FRONTENDS` maps a suffix to a `Frontend`: a TVMScript program (`.py`), an ONNX model
-(`.onnx`, weights read with it, once), a MiniMalloc problem (`.csv`). Steps of `load`:
+(`.onnx`, weights read with it, once), a TensorFlow Lite model (`.tflite`, planned as
+TFLite Micro plans its arena), a MiniMalloc problem (`.csv`). Steps of `load`:
 
 1. pick the frontend by the file's suffix (an unknown suffix names the known ones);
 2. its reader gives a `Source`: a typed program (types inferred once, here), its weights
@@ -9,7 +10,9 @@
    Problem itself, which has no program to replay;
 3. for a program: refuse one that is already planned, make calls in place when asked
    (`use_inplace_calls`), and derive its MemoryFacts (`build_memory`): the Problem and the
-   placements the replay needs;
+   placements the replay needs; a runtime that keeps its outputs in the arena
+   (`Frontend.outputs_planned`) has them planned, and one that rounds every tensor's
+   bytes (`Frontend.size_multiple`) has the Problem's sizes rounded the same way;
 4. with symbolic dimensions, read it again once per dimension at a smaller value to find
    which buffers each one sizes (without weights).
 
@@ -34,8 +37,8 @@ from optplan.analysis.liveness import build_memory
 from optplan.analysis.memory import MemoryFacts
 from optplan.errors import InputError
 from optplan.ir import Call, Loc, Program, iter_bindings
-from optplan.problem import Problem, read_csv
-from optplan.problem.plan import Plan, Status
+from optplan.problem import Interval, Memory, Problem, read_csv
+from optplan.problem.plan import Copy, Plan, Residence, Status
 from optplan.schedule.graph import Graph
 
 
@@ -68,6 +71,7 @@ class Options:
     inplace: bool = False
     bounds: dict[str, int] = field(default_factory=dict)
     with_weights: bool = True
+    memories: tuple[Memory, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,12 +96,16 @@ class Frontend:
     `default_alignment`: the alignment a plan uses unless told (a problem file's sizes are
     exact byte counts: 1). `dims_at_replay`: `--dim` is the size a replay runs at, not
     the size read for planning (TVMScript, whose bounds are in the program).
+    `outputs_planned`: the runtime keeps the outputs in the arena, so they are always
+    planned; `size_multiple`: it rounds every tensor's bytes up to this (TFLite Micro: 16).
     """
 
     suffix: str
     read: Reader
     default_alignment: int = 64
     dims_at_replay: bool = False
+    outputs_planned: bool = False
+    size_multiple: int = 1
 
 
 FRONTENDS: dict[str, Frontend] = {}
@@ -120,13 +128,14 @@ def frontend_of(path: str) -> Frontend:
 def load(
     path: str,
     *,
-    alignment: int = 64,
+    alignment: int | None = None,
     plan_outputs: bool = False,
     dims: dict[str, int] | None = None,
     inplace: bool = False,
     bounds: dict[str, int] | None = None,
     with_sizes: bool = True,
     with_weights: bool = True,
+    memories: tuple[Memory, ...] | None = None,
 ) -> Loaded:
     """Read `path` by its suffix (`FRONTENDS`: .py, .onnx, .csv) into a Problem; with
     `inplace`, elementwise ops first take over dying inputs (`use_inplace_calls`).
@@ -135,20 +144,30 @@ def load(
     `tir_var_upper_bound`, else (ONNX inputs) at `dims` (`--dim`); `dims` of a TVMScript
     program are for replays (`load_replay`). With `with_sizes`, `Loaded.sized_by` says
     which buffers each symbolic dimension sizes (one more read per dimension, without
-    weights); with `with_weights`, `Loaded.weights` holds the file's own parameter values."""
-    if alignment < 1:
+    weights); with `with_weights`, `Loaded.weights` holds the file's own parameter values.
+    `alignment` defaults to the frontend's (`Frontend.default_alignment`). The
+    problem's buffers live in `memories` (None: one unbounded memory)."""
+    if alignment is not None and alignment < 1:
         raise InputError(f"alignment must be at least 1, got {alignment}")
     if not Path(path).is_file():
         raise InputError("no such file", file=path)
+    if alignment is None:
+        try:
+            alignment = frontend_of(path).default_alignment
+        except InputError as error:
+            raise error.located(path) from None
     options = Options(
-        alignment, plan_outputs, dict(dims or {}), inplace, dict(bounds or {}), with_weights
+        alignment, plan_outputs, dict(dims or {}), inplace, dict(bounds or {}), with_weights, memories
     )
     try:
-        source = frontend_of(path).read(path, options)
+        frontend = frontend_of(path)
+        if frontend.outputs_planned:
+            options = replace(options, plan_outputs=True)
+        source = frontend.read(path, options)
         if source.problem is not None:
             return Loaded(path, source.problem, graph=source.graph)
         assert source.program is not None
-        loaded = _from_program(path, source, options)
+        loaded = _from_program(path, source, options, frontend.size_multiple)
         if not source.bounds or not with_sizes:
             return loaded
         read = functools.partial(
@@ -159,13 +178,14 @@ def load(
             inplace=inplace,
             with_sizes=False,
             with_weights=False,
+            memories=memories,
         )
         return replace(loaded, sized_by=_sized_by(loaded, source.bounds, read))
     except InputError as error:
         raise error.located(path) from None
 
 
-def _from_program(path: str, source: Source, options: Options) -> Loaded:
+def _from_program(path: str, source: Source, options: Options, size_multiple: int = 1) -> Loaded:
     program = source.program
     assert program is not None
     _refuse_planned(program)
@@ -173,8 +193,23 @@ def _from_program(path: str, source: Source, options: Options) -> Loaded:
         from optplan.passes import use_inplace_calls
 
         program = use_inplace_calls(program)
-    memory = build_memory(program, plan_outputs=options.plan_outputs, alignment=options.alignment)
+    memory = build_memory(
+        program,
+        plan_outputs=options.plan_outputs,
+        alignment=options.alignment,
+        memories=options.memories,
+    )
+    if size_multiple > 1:
+        memory = replace(memory, problem=rounded_sizes(memory.problem, size_multiple))
     return Loaded(path, memory.problem, program, memory, source.weights, source.bounds)
+
+
+def rounded_sizes(problem: Problem, multiple: int) -> Problem:
+    """`problem` with every buffer's size rounded up to a multiple of `multiple`."""
+    buffers = tuple(
+        replace(b, size=-(-b.size // multiple) * multiple) for b in problem.buffers
+    )
+    return replace(problem, buffers=buffers)
 
 
 # ---------------------------------------------------------------------------- readers
@@ -202,6 +237,18 @@ def _read_onnx(path: str, options: Options) -> Source:
     return Source(infer_types(model.program), weights=model.weights, bounds=values)
 
 
+def _read_tflite(path: str, options: Options) -> Source:
+    """A TensorFlow Lite model's main subgraph, as TFLite Micro plans its arena."""
+    from optplan.analysis.types import infer_types
+    from optplan.frontends.tflite import read_tflite
+
+    _refuse_options(dims=options.dims, bound=options.bounds)
+    if options.inplace:
+        raise InputError("--inplace: TFLite Micro runs no operator in place")
+    model = read_tflite(path, with_weights=options.with_weights)
+    return Source(infer_types(model.program), weights=model.weights)
+
+
 def _read_csv(path: str, options: Options) -> Source:
     """A MiniMalloc problem: buffers, lifetimes and sizes, nothing to replay."""
     _refuse_options(
@@ -210,7 +257,7 @@ def _read_csv(path: str, options: Options) -> Source:
         inplace=options.inplace,
         plan_outputs=options.plan_outputs,
     )
-    return Source(problem=read_csv(path, alignment=options.alignment))
+    return Source(problem=read_csv(path, alignment=options.alignment, memories=options.memories))
 
 
 def _read_graph(path: str, options: Options) -> Source:
@@ -231,6 +278,7 @@ def _read_graph(path: str, options: Options) -> Source:
 
 register(Frontend(".py", _read_script, dims_at_replay=True))
 register(Frontend(".onnx", _read_onnx))
+register(Frontend(".tflite", _read_tflite, 16, outputs_planned=True, size_multiple=16))
 register(Frontend(".csv", _read_csv, default_alignment=1))
 register(Frontend(".json", _read_graph, default_alignment=1))
 
@@ -358,7 +406,28 @@ def read_plan(path: str, problem: Problem) -> Plan:
         status=Status.FEASIBLE,
         planner=str(data.get("planner", Path(path).name)),
         lower_bound=lower_bound(problem),
+        **_memory_fields(path, data),  # type: ignore[arg-type]
     )
+
+
+def _memory_fields(path: str, data: dict[str, object]) -> dict[str, object]:
+    """A plan of several memories' residences, copies and traffic, as `plan --json` writes
+    them (empty for a plan of one arena)."""
+    if "residences" not in data:
+        return {}
+    try:
+        residences = tuple(
+            Residence(str(r["buffer"]), str(r["memory"]), int(r["offset"]), tuple(Interval(int(a), int(b)) for a, b in r["live"]))
+            for r in data["residences"]  # type: ignore[attr-defined]
+        )
+        copies = tuple(
+            Copy(str(c["buffer"]), int(c["point"]), str(c["from"]), str(c["to"]))
+            for c in data.get("copies", [])  # type: ignore[attr-defined]
+        )
+        traffic = data.get("traffic")
+        return {"residences": residences, "copies": copies, "traffic": None if traffic is None else int(traffic)}  # type: ignore[call-overload]
+    except (KeyError, TypeError, ValueError) as error:
+        raise InputError(f"malformed residences or copies: {error!s}", file=path) from None
 
 
 def _machine_bytes() -> int:

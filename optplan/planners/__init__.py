@@ -12,6 +12,11 @@ Every plan fills `lower_bound` (live bytes), `bound` (the best bound the planner
 at least `lower_bound`), `seconds` and `status`. `greedy` and `cpsat` return UNKNOWN with
 no offsets when the best arena they found exceeds the problem's capacity, INFEASIBLE when
 they proved that nothing fits.
+
+A problem of several memories (not `Problem.plain`) goes to `tiers`: each planner decides
+where every tensor is at every point (`naive` and `tokens`: all in the dearest memory;
+`greedy`: filling the cheapest first; `spill`: Belady's rule; `cpsat`: one CP-SAT model
+of residency, copies and offsets) and packs each memory with its own packer.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from optplan.planners.common import Form
 from optplan.planners.cpsat import CpSat
 from optplan.planners.greedy import Greedy
 from optplan.planners.naive import Naive
+from optplan.planners.spill import Spill
 from optplan.planners.tokens import TokensPlanner
 from optplan.problem import Problem
 from optplan.problem.plan import Plan
@@ -45,6 +51,7 @@ PLANNERS: dict[str, Planner] = {
     "tokens": TokensPlanner(),
     "greedy": Greedy(),
     "cpsat": CpSat(),
+    "spill": Spill(),
 }
 
 
@@ -65,4 +72,4 @@ def get_planner(name: str, **options: object) -> Planner:
     return dataclasses.replace(planner, **options)  # type: ignore[type-var]
 
 
-__all__ = ["PLANNERS", "CpSat", "Greedy", "Naive", "Planner", "TokensPlanner", "get_planner"]
+__all__ = ["PLANNERS", "CpSat", "Greedy", "Naive", "Planner", "Spill", "TokensPlanner", "get_planner"]

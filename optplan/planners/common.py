@@ -189,6 +189,27 @@ def live_peak(rects: Sequence[Rect]) -> int:
     return peak
 
 
+def crowded_at(rects: Sequence[Rect], capacity: int) -> str | None:
+    """The first point where more than `capacity` bytes are live, with the tensors live
+    there, largest first (None when there is none)."""
+    events = sorted(
+        (point, change, rect.index)
+        for rect in rects
+        if rect.size
+        for iv in rect.live
+        for point, change in ((iv.start, rect.size), (iv.end, -rect.size))
+    )
+    live = 0
+    for position, (point, change, _) in enumerate(events):
+        live += change
+        ended = position + 1 == len(events) or events[position + 1][0] != point
+        if ended and live > capacity:
+            here = [r for r in rects if r.size and any(iv.start <= point < iv.end for iv in r.live)]
+            names = ", ".join(r.root for r in sorted(here, key=lambda r: (-r.size, r.index)))
+            return f"at point {point}, {live} bytes of tensors are live, more than the capacity {capacity}: {names}"
+    return None
+
+
 def top(rects: Sequence[Rect], offsets: Sequence[int]) -> int:
     """The arena the rectangles need: the highest byte any of them reaches."""
     return max((offset + rect.size for rect, offset in zip(rects, offsets)), default=0)

@@ -12,7 +12,9 @@ Steps:
       +---------------> point
 
 Without pins the arena equals `Problem.naive_bytes`. The plan is OPTIMAL only when that
-arena happens to meet the lower bound.
+arena happens to meet the lower bound. With several memories every tensor stays in the
+dearest memory it may use that has room, stacked there the same way: the traffic of a
+program whose tensors all sit in slow memory.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from optplan.planners.common import Form, Rect, make_form, make_plan, no_plan, now
+from optplan.planners.tiers import plan_heuristics
 from optplan.problem import Problem
 from optplan.problem.plan import Plan, Status
 
@@ -41,9 +44,15 @@ class Naive:
 
 def plan_naive(form: Form, options: Naive = Naive(), *, started: float | None = None) -> Plan:
     started = now() if started is None else started
+    if not form.problem.plain:  # several memories: everything in the dearest, no reuse
+        return plan_heuristics(form.problem, options.name, ["dearest"], _pack, started=started)
     if form.fault is not None:
         return no_plan(form, options.name, started=started, status=Status.INFEASIBLE, reason=form.fault)
     return make_plan(form, options.name, stack(form.rects), started=started)
+
+
+def _pack(problem: Problem) -> Plan:
+    return plan_naive(make_form(problem))
 
 
 def stack(rects: Sequence[Rect]) -> list[int]:

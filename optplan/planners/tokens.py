@@ -32,10 +32,15 @@ import bisect
 from dataclasses import dataclass, field
 
 from optplan.planners.common import Form, Rect, make_form, make_plan, no_plan, now
+from optplan.planners.tiers import plan_heuristics
 from optplan.problem import Problem
 from optplan.problem.plan import Plan, Status
 
 MATCH_RANGE = 16
+
+
+def _pack(problem: Problem) -> Plan:
+    return plan_tokens(make_form(problem))
 
 
 @dataclass(slots=True)
@@ -71,6 +76,8 @@ class _Pools:
 
 def plan_tokens(form: Form, *, started: float | None = None) -> Plan:
     started = now() if started is None else started
+    if not form.problem.plain:  # several memories: everything in the dearest, as TVM has it
+        return plan_heuristics(form.problem, "tokens", ["dearest"], _pack, started=started)
     if form.fault is not None:
         return no_plan(form, "tokens", started=started, status=Status.INFEASIBLE, reason=form.fault)
     rects = form.rects

@@ -1,6 +1,7 @@
 """The allocation problem, the seam between programs and planners, and its judge.
 
 - `buffers`: the records (`Interval`, `Buffer`, `Alias`);
+- `memory`: `Memory`, one of the memories a problem's buffers may live in;
 - `core`: `Problem`, its alias classes and the live-bytes lower bound;
 - `columns`: a million buffers as NumPy columns, without a million objects;
 - `csv_io`: MiniMalloc's CSV, read and written;
@@ -18,14 +19,18 @@ from optplan.problem.core import (
     live_profile,
     lower_bound,
     merge_intervals,
+    residue_of,
 )
 from optplan.problem.csv_io import read_csv, write_csv
+from optplan.problem.memory import MAIN, Memory
 
 __all__ = [
+    "MAIN",
     "Alias",
     "AliasClass",
     "Buffer",
     "Interval",
+    "Memory",
     "Problem",
     "alias_classes",
     "columns_of",
@@ -33,5 +38,6 @@ __all__ = [
     "lower_bound",
     "merge_intervals",
     "read_csv",
+    "residue_of",
     "write_csv",
 ]

@@ -31,6 +31,11 @@ class Buffer:
 
     `dtype` is an optional tag (the tensor's element type) for planners that pool storage
     by type, as TVM's does; it never changes what a valid plan is.
+
+    For problems of several memories: `memories` names the memories the buffer may use
+    (empty: any); `writes` and `reads` are the program points where its bytes are written
+    and read, one read per consumer (None: written at its first point, read once at its
+    last, as a tensor live over `[d, u + 1)` is made at d and last read at u).
     """
 
     id: str
@@ -39,6 +44,19 @@ class Buffer:
     alignment: int = 1
     offset: int | None = None
     dtype: str = ""
+    memories: tuple[str, ...] = ()
+    writes: tuple[int, ...] | None = None
+    reads: tuple[int, ...] | None = None
+
+    @property
+    def written_at(self) -> tuple[int, ...]:
+        """The points where the buffer is written (its first point unless told)."""
+        return (self.start,) if self.writes is None else self.writes
+
+    @property
+    def read_at(self) -> tuple[int, ...]:
+        """The points where it is read, one per consumer (its last point unless told)."""
+        return (self.end - 1,) if self.reads is None else self.reads
 
     @property
     def start(self) -> int:

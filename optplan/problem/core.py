@@ -18,22 +18,64 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from optplan.problem.buffers import Alias, Buffer, Interval
 from optplan.problem.columns import BufferColumns
+from optplan.problem.memory import MAIN, Memory, check_memories
+
+# `Problem(buffers, aliases, capacity)` without the capacity: nothing said.
+_UNSAID: object = object()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Problem:
-    """Buffers to place in one arena, aliases between them, and an optional capacity."""
+    """Buffers to place, aliases between them, and the memories they may live in.
+
+    `memories` defaults to one unbounded memory (`memory.MAIN`), today's arena.
+    `capacity` is the old spelling of that one memory's capacity: `Problem(buffers,
+    aliases, capacity=C)` is the problem of one memory of C bytes, and `problem.capacity`
+    reads it back (a problem of several memories has one capacity per memory instead).
+    """
 
     buffers: Sequence[Buffer]
-    aliases: tuple[Alias, ...] = ()
-    capacity: int | None = None
+    aliases: tuple[Alias, ...]
+    memories: tuple[Memory, ...]
     _index: dict[str, int] | None = field(init=False, repr=False, compare=False)
+
+    def __init__(
+        self,
+        buffers: Sequence[Buffer],
+        aliases: tuple[Alias, ...] = (),
+        capacity: int | None | object = _UNSAID,
+        *,
+        memories: tuple[Memory, ...] | None = None,
+    ) -> None:
+        object.__setattr__(self, "buffers", buffers)
+        object.__setattr__(self, "aliases", tuple(aliases))
+        object.__setattr__(self, "memories", _memories(memories, capacity))
+        self.__post_init__()
+
+    @property
+    def capacity(self) -> int | None:
+        """The capacity of the problem's one memory (ValueError with several)."""
+        if len(self.memories) != 1:
+            raise ValueError(f"a problem of {len(self.memories)} memories has a capacity per memory")
+        return self.memories[0].capacity
+
+    @property
+    def plain(self) -> bool:
+        """One memory without an alignment of its own: the problem of one arena, which
+        planners pack as they always have (and `validate` judges by offsets alone)."""
+        return len(self.memories) == 1 and self.memories[0].alignment == 1
+
+    def memory(self, name: str) -> Memory:
+        for memory in self.memories:
+            if memory.name == name:
+                return memory
+        raise KeyError(name)
 
     def __post_init__(self) -> None:
         if isinstance(self.buffers, BufferColumns):
@@ -43,11 +85,14 @@ class Problem:
             self._check_aliases(self._positions() if self.aliases else {})
             return
         index: dict[str, int] = {}
+        names = {m.name for m in self.memories}
         for position, buffer in enumerate(self.buffers):
             if buffer.id in index:
                 raise ValueError(f"buffer {buffer.id!r} appears twice")
             index[buffer.id] = position
             _check_buffer(buffer)
+            if buffer.memories or buffer.writes is not None or buffer.reads is not None:
+                _check_tiers(buffer, names)
         object.__setattr__(self, "_index", index)
         self._check_aliases(index)
 
@@ -58,8 +103,6 @@ class Problem:
                     raise ValueError(f"alias names unknown buffer {name!r}")
             if alias.delta < 0:
                 raise ValueError(f"alias of {alias.view!r} has negative delta {alias.delta}")
-        if self.capacity is not None and self.capacity < 0:
-            raise ValueError(f"capacity {self.capacity} is negative")
 
     def _positions(self) -> dict[str, int]:
         """Position by buffer id (made on first use for buffers held as columns)."""
@@ -83,6 +126,34 @@ class Problem:
         for cls in alias_classes(self):
             total = (total if cls.residue is None else cls.lift(total)) + cls.size
         return total
+
+
+def _memories(memories: tuple[Memory, ...] | None, capacity: object) -> tuple[Memory, ...]:
+    """The memories from either spelling: `memories`, or the one memory's `capacity`
+    (given with one memory, as `dataclasses.replace` does, it replaces that capacity)."""
+    if memories is None:
+        memories = (MAIN,)
+    memories = tuple(memories)
+    if capacity is not _UNSAID:
+        if capacity is not None and capacity < 0:  # type: ignore[operator]
+            raise ValueError(f"capacity {capacity} is negative")
+        if len(memories) != 1:
+            raise ValueError("a problem of several memories takes a capacity per memory")
+        memories = (replace(memories[0], capacity=capacity),)  # type: ignore[arg-type]
+    check_memories(memories)
+    return memories
+
+
+def _check_tiers(buffer: Buffer, names: set[str]) -> None:
+    """The memories a buffer names exist; it is written and read at points it is live."""
+    for name in buffer.memories:
+        if name not in names:
+            raise ValueError(f"buffer {buffer.id!r} names unknown memory {name!r}")
+    for kind, points in (("written", buffer.writes or ()), ("read", buffer.reads or ())):
+        for point in points:
+            if not any(iv.start <= point < iv.end for iv in buffer.live):
+                lives = ", ".join(str(iv) for iv in buffer.live)
+                raise ValueError(f"buffer {buffer.id!r} is {kind} at point {point}, outside {lives}")
 
 
 def _check_buffer(buffer: Buffer) -> None:
@@ -248,12 +319,12 @@ def _alias_class(problem: Problem, index: int, members: list[tuple[str, int]]) -
         size=max(b.size + d for b, (_, d) in zip(buffers, shifted)),
         live=merge_intervals([iv for b in buffers for iv in b.live]),
         modulus=math.lcm(*(alignment for _, alignment in alignments)),
-        residue=_residue(alignments),
+        residue=residue_of(alignments),
         pins=tuple(sorted(pins)),
     )
 
 
-def _residue(alignments: list[tuple[int, int]]) -> int | None:
+def residue_of(alignments: list[tuple[int, int]]) -> int | None:
     """The least r >= 0 with (r + delta) % alignment == 0 for every (delta, alignment), by
     the Chinese remainder theorem; None when the congruences contradict each other.
 

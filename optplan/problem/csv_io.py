@@ -1,5 +1,10 @@
 """MiniMalloc's CSV format: `id,lower,upper,size[,alignment][,offset]`, read and written.
 
+For problems of several memories three optional columns hold lists, their items apart by
+spaces: `writes` and `reads`, the points where a buffer is written and read (one read per
+consumer; an empty cell: written at `lower`, read once at `upper - 1`), and `memories`,
+the memories the buffer may use (empty: any).
+
 Reading, in steps:
 1. The bytes are decoded as UTF-8 (a leading byte-order mark is dropped); a byte that is
    not UTF-8 is an error at its line and column.
@@ -36,25 +41,36 @@ from optplan.errors import InputError
 from optplan.problem.buffers import Buffer, Interval
 from optplan.problem.columns import BufferColumns
 from optplan.problem.core import Problem, columns_of
+from optplan.problem.memory import MAIN, Memory
 
 _REQUIRED = ("id", "lower", "upper", "size")
 _SYNONYMS = {"buffer": "id", "buffer_id": "id", "start": "lower", "begin": "lower"}
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _BOM = "\ufeff"
 _NUMBERS = ("lower", "upper", "size", "alignment", "offset")
+_LISTS = ("writes", "reads", "memories")
 _CHUNK_ROWS = 65536
 
 
-def read_csv(path: str | Path, *, text: str | None = None, alignment: int = 1) -> Problem:
+def read_csv(
+    path: str | Path,
+    *,
+    text: str | None = None,
+    alignment: int = 1,
+    memories: tuple[Memory, ...] | None = None,
+) -> Problem:
     """Read a MiniMalloc CSV; any fault raises InputError naming the file, the line and
     the column. Every buffer's alignment is a multiple of `alignment` (the lcm with its
-    own column): building each buffer twice cost 40 s of loading 1,000,000 rows."""
+    own column): building each buffer twice cost 40 s of loading 1,000,000 rows. The
+    problem's memories are `memories` (None: one unbounded memory)."""
     name = str(path)
     if text is None:
         text = _decode(name, _read_bytes(name, path))
     text = text.removeprefix(_BOM)
     problem = _read_columns(text, alignment)
-    return problem if problem is not None else read_rows(name, text, alignment)
+    if problem is None:
+        return read_rows(name, text, alignment, memories)
+    return problem if memories is None else replace(problem, memories=memories)
 
 
 def _read_bytes(name: str, path: str | Path) -> bytes:
@@ -107,6 +123,8 @@ def _read_columns(text: str, alignment: int) -> Problem | None:
         header, inclusive_end = _header("", lines[0].split(","))
     except InputError:
         return None
+    if any(column in header for column in _LISTS):
+        return None  # lists in cells: the row reader's
     width = len(header)
     body = [line for line in lines[1:] if line.strip(" \t,")]
     del lines
@@ -199,7 +217,9 @@ def _objects(
 # ---------------------------------------------------------------------------- row reader
 
 
-def read_rows(name: str, text: str, alignment: int = 1) -> Problem:
+def read_rows(
+    name: str, text: str, alignment: int = 1, memories: tuple[Memory, ...] | None = None
+) -> Problem:
     """The row-by-row reader: the reference, and the one source of every error."""
     rows = list(csv.reader(io.StringIO(text.removeprefix(_BOM))))
     if not rows:
@@ -225,11 +245,19 @@ def read_rows(name: str, text: str, alignment: int = 1) -> Problem:
                 line=line_no,
             )
         seen[buffer_id] = line_no
-        buffer = _Row(cells, header, buffer_id, name, line_no).buffer(inclusive_end)
+        reader = _Row(cells, header, buffer_id, name, line_no, _names(memories))
+        buffer = reader.buffer(inclusive_end)
         if alignment != 1:
             buffer = replace(buffer, alignment=math.lcm(buffer.alignment, alignment))
         buffers.append(buffer)
-    return Problem(tuple(buffers))
+    try:
+        return Problem(tuple(buffers), memories=memories)
+    except ValueError as error:  # the lists' faults are the rows'; the memories' the caller's
+        raise InputError(str(error), file=name) from None
+
+
+def _names(memories: tuple[Memory, ...] | None) -> tuple[str, ...]:
+    return tuple(m.name for m in memories) if memories is not None else (MAIN.name,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +269,7 @@ class _Row:
     buffer_id: str
     file: str
     line: int
+    memories: tuple[str, ...] = (MAIN.name,)
 
     def buffer(self, inclusive_end: bool) -> Buffer:
         lower, upper, size = self.required("lower"), self.required("upper"), self.required("size")
@@ -256,7 +285,33 @@ class _Row:
             self.fault("alignment", f"alignment {alignment} < 1")
         elif offset is not None and offset < 0:
             self.fault("offset", f"negative offset {offset}")
-        return Buffer(self.buffer_id, size, (Interval(lower, upper),), alignment, offset)
+        buffer = Buffer(self.buffer_id, size, (Interval(lower, upper),), alignment, offset)
+        return self.with_lists(buffer)
+
+    def with_lists(self, buffer: Buffer) -> Buffer:
+        """The buffer with its `writes`, `reads` and `memories` cells, where given."""
+        writes, reads = self.points("writes", buffer), self.points("reads", buffer)
+        memories = tuple(self.cells.get("memories", "").split())
+        for memory in memories:
+            if memory not in self.memories:
+                known = ", ".join(self.memories)
+                self.fault("memories", None, f"buffer {self.buffer_id!r} names memory {memory!r}; the memories are {known} (--memory)")
+        return replace(buffer, writes=writes, reads=reads, memories=memories)
+
+    def points(self, column: str, buffer: Buffer) -> tuple[int, ...] | None:
+        cell = self.cells.get(column, "")
+        if not cell:
+            return None
+        items = cell.split()
+        for item in items:
+            if not _INTEGER.fullmatch(item):
+                self.fault(column, None, f"{column} of buffer {self.buffer_id!r}: {item!r} is not a point")
+        at = tuple(int(item) for item in items)
+        for point in at:
+            if not buffer.start <= point < buffer.end:
+                message = f"{column} of buffer {self.buffer_id!r}: point {point} is outside [{buffer.start}, {buffer.end})"
+                self.fault(column, None, message)
+        return at
 
     def required(self, column: str) -> int:
         value = self.number(column)
@@ -301,6 +356,8 @@ def write_csv(problem: Problem, offsets: dict[str, int] | None = None) -> str:
     columns = ["id", "lower", "upper", "size"] + (["alignment"] if has_alignment else [])
     if offsets is not None or any(b.offset is not None for b in problem.buffers):
         columns.append("offset")
+    lists = [c for c in _LISTS if any(_list_cell(b, c) for b in problem.buffers)]
+    columns.extend(lists)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
@@ -311,8 +368,15 @@ def write_csv(problem: Problem, offsets: dict[str, int] | None = None) -> str:
         if "offset" in columns:
             offset = offsets.get(b.id, b.offset) if offsets is not None else b.offset
             row.append("" if offset is None else offset)
+        row.extend(_list_cell(b, column) for column in lists)
         writer.writerow(row)
     return out.getvalue()
+
+
+def _list_cell(buffer: Buffer, column: str) -> str:
+    """A buffer's `writes`, `reads` or `memories` as a cell ("" when not given)."""
+    items = getattr(buffer, column)
+    return "" if items is None else " ".join(str(item) for item in items)
 
 
 def _write_columns(columns: BufferColumns, offsets: dict[str, int] | None) -> str:

@@ -1,11 +1,12 @@
 """Plans and the one independent judge of them.
 
-A `Plan` gives every buffer of a `Problem` a byte offset in one arena. `validate` checks a
-plan against its problem and shares no code with any planner: it is short, does its own
-alias grouping, and compares buffers by a plain sweep over time.
+A `Plan` (`outcome`) gives every buffer of a `Problem` a byte offset in one arena, or, with
+several memories, a residence in each memory it uses and the copies between them.
+`validate` checks a plan against its problem and shares no code with any planner: it is
+short, does its own alias grouping, and compares buffers by a plain sweep over time.
 
-Checks, in order: a status without a plan has no offsets to check; every buffer has an
-offset, that offset is >= 0, a multiple of the buffer's alignment, and equal to the pin if
+Checks of one memory, in order: a status without a plan has no offsets to check; every
+buffer has an offset, that offset is >= 0, a multiple of the buffer's alignment, and equal to the pin if
 the buffer is pinned; the buffer ends inside the arena (and the arena inside the capacity);
 every alias equation holds; no two alias classes live at the same point share a byte. A
 class (buffers tied by aliases, a single buffer otherwise) is one allocation: from its
@@ -16,76 +17,45 @@ lowest member offset to its highest member end, reserved while any member is liv
 from __future__ import annotations
 
 import bisect
-import enum
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from optplan.problem.columns import fits_int64
 from optplan.problem.core import Problem, columns_of
+from optplan.problem.outcome import Copy, Plan, Residence, Status, Violation
+from optplan.problem.tiers import traffic_of, validate_memories
+
+__all__ = ["Copy", "Plan", "Residence", "Status", "Violation", "traffic", "validate"]
 
 # Problems this large (and alias-free, one interval a buffer) are judged on columns first.
 COLUMNS_FROM = 1000
 _CHUNK_EVENTS = 1 << 16
 
 
-class Status(enum.Enum):
-    OPTIMAL = "optimal"
-    FEASIBLE = "feasible"
-    INFEASIBLE = "infeasible"
-    UNKNOWN = "unknown"
-
-    @property
-    def has_plan(self) -> bool:
-        return self in (Status.OPTIMAL, Status.FEASIBLE)
-
-
-@dataclass(frozen=True, slots=True)
-class Plan:
-    """Offsets for every buffer, the arena they fit in, and how the planner got there.
-
-    `lower_bound` is the live-bytes bound of the problem; `bound` the best lower bound on
-    the optimal arena that the planner proved (at least `lower_bound`). A planner that found
-    nothing returns status INFEASIBLE or UNKNOWN with empty offsets and arena 0.
-    `storages` cuts the arena into separate storages, as (offset, size in bytes) pairs, for
-    planners that allocate several (TVM's tokens); empty means one storage, the arena.
-    """
-
-    offsets: dict[str, int]
-    arena: int
-    status: Status
-    planner: str
-    lower_bound: int
-    seconds: float = 0.0
-    bound: int = 0
-    detail: dict[str, object] = field(default_factory=dict)
-    storages: tuple[tuple[int, int], ...] = ()
-
-    @property
-    def gap(self) -> float:
-        """How far the arena is above the best proven bound, as a fraction of the bound."""
-        best = max(self.bound, self.lower_bound)
-        if not self.status.has_plan or best == 0:
-            return 0.0
-        return (self.arena - best) / best
-
-
-@dataclass(frozen=True, slots=True)
-class Violation:
-    """One thing wrong with a plan, naming the buffers involved."""
-
-    kind: str
-    buffers: tuple[str, ...]
-    message: str
-
-    def __str__(self) -> str:
-        return self.message
-
-
 def validate(problem: Problem, plan: Plan) -> list[Violation]:
-    """Everything wrong with `plan` as a placement of `problem`; empty when it is valid."""
+    """Everything wrong with `plan` as a placement of `problem`; empty when it is valid.
+
+    A problem of several memories, or of one with an alignment of its own (or a plan that
+    gives residences), is judged memory by memory by the checks below, and on top by
+    `tiers.validate_memories`: every residence, every copy, every capacity, and the
+    traffic the plan claims.
+    """
     if not plan.status.has_plan:
         return []
+    if not problem.plain or plan.residences or plan.copies:
+        return validate_memories(problem, plan, validate_arena)
+    return validate_arena(problem, plan)
+
+
+def traffic(problem: Problem, plan: Plan) -> int:
+    """The plan's traffic, counted by the judge: bytes written and read in each memory
+    times its cost, a read from the cheapest memory holding the buffer, and each copy's
+    bytes read in one memory and written in the other (see `tiers`)."""
+    return traffic_of(problem, plan)
+
+
+def validate_arena(problem: Problem, plan: Plan) -> list[Violation]:
+    """The checks of one memory: `plan.offsets` within `plan.arena` and its capacity."""
     if len(problem.buffers) >= COLUMNS_FROM and _valid_as_columns(problem, plan):
         return []
     faults: list[Violation] = []

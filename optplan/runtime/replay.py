@@ -17,6 +17,9 @@ with `Planned`, an Interpreter that overrides only where values live and when by
 5. parameters and constants are read-only arrays in both runs, so a program or plan that
    writes into one fails loudly instead of silently corrupting the model.
 
+A plan of several memories replays in one array per memory, its copies performed as
+steps of their own (`tiered.Tiered`); the planned replay itself is `planned.Planned`.
+
 A plan that lets two live values share a byte therefore changes some value, and
 `compare` names the first one (in program order) that differs from the reference run,
 where it is bound, and its first differing element. Comparison is on bytes, so NaN and
@@ -29,15 +32,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from optplan.analysis.memory import NO_RELEASES, MemoryFacts, Placement, Releases
+from optplan.analysis.memory import MemoryFacts
 from optplan.analysis.types import format_type, typed_program
 from optplan.errors import InputError
 from optplan.ir import (
-    Binding,
     Call,
     Expr,
     Function,
@@ -48,12 +50,11 @@ from optplan.ir import (
     TensorType,
     Tuple,
     TupleGetItem,
-    TupleType,
     Type,
     Var,
     iter_bindings,
 )
-from optplan.ops import lookup, overwritten_args
+from optplan.ops import lookup
 from optplan.problem.plan import Plan
 from optplan.runtime.interpreter import (
     POISON,
@@ -61,13 +62,12 @@ from optplan.runtime.interpreter import (
     KernelFailure,
     ReplayFailure,
     Run,
-    Value,
     flat_arrays,
     meta_key,
     read_only,
 )
-
-ARENA_ALIGNMENT_BYTES = 64
+from optplan.runtime.planned import Planned, aligned_arena
+from optplan.runtime.tiered import tiered_machine
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +223,9 @@ def planned_run(
     *,
     record: bool = True,
 ) -> Run:
-    """Replay the entry function of `program` inside one poisoned arena laid out by `plan`."""
+    """Replay the entry function of `program` inside one poisoned arena laid out by `plan`,
+    or, for a plan of several memories, in one array per memory with its copies
+    (`tiered.Tiered`)."""
     machine = Planned(
         typed_program(program),
         inputs,
@@ -231,133 +233,12 @@ def planned_run(
         copy_values=True,
         memory=memory,
         offsets=dict(plan.offsets),
-        arena=_aligned_arena(plan.arena),
+        arena=aligned_arena(0 if plan.residences else plan.arena),
     )
+    if plan.residences:
+        costs = {m.name: m.cost for m in memory.problem.memories}
+        return tiered_machine(machine, plan, costs).run()
     return machine.run()
-
-
-def _aligned_arena(size_bytes: int) -> np.ndarray:
-    """A poisoned byte array whose first byte is 64-byte aligned, like a runtime's arena."""
-    raw = np.empty(size_bytes + ARENA_ALIGNMENT_BYTES, dtype=np.uint8)
-    start = (-raw.ctypes.data) % ARENA_ALIGNMENT_BYTES
-    arena = raw[start : start + size_bytes]
-    arena.fill(POISON)
-    return arena
-
-
-@dataclass(slots=True)
-class Planned(Interpreter):
-    """The reference interpreter with its values in one arena, and kills that poison."""
-
-    memory: MemoryFacts | None = None
-    offsets: dict[str, int] = field(default_factory=dict)
-    arena: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
-
-    def placement(self, binding: Binding | None) -> object:
-        if binding is None or self.memory is None:
-            return None
-        return self.memory.placements.get(binding.var.name)
-
-    def place(self, binding: Binding | None, value: Value) -> Value:
-        if binding is None:
-            return value
-        return self.store(self.placement(binding), value, binding.type)
-
-    def if_value(self, binding: Binding, result: Value) -> Value:
-        placement = self.placement(binding)
-        if placement is None:
-            return Interpreter.if_value(self, binding, result)
-        return self.store(placement, result, binding.type)
-
-    def enter_branch(self, binding: Binding, taken: bool) -> None:
-        self.poison(self.released(binding).entry(taken))
-
-    def after(self, binding: Binding, taken: bool | None) -> None:
-        released = self.released(binding)
-        self.poison(released.after if taken is None else released.exit(taken))
-
-    def call_op(
-        self, call: Call, args: list[Value], out_type: Type | None, binding: Binding | None
-    ) -> Value:
-        placement = self.placement(binding)
-        op = lookup(call.op)
-        if (
-            isinstance(placement, Placement)
-            and op is not None
-            and op.into is not None
-            and not overwritten_args(call)
-        ):
-            # Destination passing proper: the kernel writes its output view, no copy.
-            view = self.view(placement, out_type)
-            try:
-                with np.errstate(all="ignore"):
-                    if op.into(call, args, view):
-                        return view
-            except (InputError, ReplayFailure):
-                raise
-            except Exception as error:  # noqa: BLE001 - any kernel fault is one line naming the node
-                raise KernelFailure.of(call, binding, error) from None
-        return Interpreter.call_op(self, call, args, out_type, binding)
-
-    def kill_tensor(self, call: Call, args: list[Value]) -> Value:
-        """A killed tensor's bytes are poisoned, so a read after the kill shows. (A storage
-        kill only drops a reference: tensors carved from it live on.)"""
-        for target in flat_arrays(tuple(args)):
-            if target.flags.writeable and target.flags.c_contiguous:
-                target.reshape(-1).view(np.uint8).fill(POISON)
-        return ()
-
-    # ------------------------------------------------------------------ the arena
-
-    def released(self, binding: Binding) -> Releases:
-        if self.memory is None:
-            return NO_RELEASES
-        return self.memory.released(binding.var.name)
-
-    def view(self, placement: Placement, type_: Type | None) -> np.ndarray:
-        if not isinstance(type_, TensorType):
-            raise ReplayFailure(f"buffer {placement.buffer!r} holds a {format_type(type_)}", None)
-        if placement.buffer not in self.offsets:
-            raise ReplayFailure(f"the plan gives no offset for buffer {placement.buffer!r}", None)
-        start = self.offsets[placement.buffer]
-        end = start + type_.size_bytes
-        if start < 0 or end > self.arena.size:
-            raise ReplayFailure(
-                f"buffer {placement.buffer!r} at bytes [{start}, {end}) is outside the arena "
-                f"of {self.arena.size} bytes",
-                None,
-            )
-        return self.arena[start:end].view(type_.dtype).reshape(type_.shape)
-
-    def store(self, placement: object, value: Value, type_: Type | None) -> Value:
-        """`value` stored at `placement` (copied there unless it already is there)."""
-        if placement is None:
-            return value
-        if isinstance(placement, tuple):
-            assert isinstance(value, tuple) and isinstance(type_, TupleType)
-            return tuple(self.store(p, v, t) for p, v, t in zip(placement, value, type_.fields))
-        assert isinstance(placement, Placement) and isinstance(value, np.ndarray)
-        view = self.view(placement, type_)
-        if not _same_bytes(view, value):
-            np.copyto(view, value)
-        return view
-
-    def poison(self, buffers: tuple[str, ...]) -> None:
-        if self.memory is None:
-            return
-        for buffer in buffers:
-            start = self.offsets.get(buffer)
-            if start is not None:
-                self.arena[start : start + self.memory.problem.buffer(buffer).size] = POISON
-
-
-def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
-    return (
-        isinstance(b, np.ndarray)
-        and a.nbytes == b.nbytes
-        and a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
-        and b.flags.c_contiguous
-    )
 
 
 # ---------------------------------------------------------------------------- comparison

@@ -18,6 +18,9 @@ it, so a state is S (a bit mask) and its cost is the least peak of any order of 
 4. The first complete set popped is optimal. If the heap runs dry, the incumbent was.
    At the state or time limit the cost of the cheapest unexpanded state is a proven
    lower bound on the optimum, and the incumbent is returned as feasible.
+
+The state limit is the work budget: the same limit gives the same answer on any machine;
+the time limit is only an outer guard.
 """
 
 from __future__ import annotations
@@ -25,8 +28,21 @@ from __future__ import annotations
 import heapq
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from optplan.schedule.graph import Graph, op_bounds, peak_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """What a search found: the order, its peak, whether it is proven optimal, a proven
+    lower bound on the optimal peak, and the states expanded (its work)."""
+
+    order: tuple[int, ...]
+    peak: int
+    proven: bool
+    bound: int
+    states: int = 0
 
 
 def exact_search(
@@ -35,9 +51,11 @@ def exact_search(
     *,
     time_limit: float = 10.0,
     max_states: int = 2_000_000,
-) -> tuple[tuple[int, ...], int, bool, int]:
-    """(order, peak, proven optimal, proven lower bound on the optimal peak)."""
-    tables = _Tables(graph)
+    bounds: Sequence[int] | None = None,
+) -> Found:
+    """The best order of `graph`, or the incumbent and a proven bound at the limits.
+    `bounds[v]`, when given, is a proven lower bound on the bytes held at op v's step."""
+    tables = _Tables(graph, bounds)
     best_order = tuple(incumbent)
     best = peak_bytes(graph, best_order)
     full = (1 << graph.ops) - 1
@@ -52,10 +70,10 @@ def exact_search(
         if g > cost.get(mask, g) or rank >= best and mask != full:
             continue
         if mask == full:
-            return _path(parent, full), g, True, g
+            return Found(_path(parent, full), g, True, g, expanded)
         expanded += 1
-        if expanded > max_states or (expanded & 1023 == 0 and time.perf_counter() > deadline):
-            return best_order, best, False, rank
+        if expanded > max_states or (expanded & 15 == 0 and time.perf_counter() > deadline):
+            return Found(best_order, best, False, min(rank, best), expanded)
         for v in tables.successors(mask, held, g):
             after = mask | (1 << v)
             step = held + tables.made[v]
@@ -67,7 +85,7 @@ def exact_search(
             parent[after] = (mask, v)
             left = held + tables.made[v] - tables.freed(v, after)
             heapq.heappush(heap, (new_rank, depth - 1, left, after, new_g))
-    return best_order, best, True, best
+    return Found(best_order, best, True, best, expanded)
 
 
 class _Tables:
@@ -75,7 +93,7 @@ class _Tables:
 
     __slots__ = ("bounds", "by_bound", "graph", "held_at_start", "made", "pred_mask", "reader_mask", "touch")
 
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, bounds: Sequence[int] | None) -> None:
         self.graph = graph
         self.made = [sum(graph.sizes[b] for b in bufs) for bufs in graph.creates]
         self.pred_mask = [sum(1 << u for u in set(preds)) for preds in graph.preds]
@@ -86,7 +104,7 @@ class _Tables:
             for v in range(graph.ops)
         ]
         self.held_at_start = graph.base_bytes + sum(graph.sizes[b] for b in graph.live_in)
-        self.bounds = op_bounds(graph)
+        self.bounds = list(bounds) if bounds is not None else op_bounds(graph)
         self.by_bound = sorted(range(graph.ops), key=lambda v: -self.bounds[v])
 
     def rank(self, mask: int, cost: int) -> int:

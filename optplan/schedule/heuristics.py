@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import heapq
 
+import numpy as np
+
 from optplan.schedule.graph import Graph
+from optplan.schedule.tables import ancestor_masks, tables
 
 
 def program_order(graph: Graph) -> tuple[int, ...]:
@@ -91,13 +94,15 @@ def dfs(graph: Graph) -> tuple[int, ...]:
 
 
 def _subgraph_bytes(graph: Graph) -> list[int]:
-    """Bytes made by each op and all its ancestors."""
-    ancestors: list[set[int]] = [set() for _ in range(graph.ops)]
-    for v in _kahn(graph):
-        for u in graph.preds[v]:
-            ancestors[v] |= ancestors[u] | {u}
-    made = [sum(graph.sizes[b] for b in bufs) for bufs in graph.creates]
-    return [made[v] + sum(made[u] for u in ancestors[v]) for v in range(graph.ops)]
+    """Bytes made by each op and all its ancestors (ancestors as bit sets: no set per op
+    grows with the op count)."""
+    t = tables(graph)
+    if t.ops == 0:
+        return []
+    masks = ancestor_masks(t)
+    as_bytes = masks.astype("<u8").view(np.uint8).reshape(t.ops, -1)
+    ancestors = np.unpackbits(as_bytes, axis=1, bitorder="little")[:, : t.ops]
+    return [int(x) for x in t.made + ancestors.astype(np.int64) @ t.made]
 
 
 def _kahn(graph: Graph) -> list[int]:

@@ -12,7 +12,10 @@ exact re-solves around the peak.
    peak and the window's; keep the new window order when that is lower, or equal but
    reached at fewer steps.
 4. Repeat; when no window around any peak step improves, widen the windows by half
-   (20 ops, then 30, 45, ...) until they cover the whole order or the time is up.
+   (20 ops, then 30, 45, ...) until they cover the whole order, the work budget (states
+   the window searches expand, `work`) is spent, or the time is up. Each window search
+   stops on its states alone (the deadline is an outer guard), so the same budget gives
+   the same order on any machine.
 """
 
 from __future__ import annotations
@@ -23,12 +26,22 @@ from collections.abc import Sequence
 from optplan.schedule.exact import exact_search
 from optplan.schedule.graph import Graph, step_bytes
 
+WINDOW_STATES = 200_000  # states one window search may expand
 
-def improve(graph: Graph, start: Sequence[int], *, time_limit: float = 10.0, width: int = 20) -> tuple[int, ...]:
+
+def improve(
+    graph: Graph,
+    start: Sequence[int],
+    *,
+    time_limit: float = 10.0,
+    width: int = 20,
+    work: int | None = None,
+) -> tuple[int, ...]:
     order = tuple(start)
     deadline = time.perf_counter() + time_limit
-    while time.perf_counter() < deadline:
-        better = _improve_once(graph, order, width, deadline)
+    budget = [work if work is not None else 1 << 62]
+    while time.perf_counter() < deadline and budget[0] > 0:
+        better = _improve_once(graph, order, width, deadline, budget)
         if better is not None:
             order = better
         elif width >= len(order):
@@ -46,7 +59,9 @@ def _score(graph: Graph, order: Sequence[int]) -> tuple[int, int]:
     return peak, steps.count(peak)
 
 
-def _improve_once(graph: Graph, order: tuple[int, ...], width: int, deadline: float) -> tuple[int, ...] | None:
+def _improve_once(
+    graph: Graph, order: tuple[int, ...], width: int, deadline: float, budget: list[int]
+) -> tuple[int, ...] | None:
     """A better order from one window re-solve around a step at the peak, or None."""
     steps = step_bytes(graph, order)
     if not steps:
@@ -54,9 +69,9 @@ def _improve_once(graph: Graph, order: tuple[int, ...], width: int, deadline: fl
     score = _score(graph, order)
     for top in [t for t, used in enumerate(steps) if used == score[0]]:
         for lo in _window_starts(top, len(order), width):
-            if time.perf_counter() > deadline:
+            if time.perf_counter() > deadline or budget[0] <= 0:
                 return None
-            candidate = _resolve(graph, order, lo, min(len(order), lo + width), deadline)
+            candidate = _resolve(graph, order, lo, min(len(order), lo + width), deadline, budget)
             if candidate is not None and _score(graph, candidate) < score:
                 return candidate
     return None
@@ -68,10 +83,16 @@ def _window_starts(top: int, n: int, width: int) -> list[int]:
     return list(dict.fromkeys(clipped))
 
 
-def _resolve(graph: Graph, order: tuple[int, ...], lo: int, hi: int, deadline: float) -> tuple[int, ...] | None:
+def _resolve(
+    graph: Graph, order: tuple[int, ...], lo: int, hi: int, deadline: float, budget: list[int]
+) -> tuple[int, ...] | None:
+    """The order with steps [lo, hi) re-solved, or None when nothing changed; the states
+    expanded are taken from `budget` (one mutable count shared by the whole run)."""
     sub, ops = window_graph(graph, order, lo, hi)
-    left = max(0.05, min(1.0 + (hi - lo) / 10, deadline - time.perf_counter()))
-    sub_order, _, _, _ = exact_search(sub, range(sub.ops), time_limit=left, max_states=200_000)
+    left = max(0.0, deadline - time.perf_counter())
+    found = exact_search(sub, range(sub.ops), time_limit=left, max_states=min(WINDOW_STATES, budget[0]))
+    budget[0] -= found.states
+    sub_order = found.order
     if list(sub_order) == list(range(sub.ops)):
         return None
     return order[:lo] + tuple(ops[i] for i in sub_order) + order[hi:]

@@ -8,7 +8,10 @@ order. So:
 2. Cut any valid order at them into windows [lo, hi), each ending at a cut (the last one
    ends at the end). What is held on entering a window depends only on the set of ops
    before it, so each window is a `Graph` of its own (`window_graph`).
-3. Solve every window with the exact search, sharing the time among the windows left.
+3. Solve every window with the exact search. The work (states) and the time are shared
+   among the windows left in proportion to their ops, so a window of one op does not
+   take a third of the time from one of 248. The per-op bounds of the whole graph hold
+   in every window (a window's steps hold what they hold in the whole order).
 4. The order is the windows' orders one after the other; its peak, and a proven bound on
    the optimum, are the largest of the windows'. It is optimal when every window is.
 
@@ -21,17 +24,22 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from optplan.schedule.exact import exact_search
-from optplan.schedule.graph import Graph, closure, peak_bytes
+import numpy as np
+
+from optplan.schedule.exact import Found, exact_search
+from optplan.schedule.graph import Graph, peak_bytes
 from optplan.schedule.improve import window_graph
+from optplan.schedule.tables import ancestor_masks, descendant_masks, tables
 
 
 def windows(graph: Graph) -> list[tuple[int, int]]:
-    """The windows [lo, hi) of steps between cuts, in step order (steps 1 and 2)."""
+    """The windows [lo, hi) of steps between cuts, in step order (steps 1 and 2); the
+    ancestor and descendant counts come from bit sets (`tables`), not Python sets."""
     n = graph.ops
-    ancestors = closure(graph.preds)
-    descendants = closure(graph.succs())
-    cuts = sorted(len(ancestors[v]) for v in range(n) if len(ancestors[v]) + len(descendants[v]) + 1 == n)
+    t = tables(graph)
+    before = _counts(ancestor_masks(t), n)
+    after = _counts(descendant_masks(t), n)
+    cuts = sorted(int(before[v]) for v in range(n) if before[v] + after[v] + 1 == n)
     out, lo = [], 0
     for step in cuts:
         if step >= lo:
@@ -42,23 +50,43 @@ def windows(graph: Graph) -> list[tuple[int, int]]:
     return out
 
 
+def _counts(masks: np.ndarray, n: int) -> np.ndarray:
+    """How many ops each bit set holds."""
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    as_bytes = masks.astype("<u8").view(np.uint8).reshape(masks.shape[0], -1)
+    return np.unpackbits(as_bytes, axis=1).sum(axis=1)
+
+
 def exact_split(
-    graph: Graph, start: Sequence[int], *, time_limit: float, max_states: int
-) -> tuple[tuple[int, ...], int, bool, int]:
-    """(order, peak, proven optimal, proven lower bound on the optimal peak)."""
+    graph: Graph,
+    start: Sequence[int],
+    *,
+    time_limit: float,
+    max_states: int,
+    bounds: Sequence[int] | None = None,
+) -> Found:
+    """The exact search window by window (module docstring); `bounds` as `exact_search`."""
     order = tuple(start)
     parts = windows(graph)
     if len(parts) <= 1:
-        return exact_search(graph, order, time_limit=time_limit, max_states=max_states)
+        return exact_search(graph, order, time_limit=time_limit, max_states=max_states, bounds=bounds)
     deadline = time.perf_counter() + time_limit
     pieces: list[int] = []
-    proven, bound = True, 0
+    proven, bound, states = True, 0, 0
     for index, (lo, hi) in enumerate(parts):
         sub, ops = window_graph(graph, order, lo, hi)
-        share = max(0.01, (deadline - time.perf_counter()) / (len(parts) - index))
-        sub_order, _, sub_proven, sub_bound = exact_search(sub, range(sub.ops), time_limit=share, max_states=max_states)
-        pieces.extend(ops[i] for i in sub_order)
-        proven = proven and sub_proven
-        bound = max(bound, sub_bound)
-    found = tuple(pieces)
-    return found, peak_bytes(graph, found), proven, bound
+        share = (hi - lo) / (graph.ops - lo)
+        found = exact_search(
+            sub,
+            range(sub.ops),
+            time_limit=max(0.01, share * (deadline - time.perf_counter())),
+            max_states=max(1, int(share * (max_states - states))),
+            bounds=None if bounds is None else [bounds[v] for v in ops],
+        )
+        states += found.states
+        pieces.extend(ops[i] for i in found.order)
+        proven = proven and found.proven
+        bound = max(bound, found.bound)
+    order = tuple(pieces)
+    return Found(order, peak_bytes(graph, order), proven, bound, states)

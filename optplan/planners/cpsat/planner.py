@@ -74,13 +74,25 @@ import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from optplan.planners.common import Form, Rect, live_peak, make_form, make_plan, no_plan, now, top
+from optplan.planners.common import (
+    Form,
+    Rect,
+    crowded_at,
+    live_peak,
+    make_form,
+    make_plan,
+    no_plan,
+    now,
+    top,
+)
 from optplan.planners.cpsat.model import PartResult, part_top, solve_part
 from optplan.planners.cpsat.progress import hearing, is_stopped, report_progress
 from optplan.planners.cpsat.search_first import search_first
-from optplan.planners.greedy import best_offsets
+from optplan.planners.greedy import Greedy, best_offsets
+from optplan.planners.greedy.planner import pack_with
 from optplan.planners.greedy.tries import tries
 from optplan.planners.lns import improve
+from optplan.planners.tiers.exact import plan_exact
 from optplan.planners.watch import Watch
 from optplan.problem import Problem
 from optplan.problem.plan import Plan, Status
@@ -97,6 +109,8 @@ class CpSat:
     `search_share` is the share of the time limit given first to the exact skyline search
     (0 turns it off); `watch`, if given, hears of every better arena or bound, and its
     `stop()` makes the planner return its best plan so far (detail `"interrupted"`).
+    `copies`: on a problem of several memories, whether tensors may be copied between
+    them (False: each stays in one memory all its life, as banked planners place them).
     """
 
     name: str = "cpsat"
@@ -109,6 +123,7 @@ class CpSat:
     first_pass: float = 1.0
     search_share: float = 0.75
     watch: Watch | None = field(default=None, compare=False, repr=False)
+    copies: bool = True
 
     def __call__(self, problem: Problem) -> Plan:
         started = now()
@@ -120,8 +135,22 @@ class CpSat:
 
 def plan_cpsat(form: Form, options: CpSat = CpSat(), *, started: float | None = None) -> Plan:
     """The steps of the module's docstring: the form's fault (1), greedy and the search
-    (2), the parts and the bound (3, 4), rounds of CP-SAT (5, 6), the plan (7)."""
+    (2), the parts and the bound (3, 4), rounds of CP-SAT (5, 6), the plan (7). A
+    problem of several memories goes to `tiers.exact` (residency, copies and offsets in
+    one model), each memory without a capacity packed by greedy."""
     started = now() if started is None else started
+    if not form.problem.plain:
+        return plan_exact(
+            form.problem,
+            options.name,
+            pack_with(Greedy()),
+            started=started,
+            time_limit=options.time_limit,
+            workers=options.num_workers,
+            seed=options.random_seed,
+            watch=options.watch,
+            copies=options.copies,
+        )
     if form.fault is not None:
         return _no_plan(form, options, started, 0, Status.INFEASIBLE, form.fault)
     rects, capacity = form.rects, form.problem.capacity
@@ -133,7 +162,8 @@ def plan_cpsat(form: Form, options: CpSat = CpSat(), *, started: float | None = 
     floors = {id(part): part_floor(part) for part in parts}
     bound = _first_bound(rects, greedy, floors.values())
     if capacity is not None and bound > capacity:
-        reason = f"{bound} bytes are live at once, more than the capacity {capacity}"
+        crowded = crowded_at(rects, capacity) if form.live_bytes > capacity else None
+        reason = crowded or f"{bound} bytes are live at once, more than the capacity {capacity}"
         return _no_plan(form, options, started, bound, Status.INFEASIBLE, reason)
     failure, bound, search_detail = _search_step(form, offsets, bound, started, options)
     if failure is not None:

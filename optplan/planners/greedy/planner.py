@@ -63,7 +63,7 @@ The plain-Python `place` below stays as the fallback and as the reference.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,6 +74,8 @@ from optplan.planners.greedy.columns import plan_columns
 from optplan.planners.greedy.kernel import COMPILED, Compiled
 from optplan.planners.greedy.runs import FITS, ORDERS, Interpreted, best_runs, check_runs
 from optplan.planners.naive import stack
+from optplan.planners.tiers import plan_heuristics
+from optplan.planners.tiers.fill import KEYS as FILL_KEYS
 from optplan.problem import Problem
 from optplan.problem.plan import Plan, Status
 
@@ -87,17 +89,21 @@ COMPILED_WORK = 400_000
 
 @dataclass(frozen=True, slots=True)
 class Greedy:
-    """Options: which orders and fits to try; the best arena among them wins."""
+    """Options: which orders and fits to try; the best arena among them wins. On a
+    problem of several memories, `fill` names the orders in which tensors fill the
+    cheapest memory first, each staying in one memory (`tiers.fill`); the least traffic
+    wins, and each memory is packed by the orders and fits above."""
 
     name: str = "greedy"
     orders: tuple[str, ...] = ORDERS
     fits: tuple[str, ...] = FITS
+    fill: tuple[str, ...] = FILL_KEYS
 
     def __call__(self, problem: Problem) -> Plan:
         started = now()
         check_runs(self.orders, self.fits)
         with gc_paused():
-            if len(problem.buffers) >= COMPILED_FROM:
+            if problem.plain and len(problem.buffers) >= COMPILED_FROM:
                 # A problem held as columns is planned from them, with no form at all.
                 plan = plan_columns(problem, self.orders, self.fits, self.name, started)
                 if plan is not None:
@@ -110,6 +116,9 @@ class Greedy:
 
 def plan_greedy(form: Form, options: Greedy = Greedy(), *, started: float | None = None) -> Plan:
     started = now() if started is None else started
+    if not form.problem.plain:
+        rules = [f"fill-{key}" for key in options.fill]
+        return plan_heuristics(form.problem, options.name, rules, pack_with(options), started=started)
     with gc_paused():
         if form.fault is not None:
             return no_plan(
@@ -117,6 +126,15 @@ def plan_greedy(form: Form, options: Greedy = Greedy(), *, started: float | None
             )
         offsets, detail = best_offsets(form, options.orders, options.fits)
         return make_plan(form, options.name, offsets, started=started, detail=detail)
+
+
+def pack_with(options: Greedy) -> Callable[[Problem], Plan]:
+    """Greedy as the packer of one memory's buffers."""
+
+    def pack(problem: Problem) -> Plan:
+        return plan_greedy(make_form(problem), options)
+
+    return pack
 
 
 def best_offsets(
