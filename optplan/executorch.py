@@ -4,8 +4,11 @@
 from optplan.integrations.executorch import (
     DEFAULT_TIME_LIMIT_S,
     Algorithm,
+    Judgement,
+    MemoryUse,
     PlanReport,
     algorithm,
+    judge,
     offsets_of,
     plan_specs,
     to_problem,
@@ -14,8 +17,11 @@ from optplan.integrations.executorch import (
 __all__ = [
     "DEFAULT_TIME_LIMIT_S",
     "Algorithm",
+    "Judgement",
+    "MemoryUse",
     "PlanReport",
     "algorithm",
+    "judge",
     "offsets_of",
     "plan_specs",
     "to_problem",

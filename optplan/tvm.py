@@ -2,6 +2,7 @@
 
 from optplan.integrations.tvm import (
     FunctionReport,
+    Left,
     Options,
     PlanBlockMemory,
     PlanWarning,
@@ -12,6 +13,7 @@ from optplan.integrations.tvm import (
 
 __all__ = [
     "FunctionReport",
+    "Left",
     "Options",
     "PlanBlockMemory",
     "PlanWarning",

@@ -5,8 +5,9 @@ the same ones on every run, so that a submission's CI judges the code and not th
 the draw; `dev` draws 50 new ones each run (and `optplan fuzz` runs long campaigns), which
 is where new failures are found, to be added as `@example`s.
 
-The exact search's kernels (and the order search's beam) are compiled before any test runs, so that no planner's answer
-depends on when a background compile ends.
+Every kernel is compiled before any test runs (pip's install has done it already, unless
+the sources changed since), so that no planner's answer depends on when a background
+compile ends.
 """
 
 from __future__ import annotations
@@ -21,5 +22,5 @@ settings.register_profile("ci", max_examples=200, deadline=None, derandomize=Tru
 settings.register_profile("dev", max_examples=50, deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
-jit.warm("optplan.planners.search")
-jit.warm("optplan.schedule.beam")
+for module in jit.KERNELS:
+    jit.warm(module)

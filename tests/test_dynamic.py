@@ -24,6 +24,7 @@ from optplan.frontends.script import parse, print_program
 from optplan.planners import get_planner
 from optplan.problem.plan import validate
 from optplan.runtime import replay as executor
+from optplan.runtime.check import extract_plan
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "transformer_block_dynamic.py"
 
@@ -237,3 +238,38 @@ def test_tvm_plans_the_dynamic_block_at_the_bound_and_check_agrees(tmp_path: Pat
     plan = get_planner("greedy")(planned.problem)
     assert validate(planned.problem, plan) == []
     assert report.lower_bound_bytes <= plan.arena <= sum(sizes)
+
+
+RUNTIME_CALLS = """
+@R.function
+def main(x: R.Tensor(("n", 4), dtype="float32"), t: R.Tensor((1,), dtype="int64"), cache: R.Any) -> R.Tensor(("n", 4), dtype="float32"):
+    n = T.int64()
+    k = T.int64()
+    R.func_attr({"tir_var_upper_bound": {"n": 8}})
+    storage: R.Any = R.memory.alloc_storage(R.shape([128]), 0, R.str("global"), R.dtype("float32"))
+    alloc: R.Tensor((n * 4,), dtype="float32") = R.memory.alloc_tensor(storage, 0, R.shape([n * 4]), R.dtype("float32"), 0)
+    flat: R.Tensor((n * 4,), dtype="float32") = R.reshape(x, R.shape([n * 4]))
+    relu(flat, n * 4, alloc)
+    kept: R.Any = R.call_packed("vm.builtin.attention_kv_cache_append", cache, alloc, ty_args=(R.Any,))
+    view: R.Tensor((n, 4), dtype="float32") = R.call_packed("vm.builtin.attention_kv_cache_view", kept, R.shape([n, 4]), ty_args=(R.Tensor((n, 4), dtype="float32"),))
+    done = R.call_packed("my_function", view)
+    shape: R.Shape(ndim=1) = R.tensor_to_shape(t)
+    named: R.Shape([k]) = R.match_cast(shape, R.Shape([k]))
+    return view
+"""
+
+
+def test_tvm_runtime_calls_are_read_planned_and_printed_back() -> None:
+    """What TVM's pipeline leaves around memory planning: packed calls (`ty_args` their
+    type, an object without), sizes handed to a kernel (`n * 4`, at the bound), a shape
+    from data named by a `match_cast`."""
+    program = parse(RUNTIME_CALLS, dims={"k": 1})
+    fn = program.functions[0]
+    calls = {b.var.name: b.value for b in fn.body.blocks[0].bindings}
+    assert calls["kept"].attr("func") == "vm.builtin.attention_kv_cache_append"
+    assert [a.value for a in calls["_"].args[1:2]] == [32]  # relu's size: n * 4 at n = 8
+    text = print_program(program)
+    assert 'R.call_packed("vm.builtin.attention_kv_cache_view", kept, R.shape([8, 4])' in text
+    assert print_program(parse(text)) == text
+    problem, _ = extract_plan(program)
+    assert [(b.id, b.size) for b in problem.buffers] == [("alloc", 128)]

@@ -26,6 +26,7 @@ RELAX_OPS = [
     "broadcast_to", "nn.pad", "nn.batch_norm", "nn.dropout", "cumsum", "call_tir",
     "call_kernel", "call_tir_inplace", "builtin.alloc_tensor", "memory.alloc_storage",
     "memory.alloc_tensor", "memory.kill_tensor", "memory.kill_storage", "vm.kill_object",
+    "call_packed", "call_builtin_with_ctx", "tensor_to_shape",
 ]  # fmt: skip
 
 # Every name a module of optplan, its tests or its benchmarks imports from `optplan.ops`.

@@ -17,7 +17,12 @@ optplan reads every stage. The unplanned ones are planned (cpsat, then the indep
 validator; cpsat at or below TVM's token rule); on `4_preplan` the `tokens` planner (TVM's
 rule as optplan implements it) must give TVM's own total. The planned ones go through
 `optplan check`'s extraction, validation and replay, which must find them valid and count
-exactly TVM's total of storage bytes. Skipped without apache-tvm 0.27.
+exactly TVM's total of storage bytes.
+
+The decoders with symbolic lengths (`tvm_models.decoder`: prefill and decode with a KV
+cache, bounded by `tir_var_upper_bound`) are read function by function at `4_preplan`:
+optplan reads every tensor at TVM's bound (its `tokens` planner gives TVM's own total),
+and cpsat's plan validates at or below it. Skipped without apache-tvm 0.27.
 """
 
 from __future__ import annotations
@@ -111,3 +116,23 @@ def test_planned_stage_checks_valid_at_tvms_total(directory: Path, name: str, st
     report = check_program(parse(paths[stage].read_text(), file=str(paths[stage])))
     assert report.valid, report.summary()
     assert report.arena_bytes == tvm_bytes
+
+
+_DECODER_STAGES: dict[tuple[str, str], dict[str, Any]] = {}
+
+
+@pytest.mark.parametrize("function", ["prefill", "decode", "_initialize_effect"])
+@pytest.mark.parametrize("arch, dtype", [("gpt2", "float32"), ("llama", "float16")])
+def test_symbolic_functions_read_at_tvms_bounds(
+    directory: Path, arch: str, dtype: str, function: str
+) -> None:
+    if (arch, dtype) not in _DECODER_STAGES:
+        _DECODER_STAGES[arch, dtype] = stages(tvm_models.decoder(arch, dtype, 64).mod)
+    modules = _DECODER_STAGES[arch, dtype]
+    path = directory / f"{arch}_{dtype}.{function}.4_preplan.py"
+    path.write_text(modules["4_preplan"][function].script(show_meta=False), encoding="utf-8")
+    loaded = load(str(path), alignment=1)
+    tokens = get_planner("tokens")(loaded.problem)
+    cpsat = get_planner("cpsat", time_limit=10)(loaded.problem)
+    assert tokens.arena == storage_bytes(modules["5_planned"])[function]
+    assert validate(loaded.problem, cpsat) == [] and cpsat.arena <= tokens.arena

@@ -3,7 +3,7 @@
 Shares no code with the planners. Steps:
 
 1. Each alias class of several buffers, and each pinned buffer, stays in one memory all
-   its life: one option per memory every member may use.
+   its life: one option per memory every member may use (every buffer, without copies).
 2. Any other buffer may be held, at each live point, by any non-empty set of the
    memories it may use, with one memory at its first point and where it is written, and
    every memory entered at a point filled by a copy from one holding it at that point and
@@ -26,10 +26,11 @@ from optplan.problem import Alias, Buffer, Interval, Problem, alias_classes
 Option = tuple[int, dict[str, dict[str, tuple[int, ...]]]]  # traffic, memory -> buffer -> points
 
 
-def least_traffic(problem: Problem) -> int | None:
+def least_traffic(problem: Problem, *, copies: bool = True) -> int | None:
+    """Without `copies`, every buffer stays in one memory all its life (step 1 for all)."""
     names = [m.name for m in problem.memories]
     cost = {m.name: m.cost for m in problem.memories}
-    per_class = [_options(problem, names, cost, cls.members) for cls in alias_classes(problem)]
+    per_class = [_options(problem, names, cost, cls.members, copies) for cls in alias_classes(problem)]
     combos = sorted(
         (sum(option[0] for option in combo), position, combo)
         for position, combo in enumerate(itertools.product(*per_class))
@@ -40,10 +41,12 @@ def least_traffic(problem: Problem) -> int | None:
     return None
 
 
-def _options(problem: Problem, names: list[str], cost: dict[str, int], members: tuple[tuple[str, int], ...]) -> list[Option]:
+def _options(
+    problem: Problem, names: list[str], cost: dict[str, int], members: tuple[tuple[str, int], ...], copies: bool
+) -> list[Option]:
     buffers = [problem.buffer(name) for name, _ in members]
     allowed = [n for n in names if all(not b.memories or n in b.memories for b in buffers)]
-    if len(buffers) > 1 or buffers[0].offset is not None:
+    if len(buffers) > 1 or buffers[0].offset is not None or not copies:
         return [
             (sum(_accesses(b) * b.size * cost[m] for b in buffers), {m: {b.id: _points(b) for b in buffers}})
             for m in allowed

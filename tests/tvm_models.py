@@ -345,6 +345,163 @@ BUILDERS: dict[str, Callable[[str], Model]] = {
 }
 
 
+# ---------------------------------------------------------------------------- symbolic lengths
+
+# d, heads, ffn, vocab, layers: "small" is the issue's 2 layers at hidden 256; "tiny" is
+# for tests, seconds to compile and run.
+DECODER_SIZES = {"tiny": (64, 4, 128, 128, 2), "small": (256, 4, 1024, 1024, 2)}
+
+
+@dataclass(frozen=True)
+class Decoder:
+    """A decoder exported with symbolic lengths: `prefill(ids[1, seq_len], ...)` and
+    `decode(ids[1, 1], ..., total_seq_len)`, each appending to a KV cache per layer
+    (`nn.KVCache`, a runtime object made by `_initialize_effect`, of `cache_shape`), with
+    `tir_var_upper_bound` {"seq_len": bound} and {"total_seq_len": bound}. `weights` are
+    random, in the order of the functions' weight parameters."""
+
+    name: str
+    mod: Any
+    bound: int
+    arch: str
+    dtype: str
+    vocab: int
+    cache_shape: tuple[int, int, int]
+    weights: tuple[np.ndarray, ...]
+
+
+def decoder(arch: str, dtype: str, bound: int, size: str = "tiny") -> Decoder:
+    """GPT-2-style (LayerNorm, fused QKV, learned positions, GELU MLP) or LLaMA-style
+    (RMSNorm, separate Q/K/V, SwiGLU MLP), in `dtype`, with softmax in float32."""
+    from tvm.relax.frontend import nn
+
+    d, heads, ffn, vocab, layers = DECODER_SIZES[size]
+    module = _decoder_module(nn, arch, dtype, bound, (d, heads, ffn, vocab, layers))
+    ids = {"ids": nn.spec.Tensor((1, "seq_len"), "int32")}
+    one = {"ids": nn.spec.Tensor((1, 1), "int32")}
+    if arch == "gpt2":
+        ids["positions"] = nn.spec.Tensor((1, "seq_len"), "int32")
+        one["positions"] = nn.spec.Tensor((1, 1), "int32")
+    spec = {"prefill": ids, "decode": {**one, "total_seq_len": nn.spec.Int()}}
+    mod, _ = module.export_tvm(spec=spec)
+    mod["prefill"] = mod["prefill"].with_attr("tir_var_upper_bound", {"seq_len": bound})
+    mod["decode"] = mod["decode"].with_attr("tir_var_upper_bound", {"total_seq_len": bound})
+    weights = _args(mod["decode"].params[int(mod["decode"].attrs["num_input"]) :])
+    cache = (bound, heads, d // heads)
+    return Decoder(f"{arch}_{dtype}_{bound}", mod, bound, arch, dtype, vocab, cache, weights)
+
+
+def _decoder_module(nn: Any, arch: str, dt: str, bound: int, sizes: tuple[int, ...]) -> Any:
+    d, heads, ffn, vocab, layers = sizes
+    head = d // heads
+
+    def norm() -> Any:
+        return nn.LayerNorm(d, dtype=dt) if arch == "gpt2" else nn.RMSNorm(d, -1, bias=False,
+                                                                           dtype=dt)  # fmt: skip
+
+    class Attention(nn.Module):
+        def __init__(self) -> None:
+            bias = arch == "gpt2"
+            self.q, self.k, self.v, self.o = (nn.Linear(d, d, bias, dtype=dt) for _ in range(4))
+            self.k_cache = nn.KVCache(bound, [heads, head], dt)
+            self.v_cache = nn.KVCache(bound, [heads, head], dt)
+
+        def forward(self, x: Any, total: Any) -> Any:
+            seq = x.shape[1]
+            q, k, v = (nn.op.reshape(f(x), (seq, heads, head)) for f in (self.q, self.k, self.v))
+            self.k_cache.append(k)
+            self.v_cache.append(v)
+            keys, values = self.k_cache.view(total), self.v_cache.view(total)
+            q, k, v = (nn.op.permute_dims(t, [1, 0, 2]) for t in (q, keys, values))
+            scores = nn.op.matmul(q, nn.op.permute_dims(k, [0, 2, 1])) * (1 / math.sqrt(head))
+            if not isinstance(seq, int):  # prefill: its own tokens only, causally
+                scores = scores + _causal_mask(nn, seq, scores.dtype)
+            probs = nn.op.softmax(scores.astype("float32"), axis=-1).astype(dt)
+            out = nn.op.permute_dims(nn.op.matmul(probs, v), [1, 0, 2])
+            return self.o(nn.op.reshape(out, (1, seq, d)))
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            self.norm_1, self.norm_2, self.attn = norm(), norm(), Attention()
+            self.up = nn.Linear(d, ffn, arch == "gpt2", dtype=dt)
+            self.down = nn.Linear(ffn, d, arch == "gpt2", dtype=dt)
+            if arch != "gpt2":
+                self.gate = nn.Linear(d, ffn, False, dtype=dt)
+
+        def forward(self, x: Any, total: Any) -> Any:
+            x = x + self.attn(self.norm_1(x), total)
+            h = self.norm_2(x)
+            if arch == "gpt2":
+                return x + self.down(nn.op.gelu(self.up(h)))
+            return x + self.down(nn.op.silu(self.gate(h)) * self.up(h))
+
+    class Decoder(nn.Module):
+        def __init__(self) -> None:
+            self.embed = nn.Embedding(vocab, d, dtype=dt)
+            if arch == "gpt2":
+                self.positions = nn.Embedding(bound, d, dtype=dt)
+            self.layers = nn.ModuleList([Block() for _ in range(layers)])
+            self.norm, self.lm_head = norm(), nn.Linear(d, vocab, False, dtype=dt)
+
+        def run(self, ids: Any, positions: Any, total: Any) -> Any:
+            x = self.embed(ids)
+            if positions is not None:
+                x = x + self.positions(positions)
+            for layer in self.layers:
+                x = layer(x, total)
+            return self.lm_head(self.norm(x))
+
+        # The exporter passes the spec's inputs by the method's parameter names.
+        if arch == "gpt2":
+
+            def prefill(self, ids: Any, positions: Any) -> Any:
+                return self.run(ids, positions, ids.shape[1])
+
+            def decode(self, ids: Any, positions: Any, total_seq_len: Any) -> Any:
+                return self.run(ids, positions, total_seq_len)
+
+        else:
+
+            def prefill(self, ids: Any) -> Any:
+                return self.run(ids, None, ids.shape[1])
+
+            def decode(self, ids: Any, total_seq_len: Any) -> Any:
+                return self.run(ids, None, total_seq_len)
+
+    return Decoder()
+
+
+def run_decoder(executable: Any, model: Decoder, function: str, length: int) -> np.ndarray:
+    """The logits of `function` at `length` tokens in the Relax VM: prefill of `length`
+    tokens into new caches; or decode of the `length`-th token into caches that hold
+    `length - 1` entries already. Tokens and cache entries from a seed that depends on the
+    length only. The caches are the runtime's own (`_initialize_effect`'s, or made by the
+    same builtin it calls, already filled: no prefill of `length - 1` tokens first)."""
+    import tvm
+    from tvm import relax
+
+    vm = relax.VirtualMachine(executable, tvm.cpu())
+    rng = np.random.default_rng(length)
+    ids = rng.integers(0, model.vocab, (1, length)).astype("int32")
+    caches = list(vm["_initialize_effect"]())
+    if function == "decode":
+        create = tvm.get_global_func("vm.builtin.attention_kv_cache_create")
+        shape = tvm.runtime.ShapeTuple(model.cache_shape)
+        entries = [rng.standard_normal(model.cache_shape) * 0.1 for _ in caches]
+        caches = [create(tvm.runtime.tensor(e.astype(model.dtype)), shape, length - 1)
+                  for e in entries]  # fmt: skip
+    args = [tvm.runtime.tensor(ids if function == "prefill" else ids[:, -1:])]
+    if model.arch == "gpt2":
+        start = 0 if function == "prefill" else length - 1
+        positions = np.arange(start, length, dtype="int32")[None]
+        args.append(tvm.runtime.tensor(positions))
+    if function == "decode":
+        args.append(tvm.runtime.ShapeTuple([length]))
+    weights = [tvm.runtime.tensor(w) for w in model.weights]
+    logits, _ = vm[function](*args, *caches, *weights)
+    return logits.numpy()
+
+
 # ---------------------------------------------------------------------------- both ways
 
 
@@ -428,3 +585,66 @@ def compile_both(model: Model, planner: str = "cpsat", time_limit: float = 10.0)
         a.dtype == b.dtype and a.tobytes() == b.tobytes() for a, b in zip(theirs, mine)
     )
     return Compiled(model.name, tvm_bytes, ours_bytes, tuple(reports), same, seconds)
+
+
+DECODER_FUNCTIONS = {"prefill": "seq_len", "decode": "total_seq_len"}
+
+
+@dataclass(frozen=True)
+class DecoderBoth:
+    """A `Decoder` planned both ways and built: the reports of optplan's pass by function,
+    TVM's and optplan's storage bytes by function, and the two executables."""
+
+    model: Decoder
+    reports: dict[str, Any]
+    tvm_bytes: dict[str, int]
+    optplan_bytes: dict[str, int]
+    theirs: Any
+    mine: Any
+
+    def same_at(self, function: str, length: int) -> bool:
+        """Whether both executables give the same bytes for `function` at `length`."""
+        a = run_decoder(self.theirs, self.model, function, length)
+        b = run_decoder(self.mine, self.model, function, length)
+        return a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def decoder_both(model: Decoder, time_limit: float = 10.0, build: bool = True) -> DecoderBoth:
+    """TVM's StaticPlanBlockMemory and optplan's PlanBlockMemory on the lowered decoder;
+    both built with LLVM unless not `build`."""
+    import tvm
+    from tvm import relax
+
+    from optplan.tvm import Options, plan_module, storage_bytes
+
+    target = tvm.target.Target("llvm")
+    low = lowered(model.mod, target)
+    theirs = relax.transform.StaticPlanBlockMemory()(low)
+    ours, reports = plan_module(low, Options(time_limit=time_limit))
+    executables = [
+        tvm.compile(finalized(m, target, planned=p), target, relax_pipeline=None) if build else None
+        for m, p in ((low, False), (ours, True))
+    ]
+    return DecoderBoth(
+        model,
+        {r.function: r for r in reports},
+        storage_bytes(theirs),
+        storage_bytes(ours),
+        *executables,
+    )
+
+
+def fixed_at_bound(model: Decoder, function: str, time_limit: float = 10.0) -> Any:
+    """optplan's report on `function` with its symbolic length fixed at the bound
+    (`BindSymbolicVars` on the lowered module): the same program at the bound's sizes."""
+    import tvm
+    from tvm import relax
+
+    from optplan.tvm import Options, plan_module
+
+    target = tvm.target.Target("llvm")
+    binding = {DECODER_FUNCTIONS[function]: model.bound}
+    low = lowered(model.mod, target)
+    fixed = relax.transform.BindSymbolicVars(binding, func_name=function)(low)
+    _, reports = plan_module(fixed, Options(time_limit=time_limit))
+    return next(r for r in reports if r.function == function)

@@ -18,7 +18,8 @@ Steps:
    buffers (one per tensor of its result); a view (reshape, a var-to-var binding, a tuple
    item, an in-place call's output) refers to its source's buffer; a tuple built from
    other values refers to all of theirs; parameters and constants refer to none, as they
-   are never planned.
+   are never planned, nor does a packed call's result (`OpDef.runtime_result`: the
+   runtime's memory, which TVM does not plan either).
 3. Backward dataflow over the control-flow graph of points: a buffer is live into a
    point if that point reads it, or it is live out of it and not written there. A buffer
    occupies its bytes at every point it is live into and at every point that writes it,
@@ -223,6 +224,8 @@ def _value_of_binding(walk: _Walk, name: str, expr: Expr, type_: Type) -> Value:
         op = lookup(expr.op)
         if op is not None and op.view:
             return _value_of(walk, expr.args[0])
+        if op is not None and op.runtime_result:
+            return _unplanned(type_)
         return _new_buffers(walk, name, type_)
     return _value_of(walk, expr)
 

@@ -41,7 +41,7 @@ def solve(
     watch: Watch | None = None,
     form: Form | None = None,
 ) -> Plan:
-    from optplan.planners import PLANNERS, get_planner
+    from optplan.planners import PLANNERS, get_planner, jit
 
     if name not in PLANNERS:
         raise InputError(f"unknown planner {name!r}; choose from {', '.join(sorted(PLANNERS))}")
@@ -52,14 +52,31 @@ def solve(
     planner = get_planner(name, **chosen)
     if not quiet and "time_limit" in options:
         print(f"planning with {name} (time limit {time_limit:g} s)...", file=sys.stderr, flush=True)
+    waiting = [module for module in jit.KERNELS if not jit.ready(module)]
     plan = planner(problem) if form is None else planner.plan(form)
-    if plan.detail.get("search") == "compiling":
-        print(
-            "optplan: note: the exact search is being compiled for first use in the background "
-            "(10-50 s, once); this plan was made without it",
-            file=sys.stderr,
-        )
+    for note in compile_notes(plan, waiting):
+        print(f"optplan: note: {note}", file=sys.stderr)
     return plan
+
+
+def compile_notes(plan: Plan, waiting: list[str]) -> list[str]:
+    """What this run paid because numba had not compiled the kernels of `waiting` here
+    (pip compiles them when it installs optplan): nothing once they are."""
+    from optplan.planners import jit
+
+    notes = []
+    if jit.GREEDY in waiting and jit.ready(jit.GREEDY):
+        seconds = jit.compile_seconds(jit.GREEDY) or 0.0
+        notes.append(
+            f"{seconds:.0f} s of this run went to compiling greedy's kernels for this "
+            "environment, once"
+        )
+    compiling = "the exact search's kernels are compiling in the background for this environment"
+    if plan.detail.get("search") == "compiling":
+        notes.append(f"{compiling} (about 20 s on an idle machine, once); this plan is without them")
+    elif "search_joined_s" in plan.detail:
+        notes.append(f"{compiling}; they joined this plan at {plan.detail['search_joined_s']} s")
+    return notes
 
 
 def report_faults(plan: Plan, faults: list) -> None:  # type: ignore[type-arg]

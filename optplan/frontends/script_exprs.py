@@ -51,10 +51,16 @@ from optplan.ir import (
 
 
 def read_expr(node: ast.expr, src: Source) -> Expr:
-    """An expression; a bare number is a prim value (an offset, a device index)."""
+    """An expression; a bare number is a prim value (an offset, a device index), and so is
+    a symbolic dimension or arithmetic on them (`kernel(x, n, out)`: TVM hands a kernel
+    the sizes it cannot read off its buffers), at the dimension's value."""
     number = read_number(node, src)
     if number is not None:
         return Literal("prim", number, loc=loc_of(node, src))
+    if isinstance(node, (ast.Name, ast.BinOp)) and _only_dims(node, src):
+        value = dim_value(node, src.dims, src.symbols, src.file)
+        if value is not None:
+            return Literal("prim", value, loc=loc_of(node, src))
     match node:
         case ast.Name(id=name):
             return new_var(name, loc_of(node, src))
@@ -67,6 +73,12 @@ def read_expr(node: ast.expr, src: Source) -> Expr:
         case ast.Constant(value=str()):
             raise error_at(f"a bare string {shown(node, src)}: write R.str(...)", node, src)
     raise error_at(f"unsupported expression {shown(node, src)}", node, src)
+
+
+def _only_dims(node: ast.expr, src: Source) -> bool:
+    """Whether every name in `node` is a symbolic dimension with a value."""
+    names = [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
+    return bool(names) and all(name in src.dims for name in names)
 
 
 def _subscript(node: ast.Subscript, src: Source) -> Expr:
@@ -217,7 +229,24 @@ def _match_cast(op: str, node: ast.Call, src: Source) -> Call:
     return Call(op, (value,), (("struct_info", read_type(type_node, src)),), loc=loc_of(node, src))
 
 
+def _call_packed(op: str, node: ast.Call, src: Source) -> Call:
+    """`R.call_packed("vm.builtin.name", args..., ty_args=(T,))` and
+    `R.call_builtin_with_ctx("vm.builtin.name", (args...), ty_args=(T,))`: a call of a
+    function the runtime registers (`func`), which returns a value of type T (an object
+    without `ty_args`)."""
+    usage = f'R.{op}("function name", args..., ty_args=(type,))'
+    name = node.args[0] if node.args else None
+    if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+        raise expected_error(usage, node, src)
+    attrs = {key: read_attr_value(value, src) for key, value in keyword_args(node, src).items()}
+    attrs["func"] = name.value
+    args = tuple(read_expr(a, src) for a in node.args[1:])
+    return Call(op, args, tuple(sorted(attrs.items())), loc=loc_of(node, src))
+
+
 _SPECIAL: dict[str, Callable[[str, ast.Call, Source], Expr]] = {
+    "call_packed": _call_packed,
+    "call_builtin_with_ctx": _call_packed,
     "match_cast": _match_cast,
     "call_tir": _call_tir,
     "call_tir_inplace": _call_tir,

@@ -208,6 +208,9 @@ def _call(call: Call, kernels: frozenset[str]) -> str:
             raise ValueError(f"{call.op} needs an 'out_ty' attribute")
         keywords = [f"out_ty={_attr(out_ty)}"] + _keywords(attrs)
         return f"R.{call.op}({callee}, {_tuple_text(args)}, {', '.join(keywords)})"
+    if call.op in ("call_packed", "call_builtin_with_ctx") and isinstance(attrs.get("func"), str):
+        func = _string(str(attrs.pop("func")))
+        return f"R.{call.op}({', '.join([func, *args, *_keywords(attrs)])})"
     if call.op == "match_cast" and set(attrs) == {"struct_info"}:
         return f"R.match_cast({args[0]}, {_attr(attrs['struct_info'])})"
     return f"R.{call.op}({', '.join(args + _keywords(attrs))})"

@@ -35,6 +35,12 @@ mem_offset) and the size of every buffer. Steps:
 5. A `PlanReport` per call: the planner, status, buffer bytes, the proven bound on them,
    the gap, seconds, and ExecuTorch's own greedy on the same specs beside them; handed to
    `report` and logged at INFO on this module's logger (`optplan.integrations.executorch`).
+
+With `memories` (`algorithm(memories=[Memory("tcm", 256 * 1024), Memory("psram",
+cost=10)])`) the planner chooses each spec's memory id instead, within every memory's
+capacity, for the least traffic (`executorch_memories`); its report adds each id's bytes,
+capacity and traffic, and a capacity no plan meets is its status (logged as a warning).
+`judge` judges any algorithm's result over such memories.
 """
 
 from __future__ import annotations
@@ -42,23 +48,34 @@ from __future__ import annotations
 import dataclasses
 import enum
 import logging
-import math
-import numbers
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from optplan.integrations.executorch_arguments import (
+    check,
+    check_memories,
+    check_planner,
+    has_time_limit,
+    limited_planners,
+)
+from optplan.integrations.executorch_memories import Outcome, plan_memories
+from optplan.integrations.executorch_specs import Ids, Judgement, MemoryUse, spec_interval
+from optplan.integrations.executorch_specs import judge as judge_ids
 from optplan.planners import PLANNERS, get_planner
-from optplan.problem import Alias, Buffer, Interval, Problem
+from optplan.problem import Alias, Buffer, Memory, Problem
 from optplan.problem.plan import Plan, Status, validate
 
 __all__ = [
     "DEFAULT_TIME_LIMIT_S",
     "Algorithm",
+    "Judgement",
+    "MemoryUse",
     "PlanReport",
     "algorithm",
+    "judge",
     "offsets_of",
     "plan_specs",
     "to_problem",
@@ -97,6 +114,11 @@ class PlanReport:
     executorch_bytes: int | None
     seconds: float
     detail: dict[str, object] = field(default_factory=dict, compare=False)
+    memories: tuple[MemoryUse, ...] = ()
+    traffic: int | None = None
+    traffic_bound: int | None = None
+    traffic_all_in_slow: int | None = None
+    reason: str = ""
 
     @property
     def gap(self) -> float:
@@ -105,13 +127,32 @@ class PlanReport:
             (self.buffer_bytes - self.bound_bytes) / self.bound_bytes if self.bound_bytes else 0.0
         )
 
+    @property
+    def traffic_gap(self) -> float:
+        """How far `traffic` is above `traffic_bound`, as a fraction of the bound (0 for
+        a report of one memory id, or of no plan within the capacities)."""
+        if self.traffic is None or not self.traffic_bound:
+            return 0.0
+        return (self.traffic - self.traffic_bound) / self.traffic_bound
+
+    @property
+    def fits(self) -> bool:
+        """Every memory id within its capacity."""
+        return all(use.fits for use in self.memories)
+
     def summary(self) -> str:
         theirs = "n/a" if self.executorch_bytes is None else str(self.executorch_bytes)
-        return (
+        line = (
             f"{self.graph}: {self.planner} {self.status}, {self.buffer_bytes} bytes "
             f"(bound {self.bound_bytes}, gap {self.gap:.1%}; ExecuTorch's greedy {theirs}), "
             f"{self.specs} specs, {self.seconds:.2f} s"
         )
+        if self.traffic is None:
+            return line
+        uses = "; ".join(use.summary() for use in self.memories)
+        proven = "" if self.traffic_bound is None else f"bound {self.traffic_bound}, gap {self.traffic_gap:.1%}; "
+        line += f"; traffic {self.traffic} ({proven}all in slow memory {self.traffic_all_in_slow}); {uses}"
+        return line + (f"; no plan within the capacities: {self.reason}" if self.reason else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,22 +160,32 @@ class Algorithm:
     """An optplan memory-planning algorithm for ExecuTorch; build it with `algorithm()`.
 
     `time_limit` is seconds per planned graph for a planner that takes one (cpsat), and
-    None for one that does not; `report` hears one PlanReport per call.
+    None for one that does not; `report` hears one PlanReport per call; `memories`, as
+    (mem_id, Memory) pairs, are the memory ids the planner chooses among (empty: each
+    spec keeps the id ExecuTorch gave it, 1 unless a pass pinned it).
     """
 
     planner: str = "cpsat"
     time_limit: float | None = DEFAULT_TIME_LIMIT_S
     report: Callable[[PlanReport], object] | None = field(default=None, compare=False)
+    memories: Ids = ()
 
     def __post_init__(self) -> None:
-        _check(self.planner, self.time_limit, self.report)
+        check(self.planner, self.time_limit, self.report)
+        if self.memories:
+            if len({mem_id for mem_id, _ in self.memories}) != len(self.memories):
+                raise ValueError("memories: a mem_id appears twice")
+            check_memories(dict(self.memories), self.planner)
 
     @property
     def __name__(self) -> str:
         """The suite's key: one name per configuration, so no entry overwrites another."""
-        if self.time_limit is None:
-            return f"optplan_{self.planner}"
-        return f"optplan_{self.planner}_{self.time_limit:g}s"
+        name = f"optplan_{self.planner}"
+        if self.time_limit is not None:
+            name += f"_{self.time_limit:g}s"
+        for mem_id, memory in self.memories:
+            name += f"_{mem_id}{memory.name}" + ("" if memory.capacity is None else f"{memory.capacity}")
+        return name
 
     def __call__(
         self,
@@ -147,6 +198,8 @@ class Algorithm:
         """Steps 1-5: ExecuTorch's algorithm signature, returning its `MemoryAlgoResult`."""
         started = time.perf_counter()
         specs = list(specs)
+        if self.memories:
+            return self._place(started, alignment, specs, graph_module, graph_signature, extra_padding)
         result, plans, bounds = _plan_buffers(self, alignment, specs, graph_module, extra_padding)
         if self.report is None and not LOG.isEnabledFor(logging.INFO):
             return result
@@ -162,10 +215,42 @@ class Algorithm:
             seconds=round(time.perf_counter() - started, 3),
             detail={str(mem_id): plan.detail for mem_id, plan in plans.items()},
         )
-        LOG.info("%s", report.summary())
+        self._tell(report)
+        return result
+
+    def _place(
+        self,
+        started: float,
+        alignment: int,
+        specs: list[Any],
+        graph_module: Any,
+        graph_signature: Any,
+        extra_padding: int,
+    ) -> Any:
+        """Each spec's memory id chosen among `memories` (`executorch_memories`)."""
+        for spec in specs:
+            spec.realign(alignment)
+        options = _options(self)
+        result, outcome = plan_memories(
+            self.planner, options, self.memories, alignment, specs, graph_module, extra_padding
+        )
+        quiet = self.report is None and not LOG.isEnabledFor(logging.INFO)
+        if quiet and outcome.status.has_plan:
+            return result
+        theirs = _executorch_bytes(alignment, specs, graph_module, graph_signature, extra_padding)
+        graph = (graph_module, graph_signature, extra_padding)
+        report = _memories_report(self, outcome, result, specs, graph)
+        report = dataclasses.replace(
+            report, executorch_bytes=theirs, seconds=round(time.perf_counter() - started, 3)
+        )
+        self._tell(report)
+        return result
+
+    def _tell(self, report: PlanReport) -> None:
+        """Log the report (a warning when no plan met the capacities) and hand it over."""
+        LOG.log(logging.WARNING if report.reason else logging.INFO, "%s", report.summary())
         if self.report is not None:
             self.report(report)
-        return result
 
 
 def algorithm(
@@ -173,26 +258,46 @@ def algorithm(
     *,
     time_limit: float | _Default = _Default.TIME_LIMIT,
     report: Callable[[PlanReport], object] | None = None,
+    memories: Sequence[Memory] | Mapping[int, Memory] | None = None,
 ) -> Algorithm:
     """The algorithm to put in `MemoryPlanningAlgorithmSuite(algo_list=[...])`.
 
     `planner` is one of optplan's planners by name; `time_limit` (seconds per planned
     graph, default 10) is for a planner that takes one (cpsat); `report` is called with a
-    PlanReport for every planned graph. Every argument is checked here, before any
-    export work: a wrong one is a TypeError or ValueError that names it.
+    PlanReport for every planned graph. `memories` (Memory values, fast first, for mem_ids
+    1, 2, ...; or a dict {mem_id: Memory}) makes the planner choose each spec's memory
+    id within the memories' capacities, for the least traffic; give such an algorithm
+    alone in its suite (the suite keeps the plan of fewest bytes, blind to capacities
+    and costs). Every argument is checked here, before any export work: a wrong one is a
+    TypeError or ValueError that names it.
     """
-    _check_planner(planner)
-    limited = _has_time_limit(planner)
+    check_planner(planner)
+    ids: Ids = () if memories is None else check_memories(memories, planner)
+    limited = has_time_limit(planner)
     if time_limit is _Default.TIME_LIMIT:
         time_limit_s = DEFAULT_TIME_LIMIT_S if limited else None
     elif not limited:
         raise ValueError(
             f"time_limit: the {planner} planner has no time limit (only "
-            f"{', '.join(_limited_planners())} takes one); leave time_limit out"
+            f"{', '.join(limited_planners())} takes one); leave time_limit out"
         )
     else:
         time_limit_s = time_limit
-    return Algorithm(planner, time_limit_s, report)
+    return Algorithm(planner, time_limit_s, report, ids)
+
+
+def judge(
+    memories: Sequence[Memory] | Mapping[int, Memory],
+    alignment: int,
+    specs: Iterable[Any],
+    graph_module: Any,
+    result: Any,
+) -> Judgement:
+    """Any memory-planning algorithm's `MemoryAlgoResult` (ExecuTorch's `greedy` or
+    `BankedGreedy`, optplan's) judged over `memories` as `algorithm(memories=...)` sees
+    them: what `validate` finds wrong with its offsets, and per memory id its bytes, the
+    capacity and the traffic. Call it inside the algorithm's call, on the same specs."""
+    return judge_ids(check_memories(memories), alignment, list(specs), graph_module, result)
 
 
 def plan_specs(
@@ -214,7 +319,7 @@ def to_problem(group: Sequence[Any], alignment: int) -> Problem:
     A spec with no bytes has nothing to place and is left out (it gets offset 0)."""
     index = {id(spec): k for k, spec in enumerate(group)}
     buffers = tuple(
-        Buffer(str(k), spec.allocated_memory, (_interval(spec),), alignment)
+        Buffer(str(k), spec.allocated_memory, (spec_interval(spec),), alignment)
         for k, spec in enumerate(group)
         if spec.allocated_memory > 0
     )
@@ -262,10 +367,49 @@ def _plan_buffers(
     return result, plans, bounds
 
 
+def _options(algo: Algorithm) -> dict[str, object]:
+    """The planner's options: its time limit, and with memories no copies between them."""
+    options: dict[str, object] = {} if algo.time_limit is None else {"time_limit": algo.time_limit}
+    fields = {f.name for f in dataclasses.fields(PLANNERS[algo.planner])}  # type: ignore[arg-type]
+    if algo.memories and "copies" in fields:
+        options["copies"] = False
+    return options
+
+
+def _memories_report(
+    algo: Algorithm,
+    outcome: Outcome,
+    result: Any,
+    specs: list[Any],
+    graph: tuple[Any, Any, int],
+) -> PlanReport:
+    """The report of a plan over memory ids: per id its bytes, capacity and traffic."""
+    graph_module, graph_signature, extra_padding = graph
+    # Every byte live at the busiest point is in some id, besides the bytes set aside.
+    reserved = sum(getattr(graph_module, "input_mem_buffer_sizes", None) or [])
+    floor = outcome.plan.lower_bound + (extra_padding if outcome.plan.lower_bound else 0)
+    judged = outcome.judgement
+    return PlanReport(
+        graph=_graph_kind(graph_module, graph_signature),
+        planner=algo.planner,
+        status=outcome.status.value,
+        specs=len(specs),
+        buffer_bytes=sum(result.bufsizes),
+        bound_bytes=reserved + floor,
+        executorch_bytes=None,
+        seconds=0.0,
+        detail=dict(outcome.plan.detail),
+        memories=judged.uses,
+        traffic=judged.traffic,
+        traffic_bound=outcome.traffic_bound if outcome.status.has_plan else None,
+        traffic_all_in_slow=outcome.traffic_all_in_slow,
+        reason=outcome.reason,
+    )
+
+
 def _solve(algo: Algorithm, problem: Problem) -> Plan:
     """Step 3: the plan, judged by the validator; no plan or a wrong one is an error."""
-    options = {} if algo.time_limit is None else {"time_limit": algo.time_limit}
-    plan = get_planner(algo.planner, **options)(problem)
+    plan = get_planner(algo.planner, **_options(algo))(problem)
     if not plan.status.has_plan:
         raise RuntimeError(f"optplan's {algo.planner} found no memory plan ({plan.status.value})")
     violations = validate(problem, plan)
@@ -304,59 +448,3 @@ def _graph_kind(graph_module: Any, graph_signature: Any) -> str:
         return "graph"
     names = {getattr(spec.arg, "name", None) for spec in graph_signature.input_specs}
     return "method" if inputs <= names else "submodule"
-
-
-def _interval(spec: Any) -> Interval:
-    start, last = spec.lifetime
-    if start is None or last is None:
-        raise ValueError(f"ExecuTorch handed over a spec without a lifetime: {spec}")
-    return Interval(int(start), int(last) + 1)
-
-
-def _check(planner: object, time_limit: object, report: object) -> None:
-    """Every argument, in order, each fault one error naming the argument."""
-    _check_planner(planner)
-    assert isinstance(planner, str)
-    if _has_time_limit(planner):
-        _check_time_limit(time_limit)
-    elif time_limit is not None:
-        raise ValueError(
-            f"time_limit: the {planner} planner has no time limit; give None or leave it out"
-        )
-    if report is not None and not callable(report):
-        raise TypeError(
-            f"report must be a callable that takes a PlanReport, got {type(report).__name__} "
-            f"{report!r}"
-        )
-
-
-def _check_planner(planner: object) -> None:
-    names = ", ".join(sorted(PLANNERS))
-    if not isinstance(planner, str):
-        hint = ""
-        if isinstance(planner, numbers.Real) and not isinstance(planner, bool):
-            hint = f"; a time limit is a keyword: algorithm(time_limit={planner!r})"
-        raise TypeError(
-            f"planner must be a planner's name ({names}), got {type(planner).__name__} "
-            f"{planner!r}{hint}"
-        )
-    if planner not in PLANNERS:
-        raise ValueError(f"planner: unknown planner {planner!r}; choose from {names}")
-
-
-def _check_time_limit(time_limit: object) -> None:
-    if isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real):
-        raise TypeError(
-            f"time_limit must be a number of seconds, got {type(time_limit).__name__} "
-            f"{time_limit!r}"
-        )
-    if not math.isfinite(float(time_limit)) or time_limit <= 0:
-        raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
-
-
-def _has_time_limit(planner: str) -> bool:
-    return "time_limit" in {f.name for f in dataclasses.fields(PLANNERS[planner])}  # type: ignore[arg-type]
-
-
-def _limited_planners() -> list[str]:
-    return sorted(name for name in PLANNERS if _has_time_limit(name))

@@ -4,37 +4,42 @@
 `relax.transform.StaticPlanBlockMemory()` sits in a pipeline (or call `pipeline(target)`
 for TVM's CPU pipeline with the swap made). For each Relax function of the module:
 
-1. TVM's own StaticPlanBlockMemory runs first. It decides what may be planned (tensors of
-   static shape that the function does not return) and turns each of their
-   `R.builtin.alloc_tensor` into `R.memory.alloc_tensor(storage, 0, ...)` on storages it
-   shares by its token rule. Everything it leaves alone stays as it is.
-2. The function is printed as TVMScript and read by optplan's reader;
-   `optplan.runtime.check.extract_plan` gives the allocation problem: one buffer per carved
-   tensor, live from its `alloc_tensor` to the last use of any of its aliases (var
-   bindings, reshape views, tuples), as the rest of TVM's pipeline will use it.
+1. TVM's own StaticPlanBlockMemory runs first. It decides what may be planned (tensors
+   that the function does not return, used only by kernels in the block that makes them)
+   and turns each of their `R.builtin.alloc_tensor` into `R.memory.alloc_tensor(storage,
+   0, ...)` on storages it shares by its token rule. A tensor with symbolic dimensions is
+   sized at their upper bounds (`tir_var_upper_bound`); one whose size has no bound gets a
+   storage of symbolic size. Everything it leaves alone stays as it is.
+2. The tensors optplan plans are those TVM carved from storages of constant size, each at
+   its size at the bounds (`tvm_ir.bound_sizes`, TVM's own reading of the bounds). The
+   function is printed as TVMScript and read by optplan's reader;
+   `optplan.runtime.check.extract_plan` gives their lifetimes: live from the
+   `alloc_tensor` to the last use of any of its aliases (var bindings, reshape views,
+   tuples), as the rest of TVM's pipeline will use them.
 3. optplan's planner places the buffers, every offset a multiple of `alignment` (64 bytes
    by default, TVM's runtime allocation alignment, which its LLVM kernels assume); the
    independent validator judges the plan.
-4. The function is rewritten on TVM's IR: one `R.memory.alloc_storage` of the arena's
-   bytes at the top of the body, every planned `alloc_tensor` carving it at optplan's
-   offset, TVM's storages dropped. TVM's kernels take only tensors whose DLPack
-   `byte_offset` is 0, so a tensor carved at a nonzero offset is passed through
-   `R.memory.ensure_zero_offset`, which on a CPU moves a 64-byte aligned offset into the
-   data pointer (no copy; an unaligned one would be copied, hence the alignment rule).
-   Nothing else changes, so LowerAllocTensor, KillAfterLastUse, VM lowering and
-   `relax.build` work as before.
+4. The function is rewritten on TVM's IR (`tvm_ir.rewrite`): one `R.memory.alloc_storage`
+   of the arena's bytes at the top of the body, every planned `alloc_tensor` carving it
+   at optplan's offset with its shape unchanged (symbolic shapes stay symbolic, so the
+   function runs at any size up to the bounds), the storages they used dropped. Nothing
+   else changes, so LowerAllocTensor, KillAfterLastUse, VM lowering and `relax.build` work
+   as before.
 
-A function keeps TVM's plan, with a warning naming it and why, when it has symbolic
-shapes, when optplan cannot read it, when the planner finds no valid plan, or when TVM's
-plan is smaller (never worse than TVM's). `plan_module` returns the rewritten module and
-one `FunctionReport` per planned function, TVM's bytes beside optplan's.
+What stays TVM's is named in each function's report (`FunctionReport.left`, and
+`report.why()` in words, `tvm_left`): returned tensors, tensors passed to a packed call
+or a builtin optplan cannot see through, tensors and runtime objects a packed call makes,
+and tensors whose size has no bound (a `PlanWarning` names those). A whole function keeps
+TVM's plan, with a warning saying why, when optplan cannot read it, when the planner
+finds no valid plan, or when TVM's plan is smaller (never worse than TVM's). `plan_module`
+returns the rewritten module and one `FunctionReport` per function that allocates memory.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,8 +54,13 @@ try:
 except ImportError as missing:  # pragma: no cover - exercised only without the extra
     raise ImportError("optplan.tvm needs apache-tvm 0.27: pip install 'optplan[tvm]'") from missing
 
+from optplan.integrations import tvm_ir
+from optplan.integrations.tvm_ir import storage_bytes
+from optplan.integrations.tvm_left import Left, split
+
 __all__ = [
     "FunctionReport",
+    "Left",
     "Options",
     "PlanBlockMemory",
     "PlanWarning",
@@ -62,12 +72,11 @@ __all__ = [
 # TVM's runtime aligns every allocation to 64 bytes (kAllocAlignment); its LLVM kernels
 # may assume it of every buffer they are handed.
 TVM_ALIGNMENT = 64
-_ALLOC_STORAGE = "relax.memory.alloc_storage"
-_ALLOC_TENSOR = "relax.memory.alloc_tensor"
 
 
 class PlanWarning(UserWarning):
-    """A function keeps TVM's own plan; the message says which and why."""
+    """Memory stays TVM's: a whole function keeps TVM's plan, or tensors whose size has no
+    upper bound stay on TVM's storages; the message says which and why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,18 +100,49 @@ class Options:
 @dataclass(frozen=True, slots=True)
 class FunctionReport:
     """What happened to one function. `arena_bytes` is what the function allocates after
-    the pass; `tvm_bytes` what TVM's StaticPlanBlockMemory allocated; `kept` says why
-    TVM's plan was kept (None when optplan's plan replaced it)."""
+    the pass in the storages optplan plans; `tvm_bytes` what TVM's StaticPlanBlockMemory
+    allocated in them; `bound_bytes` the bound the planner proved and `lower_bound_bytes`
+    the live-bytes bound (None when no planner ran); `kept` says why TVM's plan was kept
+    (None when optplan's plan replaced it). `bounds` are the symbolic dimensions' upper
+    bounds the tensors were planned at; `planned` names the tensors in optplan's arena,
+    `left` those left to TVM, with the reason."""
 
     function: str
     tensors: int
     tvm_bytes: int
     arena_bytes: int
-    lower_bound_bytes: int
-    bound_bytes: int
+    lower_bound_bytes: int | None
+    bound_bytes: int | None
     status: str
     seconds: float
     kept: str | None = None
+    bounds: tuple[tuple[str, int], ...] = ()
+    planned: tuple[str, ...] = ()
+    left: tuple[Left, ...] = ()
+
+    def why(self, tensor: str | None = None) -> str:
+        """In words: what became of the function (and every tensor left to TVM, with its
+        reason), or of one `tensor` by its name in TVM's IR (KeyError if it has none)."""
+        if tensor is not None:
+            reasons = [str(left) for left in self.left if left.name == tensor]
+            if reasons:
+                return "\n".join(f"{self.function}: {reason}" for reason in reasons)
+            if tensor in self.planned:
+                return f"{self.function}: {tensor}: planned by optplan in its arena"
+            raise KeyError(f"{self.function} has no tensor {tensor!r} that allocates memory")
+        at = ", ".join(f"{name} <= {bound}" for name, bound in self.bounds)
+        at = f" (at {at})" if at else ""
+        if self.kept is None:
+            head = (
+                f"{self.function}: planned by optplan{at}: {self.tensors} tensor"
+                f"{'' if self.tensors == 1 else 's'} in one "
+                f"storage of {self.arena_bytes} bytes, TVM's {self.tvm_bytes}; "
+                f"proven bound {self.bound_bytes} ({self.status})"
+            )
+        else:
+            head = f"{self.function}: kept TVM's plan{at}: {self.kept}"
+        lines = [head] + [f"  left to TVM: {left}" for left in self.left]
+        return "\n".join(lines)
 
 
 def PlanBlockMemory(
@@ -157,12 +197,13 @@ def plan_module(
     reports = []
     updates = {}
     for gvar, func in planned.functions_items():
-        if not isinstance(func, relax.Function) or not _storages(func.body):
+        if not isinstance(func, relax.Function):
             continue
         name = gvar.name_hint
-        rewritten, report = _plan_function(name, func, options)
-        if report.kept is not None:
-            warnings.warn(f"{name}: kept TVM's plan: {report.kept}", PlanWarning, stacklevel=3)
+        rewritten, report = _plan_function(name, func, planned, options)
+        if not tvm_ir.storages(func.body) and not report.left:
+            continue
+        _warn(report)
         reports.append(report)
         updates[gvar] = rewritten
     for gvar, func in updates.items():
@@ -170,32 +211,63 @@ def plan_module(
     return planned, reports
 
 
+NOTHING = "nothing for optplan to plan"
+
+
+def _warn(report: FunctionReport) -> None:
+    """A PlanWarning for a function that keeps TVM's plan for a reason the user may fix,
+    and one naming the tensors left to TVM for want of a bound."""
+    if report.kept is not None and report.kept != NOTHING:
+        warnings.warn(
+            f"{report.function}: kept TVM's plan: {report.kept}", PlanWarning, stacklevel=4
+        )
+    unbounded = [
+        f"{left.name} {left.type}" + (" (from data)" if left.kind == "data-dependent" else "")
+        for left in report.left
+        if left.kind in ("unbounded", "data-dependent")
+    ]
+    if unbounded:
+        warnings.warn(
+            f"{report.function}: left on TVM's storages, sizes without an upper bound: "
+            f"{', '.join(unbounded)} (report.why() says more)",
+            PlanWarning,
+            stacklevel=4,
+        )
+
+
 def _plan_function(
-    name: str, func: relax.Function, options: Options
+    name: str, func: relax.Function, mod: tvm.IRModule, options: Options
 ) -> tuple[relax.Function, FunctionReport]:
-    tvm_bytes = sum(_storages(func.body).values())
-    kept = FunctionReport(name, 0, tvm_bytes, tvm_bytes, 0, 0, "tvm", 0.0)
-    if relax.analysis.defined_symbolic_vars(func) or relax.analysis.free_symbolic_vars(func):
-        return func, dataclasses.replace(kept, kept="symbolic shapes (planned by TVM's rule)")
+    carved, sizes = tvm_ir.carves(func.body), tvm_ir.storages(func.body)
+    parts = split(func, mod)
+    mine, left = parts.mine, parts.left
+    tvm_bytes = sum(sizes[s] or 0 for s in {carved[k].value.args[0] for k in mine})
+    bounds = tuple(sorted(tvm_ir.signature_bounds(func).items()))
+    names = tuple(carved[k].var.name for k in mine)
+    kept = FunctionReport(name, 0, tvm_bytes, tvm_bytes, None, None, "tvm", 0.0, None, bounds,
+                          (), left)  # fmt: skip
+    if not mine:
+        return func, dataclasses.replace(kept, kept=NOTHING)
     try:
-        problem = _problem(name, func, options.alignment)
+        problem = _problem(name, func, carved, mine, options.alignment)
     except InputError as error:
         return func, dataclasses.replace(kept, kept=f"optplan cannot read it: {error}")
     plan = _planner(options)(problem)
-    report = FunctionReport(
-        name,
-        len(problem.buffers),
-        tvm_bytes,
-        plan.arena,
-        plan.lower_bound,
-        max(plan.bound, plan.lower_bound),
-        plan.status.value,
-        plan.seconds,
+    report = dataclasses.replace(
+        kept,
+        tensors=len(problem.buffers),
+        arena_bytes=plan.arena,
+        lower_bound_bytes=plan.lower_bound,
+        bound_bytes=max(plan.bound, plan.lower_bound),
+        status=plan.status.value,
+        seconds=plan.seconds,
+        planned=names,
     )
     fault = _fault(problem, plan, tvm_bytes)
     if fault is not None:
         return func, dataclasses.replace(report, arena_bytes=tvm_bytes, kept=fault)
-    return _rewrite(func, plan), report
+    offsets = {carved[k].var: plan.offsets[str(j)] for j, k in enumerate(mine)}
+    return tvm_ir.rewrite(func, plan.arena, offsets), report
 
 
 def _planner(options: Options) -> Any:
@@ -217,151 +289,42 @@ def _fault(problem: Problem, plan: Plan, tvm_bytes: int) -> str | None:
     return None
 
 
-def _problem(name: str, func: relax.Function, alignment: int) -> Problem:
-    """Step 2: the function's planned tensors as optplan reads them from TVM's text, in the
-    order TVM holds their `alloc_tensor` bindings (InputError when they disagree)."""
+def _problem(
+    name: str, func: relax.Function, carved: list[relax.Binding], mine: Sequence[int], alignment: int
+) -> Problem:
+    """Step 2: the tensors `mine` (indices into `carved`, TVM's carves in program order)
+    as buffers of their size at the bounds, live as optplan reads them from TVM's text.
+    Symbols without a bound are read at 1: only tensors on TVM's symbolic storages have
+    such sizes, and those are not planned here. InputError when optplan's reading and
+    TVM's disagree (a tensor read larger than TVM's bound, another count of tensors)."""
     from optplan.frontends.script import parse
     from optplan.ir import Program
     from optplan.runtime.check import extract_plan
 
     if func.attrs is not None and "params" in func.attrs:
         func = func.without_attr("params")  # from_onnx's weight values: not read here
-    program = parse(func.script(show_meta=False), file=f"<TVM function {name}>")
+    bounded = tvm_ir.signature_bounds(func)
+    symbols = relax.analysis.free_symbolic_vars(func) + relax.analysis.defined_symbolic_vars(func)
+    dims = {v.name: 1 for v in symbols if v.name not in bounded}
+    program = parse(func.script(show_meta=False), file=f"<TVM function {name}>", dims=dims)
     problem, _ = extract_plan(Program(program.functions[:1], program.kernels, program.module))
-    ids = [b.id for b in problem.buffers]
-    sizes = [_tensor_bytes(b.value) for b in _carves(func.body)]
-    if [b.size for b in problem.buffers] != sizes:
-        raise InputError(f"optplan read {len(ids)} planned tensors, TVM holds {len(sizes)}")
-    buffers = tuple(
-        dataclasses.replace(b, id=str(k), alignment=alignment)
-        for k, b in enumerate(problem.buffers)
-    )
-    index = {old: str(k) for k, old in enumerate(ids)}
+    if len(problem.buffers) != len(carved):
+        raise InputError(f"optplan read {len(problem.buffers)} planned tensors, TVM holds "
+                         f"{len(carved)}")  # fmt: skip
+    sizes = tvm_ir.bound_sizes(func, [carved[k].value for k in mine])
+    buffers = []
+    for j, (k, size) in enumerate(zip(mine, sizes)):
+        read = problem.buffers[k]
+        if size is None or read.size > size:
+            raise InputError(f"optplan read {carved[k].var.name} at {read.size} bytes, "
+                             f"TVM bounds it at {size}")  # fmt: skip
+        buffers.append(dataclasses.replace(read, id=str(j), size=size, alignment=alignment))
+    index = {problem.buffers[k].id: j for j, k in enumerate(mine)}
     aliases = tuple(
-        Alias(index[a.base], index[a.view], 0)  # an If's two results: one value, one place
+        Alias(str(index[a.base]), str(index[a.view]), 0)  # an If's two results: one place
         for a in problem.aliases
-        if problem.buffers[ids.index(a.base)].size == problem.buffers[ids.index(a.view)].size
+        if a.base in index
+        and a.view in index
+        and buffers[index[a.base]].size == buffers[index[a.view]].size
     )
-    return Problem(buffers, aliases)
-
-
-# ---------------------------------------------------------------------------- TVM's IR
-
-
-def _bindings(seq: relax.SeqExpr) -> Iterator[relax.Binding]:
-    """Every binding of `seq` in program order, If branches before the If (as optplan's
-    `iter_bindings`)."""
-    for block in seq.blocks:
-        for binding in block.bindings:
-            value = binding.value
-            if isinstance(value, relax.If):
-                yield from _bindings(value.true_branch)
-                yield from _bindings(value.false_branch)
-            yield binding
-
-
-def _is_call(value: Any, op: str) -> bool:
-    return (
-        isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op) and (value.op.name == op)
-    )
-
-
-def _storages(seq: relax.SeqExpr) -> dict[relax.Var, int]:
-    """Every `alloc_storage` of a function body and its size in bytes (shape[0]); 0 for
-    a size that is a symbolic expression."""
-    sizes = {}
-    for b in _bindings(seq):
-        if _is_call(b.value, _ALLOC_STORAGE):
-            size = b.value.args[0].values[0]
-            sizes[b.var] = int(size.value) if hasattr(size, "value") else 0
-    return sizes
-
-
-def storage_bytes(mod: tvm.IRModule) -> dict[str, int]:
-    """Total `alloc_storage` bytes of every Relax function of `mod` that allocates any."""
-    totals = {}
-    for gvar, func in mod.functions_items():
-        if isinstance(func, relax.Function):
-            sizes = _storages(func.body)
-            if sizes:
-                totals[gvar.name_hint] = sum(sizes.values())
-    return totals
-
-
-def _carves(seq: relax.SeqExpr) -> list[relax.Binding]:
-    """The `alloc_tensor` bindings that carve a storage of this function, in program order."""
-    storages = set(_storages(seq))
-    return [
-        b
-        for b in _bindings(seq)
-        if _is_call(b.value, _ALLOC_TENSOR) and b.value.args[0] in storages
-    ]
-
-
-def _tensor_bytes(call: relax.Call) -> int:
-    ty = call.ty
-    count = 1
-    for dim in ty.shape.values:
-        count *= int(dim)
-    dtype = tvm.runtime.DataType(ty.dtype)
-    return count * ((dtype.bits * dtype.lanes + 7) // 8)
-
-
-def _rewrite(func: relax.Function, plan: Plan) -> relax.Function:
-    """Step 4: one storage of `plan.arena` bytes; the k-th carve at `plan.offsets[str(k)]`.
-
-    TVM's kernels take only tensors whose `byte_offset` is 0, so a carve at a nonzero
-    offset is followed by `R.memory.ensure_zero_offset`, which on a CPU moves a 64-byte
-    aligned offset into the data pointer (no copy) and hands the kernels that tensor."""
-    storages = _storages(func.body)
-    template = next(b.value for b in _bindings(func.body) if _is_call(b.value, _ALLOC_STORAGE))
-    arena = relax.Var("storage", relax.ObjectType())
-    size = relax.ShapeExpr([max(plan.arena, 1)])
-    alloc = relax.op.memory.alloc_storage(size, template.args[1], "global", "uint8")
-    carves = {b.var: k for k, b in enumerate(_carves(func.body))}
-
-    def carve(binding: relax.Binding) -> list[relax.Binding]:
-        call = binding.value
-        offset = plan.offsets[str(carves[binding.var])]
-        args = [arena, tvm.ir.prim.IntImm("int64", offset), *call.args[2:]]
-        carved = relax.Call(call.op, args, call.attrs)
-        if offset == 0:
-            return [relax.VarBinding(binding.var, carved)]
-        shifted = relax.Var(f"{binding.var.name}_at_offset", binding.var.ty)
-        zeroed = relax.op.memory.ensure_zero_offset(shifted)
-        return [relax.VarBinding(shifted, carved), relax.VarBinding(binding.var, zeroed)]
-
-    def block(old: relax.BindingBlock) -> list[relax.Binding]:
-        out: list[relax.Binding] = []
-        for binding in old.bindings:
-            value = binding.value
-            if _is_call(value, _ALLOC_STORAGE) and binding.var in storages:
-                continue
-            if _is_call(value, _ALLOC_TENSOR) and binding.var in carves:
-                out += carve(binding)
-                continue
-            if isinstance(value, relax.If):
-                value = relax.If(value.cond, seq(value.true_branch), seq(value.false_branch))
-            out.append(_rebind(binding, value))
-        return out
-
-    def seq(old: relax.SeqExpr) -> relax.SeqExpr:
-        return relax.SeqExpr([_like(b, block(b)) for b in old.blocks], old.body)
-
-    body = seq(func.body)
-    blocks = [relax.BindingBlock([relax.VarBinding(arena, alloc)]), *body.blocks]
-    new_body = relax.SeqExpr(blocks, body.body)
-    rewritten = relax.Function(func.params, new_body, func.ret_ty, func.is_pure, func.attrs)
-    return relax.BlockBuilder().normalize(rewritten)
-
-
-def _rebind(binding: relax.Binding, value: Any) -> relax.Binding:
-    if isinstance(binding, relax.MatchCast):
-        return relax.MatchCast(binding.var, value, binding.ty)
-    return relax.VarBinding(binding.var, value)
-
-
-def _like(block: relax.BindingBlock, bindings: list[relax.Binding]) -> relax.BindingBlock:
-    if isinstance(block, relax.DataflowBlock):
-        return relax.DataflowBlock(bindings)
-    return relax.BindingBlock(bindings)
+    return Problem(tuple(buffers), aliases)

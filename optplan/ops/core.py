@@ -55,6 +55,9 @@ class OpDef:
     indexed_size: IndexedSize | None = None
     runs: Runs = Runs.OP
     flops: Flops | None = None
+    # The result is the runtime's memory (a packed function's): never planned, as TVM's
+    # StaticPlanBlockMemory gives a packed call's result no storage.
+    runtime_result: bool = False
 
 
 OPS: dict[str, OpDef] = {}

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from optplan.ir import Call, Literal, ObjectType, TensorType, TupleType, Type
+from optplan.ir import Call, Literal, ObjectType, ShapeType, TensorType, TupleType, Type
 from optplan.ops.core import (
     OpDef,
     Runs,
@@ -22,6 +22,7 @@ from optplan.ops.core import (
     register,
     shape_operand,
     shape_value,
+    tensor_arg,
 )
 
 # ---------------------------------------------------------------------------- kernels and memory
@@ -104,6 +105,17 @@ def _no_value(call: Call, arg_types: Sequence[Type | None]) -> Type:
     return TupleType(())
 
 
+def _infer_packed(call: Call, arg_types: Sequence[Type | None]) -> Type:
+    """A packed call returns what its `ty_args` say (TVM prints one type), else an
+    object, as TVM types it."""
+    types = call.attr("ty_args")
+    if types is None:
+        return ObjectType()
+    if not (isinstance(types, tuple) and len(types) == 1 and isinstance(types[0], Type)):
+        raise fail(call, f"{call.op} of {call.attr('func')!r} needs ty_args=(type,)")
+    return types[0]
+
+
 register(OpDef("call_tir", _infer_call_tir))
 # `kernel(a, b, out)` after CallTIRRewrite: writes its destinations, returns nothing.
 # Lowered programs run with optplan.runtime.lowered, which knows storages and destinations.
@@ -143,3 +155,22 @@ for _kill, _runs in (
     ("vm.kill_object", Runs.KILL_OBJECT),
 ):
     register(OpDef(_kill, _no_value, lambda call, args: (), effect=True, runs=_runs))
+
+
+# ---------------------------------------------------------------------------- runtime builtins
+
+
+def _infer_tensor_to_shape(call: Call, arg_types: Sequence[Type | None]) -> Type:
+    """`R.tensor_to_shape(t)`: the values of a 1-D int64 tensor as a shape, computed from
+    data at run time (TVM's way to a data-dependent size, named by a `match_cast`)."""
+    x = tensor_arg(call, arg_types, 0)
+    if len(x.shape) != 1:
+        raise fail(call, f"tensor_to_shape needs a 1-D tensor, got shape {x.shape}")
+    return ShapeType(x.shape[0])
+
+
+# Functions of the runtime's (VM builtins): a packed call's type is its annotation. None
+# has a kernel here, so a program calling one is planned but not replayed.
+register(OpDef("call_packed", _infer_packed, effect=True, runtime_result=True))
+register(OpDef("call_builtin_with_ctx", _infer_packed, effect=True, runtime_result=True))
+register(OpDef("tensor_to_shape", _infer_tensor_to_shape))

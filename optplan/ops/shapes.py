@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from optplan.ir import Call, TensorType, Type
+from optplan.ir import Call, ShapeType, TensorType, Type
 from optplan.ops import kernels
 from optplan.ops.core import (
     Infer,
@@ -111,9 +111,14 @@ def _view(name: str, infer: Infer) -> None:
 
 def _infer_match_cast(call: Call, arg_types: Sequence[Type | None]) -> Type:
     """`R.match_cast(x, T)`: x itself, which must have type T (shapes are static here, so
-    the cast is a check)."""
-    x = tensor_arg(call, arg_types, 0)
+    the cast is a check). A shape cast to `R.Shape([k])` names its values (TVM's way of
+    giving a data-dependent size a symbol): only its rank is checked."""
     cast = call.attr("struct_info")
+    if arg_types and isinstance(arg_types[0], ShapeType) and isinstance(cast, ShapeType):
+        if -1 not in (arg_types[0].ndim, cast.ndim) and arg_types[0].ndim != cast.ndim:
+            raise fail(call, f"match_cast of a shape of {arg_types[0].ndim} values to {cast.ndim}")
+        return cast
+    x = tensor_arg(call, arg_types, 0)
     if not isinstance(cast, TensorType):
         raise fail(call, "match_cast needs a tensor type to cast to")
     if cast != x:

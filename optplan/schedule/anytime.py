@@ -41,7 +41,7 @@ from optplan.schedule.improve import improve
 from optplan.schedule.split import exact_split
 from optplan.schedule.tables import tables
 
-BEAM = "optplan.schedule.beam"
+BEAM = jit.BEAM
 FIRST_WIDTH = 1024  # the widest beam before the exact search
 EXACT_OPS = 150  # above this the exact search rarely ends: it gets a tenth of the time
 

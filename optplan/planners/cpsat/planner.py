@@ -17,9 +17,12 @@ Steps:
    no-overlap-2D model alone stays 3-29 % above them after a minute: CP-SAT's search has
    no notion of canonical packings or of section-by-section pruning. CP-SAT then starts
    from that placement with the time left, and settles what the search left open.
-   Until numba has compiled the search in this environment (once, 10-50 s, in a
-   background process that the first call starts), CP-SAT plans alone and the plan's
-   detail says `"search": "compiling"`.
+   pip compiles the search's kernels when it installs optplan (`optplan.planners.jit`).
+   Where they are not compiled for this environment, the first call starts a compile in
+   a background process and CP-SAT works alone, in slices of COMPILE_POLL_S; at the end
+   of the first slice after the compile has landed the search joins with its share of
+   the time left (detail `search_joined_s`), else the plan's detail says `"search":
+   "compiling"`.
    Problems with pinned buffers or with classes whose offsets must sit off a multiple of
    their alignment (a view at an odd delta), or parts of more than SEARCH_MAX_PART
    rectangles, skip the search.
@@ -74,6 +77,7 @@ import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from optplan.planners import jit
 from optplan.planners.common import (
     Form,
     Rect,
@@ -165,11 +169,14 @@ def plan_cpsat(form: Form, options: CpSat = CpSat(), *, started: float | None = 
         crowded = crowded_at(rects, capacity) if form.live_bytes > capacity else None
         reason = crowded or f"{bound} bytes are live at once, more than the capacity {capacity}"
         return _no_plan(form, options, started, bound, Status.INFEASIBLE, reason)
-    failure, bound, search_detail = _search_step(form, offsets, bound, started, options)
+    search_deadline = started + options.search_share * options.time_limit
+    failure, bound, search_detail = _search_step(form, offsets, bound, search_deadline, options)
+    work = _Work(form, parts, floors, started + options.time_limit, options)
+    if failure is None and search_detail.get("search") == "compiling":
+        failure, bound, search_detail = _until_compiled(work, offsets, bound, started)
     if failure is not None:
         return _no_plan(form, options, started, bound, failure.status, failure.reason)
     report_progress(options, rects, offsets, bound, "cp-sat", force=True)
-    work = _Work(form, parts, floors, started + options.time_limit, options)
     total, rounds = _solve_rounds(work, offsets, bound)
     if total.failure is not None:
         failure = total.failure
@@ -229,21 +236,51 @@ def _first_bound(rects: Sequence[Rect], greedy: Sequence[int], floors: Iterable[
 
 
 def _search_step(
-    form: Form, offsets: list[int], bound: int, started: float, options: CpSat
+    form: Form, offsets: list[int], bound: int, search_deadline: float, options: CpSat
 ) -> tuple[_Failure | None, int, dict[str, object]]:
-    """Step 2's search, unless it is off, greedy already meets the bound, or the watch
-    is stopped: its failure, if it proved one, the bound and its detail."""
+    """Step 2's search, until `search_deadline`, unless it is off, the arena already
+    meets the bound, or the watch is stopped: its failure, if it proved one, the bound
+    and its detail."""
     rects = form.rects
     if options.search_share <= 0 or top(rects, offsets) <= bound or is_stopped(options):
         return None, bound, {}
     report_progress(options, rects, offsets, bound, "search", force=True)
-    search_deadline = started + options.search_share * options.time_limit
     status, bound, detail = search_first(form, offsets, bound, search_deadline, options)
     if status is not None:
         reason = f"the search proved that nothing fits under capacity {form.problem.capacity}"
         return _Failure(status, reason), bound, detail
     report_progress(options, rects, offsets, bound, "search", force=True)
     return None, bound, detail
+
+
+# While the search compiles in the background, CP-SAT works in slices this long, and the
+# search joins at the first slice's end after the compile has landed.
+COMPILE_POLL_S = 5.0
+
+
+def _until_compiled(
+    work: _Work, offsets: list[int], bound: int, started: float
+) -> tuple[_Failure | None, int, dict[str, object]]:
+    """Step 2 late, when the search was still compiling: CP-SAT rounds in slices of
+    COMPILE_POLL_S until the compile lands (`jit.ready`), then the search with its share
+    of the time left (detail `search_joined_s`: when), or until the time is up, the
+    arena meets the bound or the watch is stopped (detail `"search": "compiling"`)."""
+    rects, options = work.form.rects, work.options
+    while now() < work.deadline and top(rects, offsets) > bound and not is_stopped(options):
+        if jit.ready(jit.SEARCH):
+            joined = now()
+            search_deadline = joined + options.search_share * (work.deadline - joined)
+            failure, bound, detail = _search_step(
+                work.form, offsets, bound, search_deadline, options
+            )
+            return failure, bound, {**detail, "search_joined_s": round(joined - started, 1)}
+        report_progress(options, rects, offsets, bound, "cp-sat", force=True)
+        sliced = replace(work, deadline=min(work.deadline, now() + COMPILE_POLL_S))
+        total, _ = _solve_rounds(sliced, offsets, bound)
+        bound = total.bound
+        if total.failure is not None:
+            return total.failure, bound, {"search": "compiling"}
+    return None, bound, {"search": "compiling"}
 
 
 def _solve_rounds(work: _Work, offsets: list[int], bound: int) -> tuple[_Rounds, int]:

@@ -1,8 +1,9 @@
 """Step 2 of the CP-SAT planner: the exact skyline search (`optplan.planners.search`)
 before CP-SAT, part by part, its placement adopted where it is lower.
 
-Until numba has compiled the search in this environment, CP-SAT plans alone and the
-plan's detail says `"search": "compiling"`. Pinned classes, classes off a multiple of
+Until numba has compiled the search in this environment (`optplan.planners.jit`; an
+install by pip does it ahead), CP-SAT plans alone and the plan's detail says `"search":
+"compiling"`; the planner takes the search up if the compile lands in time. Pinned classes, classes off a multiple of
 their alignment and parts of more than SEARCH_MAX_PART rectangles skip the search.
 """
 
@@ -18,9 +19,6 @@ from optplan.planners.cpsat.model import Settings, part_top
 from optplan.planners.cpsat.progress import hearing, is_stopped, report_progress
 from optplan.planners.search import Packing, SearchStatus, ask, lowest, prepare
 from optplan.problem.plan import Status
-
-SEARCH = "optplan.planners.search"
-
 
 # Above this many rectangles in one part the skyline search explores too few nodes a
 # second to be worth its share of the time; such parts go to CP-SAT directly.
@@ -52,9 +50,10 @@ def search_first(
     placed_apart = any(r.pin is not None or r.residue for r in rects)
     if placed_apart or max(map(len, form.parts), default=0) > SEARCH_MAX_PART:
         return None, bound, {"search": "skipped"}
-    if not jit.ready(SEARCH):
-        # Compiling would eat the time limit: CP-SAT plans alone until it is done.
-        jit.compile_in_background(SEARCH)
+    if not jit.ready(jit.SEARCH):
+        # Compiling would eat the time limit: CP-SAT plans alone until it is done
+        # (`cpsat.planner` takes the search up when it lands).
+        jit.compile_in_background(jit.SEARCH)
         return None, bound, {"search": "compiling"}
     capacity = form.problem.capacity
     if capacity is None:

@@ -2,7 +2,8 @@
 loops (`kernel`, `buckets`, `sweeps`), the columnar path for CSV traces (`columns`) and
 perturbed tries for large parts (`tries`)."""
 
+from optplan.planners.greedy.kernel import warm_kernels
 from optplan.planners.greedy.planner import Greedy, best_offsets, plan_greedy
 from optplan.planners.greedy.runs import FITS, ORDERS
 
-__all__ = ["FITS", "ORDERS", "Greedy", "best_offsets", "plan_greedy"]
+__all__ = ["FITS", "ORDERS", "Greedy", "best_offsets", "plan_greedy", "warm_kernels"]

@@ -48,11 +48,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from optplan.planners.common import Rect
+from optplan.planners.common import Rect, make_form
 from optplan.planners.greedy.buckets import place_buckets, reads, shift_for
 from optplan.planners.greedy.sweeps import best_hole, first_hole
+from optplan.planners.jit import GREEDY, njit, warm
 from optplan.planners.jit import NUMBA_INSTALLED as COMPILED
-from optplan.planners.jit import njit
+from optplan.problem import Buffer, Interval, Problem, columns_of
 
 _LIMIT = 1 << 62  # numbers at or above this could overflow an int64 sum or product
 # Buckets when a query reads fewer listed intervals than this, on average (module
@@ -165,6 +166,26 @@ class Compiled:
         return _stack(self.size, self.residue, self.modulus, self.pin)
 
 
+def warm_kernels() -> None:
+    """Compile every greedy kernel with the argument types real runs pass (numba compiles
+    once per combination of types): both loops, built from rectangles and from columns,
+    and the stack, on a part of three buffers."""
+    buffers = tuple(Buffer(f"b{k}", 8, (Interval(k, k + 2),)) for k in range(3))
+    problem = Problem(buffers)
+    columns = columns_of(problem)
+    assert columns is not None
+    (part,) = make_form(problem).parts
+    members = np.arange(len(buffers))  # `greedy.columns` passes a part's columns as copies
+    start, end = columns.start[members], columns.end[members]
+    size, alignment = columns.size[members], columns.alignment[members]
+    for kernel in ("tree", "buckets"):
+        built = Compiled.build(part, kernel)
+        for runner in (built, Compiled.from_columns(start, end, size, alignment, kernel)):
+            assert runner is not None
+            runner.place(runner.sequence("size"), "best")
+            runner.stack()
+
+
 def _assemble(
     first: np.ndarray,
     start: np.ndarray,
@@ -180,6 +201,7 @@ def _assemble(
     size, residue, modulus, pin = shape
     if not _fits(size, modulus, pin, length):
         return None
+    warm(GREEDY)  # where pip did not compile the kernels ahead: all of them, once
     points, ranks = np.unique(np.concatenate((start, end)), return_inverse=True)
     ranks = ranks.reshape(-1).astype(np.int64)
     starts, ends = ranks[: len(start)], ranks[len(start) :]
@@ -227,6 +249,7 @@ def _place(sequence, best_fit, first, starts, ends, size, residue, modulus, pin,
     used = 0
     offsets = residue.copy()
     busy = np.empty((2, 64), dtype=np.int64)
+    spare = np.empty((2, 64), dtype=np.int64)
     for i in range(size.shape[0]):
         if pin[i] >= 0:
             offsets[i] = pin[i]
@@ -236,8 +259,10 @@ def _place(sequence, best_fit, first, starts, ends, size, residue, modulus, pin,
     for q in range(sequence.shape[0]):
         i = sequence[q]
         busy, found = _gather(i, first, starts, ends, leaves, pool, at, count, busy)
-        order = np.argsort(busy[0, :found], kind="mergesort")
-        low, high = busy[0, :found][order], busy[1, :found][order]
+        if spare.shape[1] < busy.shape[1]:
+            spare = np.empty_like(busy)
+        ranges = _sort_by_low(busy, spare, found)
+        low, high = ranges[0], ranges[1]
         if best_fit:
             offset = best_hole(low, high, found, size[i], residue[i], modulus[i])
         else:
@@ -247,6 +272,41 @@ def _place(sequence, best_fit, first, starts, ends, size, residue, modulus, pin,
             i, offset, first, starts, ends, size, leaves, pool, used, at, count, room
         )
     return offsets
+
+
+_RUN = 8  # ranges a query's sort orders by insertion before it merges
+
+
+@njit(cache=True)
+def _sort_by_low(busy, spare, found):
+    """The first `found` ranges of `busy` sorted by low end, equal ends kept in their
+    order (as a stable argsort keeps them): bottom-up merges back and forth between
+    `busy` and `spare`; returns the one holding the result. Plain loops: numba compiles
+    `np.argsort` and the fancy indexing it needs in many times the time."""
+    for left in range(0, found, _RUN):  # runs of _RUN by insertion, then merges
+        for x in range(left + 1, min(left + _RUN, found)):
+            low, high = busy[0, x], busy[1, x]
+            y = x
+            while y > left and busy[0, y - 1] > low:
+                busy[0, y], busy[1, y] = busy[0, y - 1], busy[1, y - 1]
+                y -= 1
+            busy[0, y], busy[1, y] = low, high
+    source, target = busy, spare
+    width = _RUN
+    while width < found:
+        for left in range(0, found, 2 * width):
+            middle, right = min(left + width, found), min(left + 2 * width, found)
+            a, b = left, middle
+            for x in range(left, right):
+                if b >= right or (a < middle and source[0, a] <= source[0, b]):
+                    target[0, x], target[1, x] = source[0, a], source[1, a]
+                    a += 1
+                else:
+                    target[0, x], target[1, x] = source[0, b], source[1, b]
+                    b += 1
+        source, target = target, source
+        width *= 2
+    return source
 
 
 @njit(cache=True)
@@ -280,7 +340,8 @@ def _append(busy, found, pool, begin, length):
     """Copy `length` ranges from the pool at `begin` to the end of `busy` (grown as needed)."""
     if found + length > busy.shape[1]:
         grown = np.empty((2, 2 * (found + length)), dtype=np.int64)
-        grown[:, :found] = busy[:, :found]
+        for x in range(found):  # a slice copy took numba 30x longer to compile
+            grown[0, x], grown[1, x] = busy[0, x], busy[1, x]
         busy = grown
     for x in range(length):
         busy[0, found + x] = pool[0, begin + x]
@@ -342,7 +403,8 @@ def _add(k, low, high, pool, used, at, count, room):
         grow = max(2 * length, 1)
         if used + grow > pool.shape[1]:
             bigger = np.empty((2, 2 * (used + grow)), dtype=np.int64)
-            bigger[:, :used] = pool[:, :used]
+            for x in range(used):
+                bigger[0, x], bigger[1, x] = pool[0, x], pool[1, x]
             pool = bigger
         for x in range(length):
             pool[0, used + x] = pool[0, begin + x]

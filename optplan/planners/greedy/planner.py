@@ -80,8 +80,8 @@ from optplan.problem import Problem
 from optplan.problem.plan import Plan, Status
 
 # Problems with fewer rectangles are placed in plain Python: loading the compiled loop
-# from numba's cache costs ~0.3 s once per process (compiling it, ~1.7 s once per
-# install), more than all greedy runs on 2,000 buffers take in Python (0.01 s on the
+# from numba's cache costs ~0.3 s once per process (compiling it happens when pip
+# installs optplan: `optplan.planners.jit`), more than all greedy runs on 2,000 buffers take in Python (0.01 s on the
 # TVM and ResNet chains, 0.3 s on the dense MiniMalloc chain; compiled: 0.006-0.017 s).
 COMPILED_FROM = 2000
 COMPILED_WORK = 400_000

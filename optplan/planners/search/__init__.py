@@ -60,7 +60,8 @@ cut at every interval end into *sections*) by its height in bytes.
 
 The inner loops are plain loops over int64 arrays compiled by numba (about 130 times
 faster than the same code as Python, which is what runs when numba is missing); compiling
-them takes 10-50 s once per environment (`optplan.planners.jit`, `warm_kernels`). Pinned
+them takes numba about 20 s of CPU, which pip's install of optplan spends
+(`optplan.planners.jit`, `warm_kernels`). Pinned
 buffers, and alias classes whose offsets must sit off a multiple of their alignment, are
 not supported: `prepare` raises ValueError and the caller should use another planner.
 

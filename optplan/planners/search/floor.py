@@ -353,11 +353,11 @@ def _child_failed(depth, failed, geometry, stacks, control, conflicts):
     way: the node fails at once with the same reasons (a backjump). Otherwise the
     reasons join the node's own."""
     move_next, applied = control[0], control[1]
-    if not _touches(depth, applied[depth], geometry, stacks, conflicts[failed]):
-        conflicts[depth, :] = conflicts[failed, :]
+    backjump = not _touches(depth, applied[depth], geometry, stacks, conflicts[failed])
+    for w in range(conflicts.shape[1]):  # slices took numba 30x longer to compile
+        conflicts[depth, w] = conflicts[failed, w] | (0 if backjump else conflicts[depth, w])
+    if backjump:
         move_next[depth] = stacks[2][depth]
-    else:
-        conflicts[depth, :] |= conflicts[failed, :]
 
 
 @njit(cache=True)
@@ -411,7 +411,8 @@ def _run(
         if child + 1 >= move_next.shape[0] or move_end[depth] + rectangles + 1 > stacks[0].shape[0]:
             return _OVERFLOW
         if _memo(table, scalars, False):
-            conflicts[child, :] = -1  # reasons not kept: blame everything
+            for w in range(conflicts.shape[1]):  # reasons not kept: blame everything
+                conflicts[child, w] = -1
             _child_failed(depth, child, geometry, stacks, control, conflicts)
             continue
         if _overfull(geometry, state, reach, capacity, conflicts[child], domains) >= 0:

@@ -72,7 +72,8 @@ def _memo(table, scalars, insert):
         slot = (slot + 1) % slots
     if insert:
         if scalars[_MEMO] * 10 >= slots * 6:
-            table[:, :] = 0  # full enough to slow probing: forget everything
+            for row in range(slots):  # full enough to slow probing: forget everything
+                table[row, 0], table[row, 1], table[row, 2] = 0, 0, 0
             scalars[_MEMO] = 0
             slot = (k1 * 40503 + k2) % slots
         table[slot, 0] = k1

@@ -351,7 +351,8 @@ def _neighbour_lists(geometry, starts, rects):
     write them at rects[starts[r]:starts[r + 1]]."""
     rect_start, rect_sections, section_start, section_rects = geometry
     count = rect_start.shape[0] - 1
-    seen = np.full(count, -1, dtype=np.int64)
+    seen = np.empty(count, dtype=np.int64)
+    seen[:] = -1  # np.full takes numba longer to compile
     for r in range(count):
         seen[r] = r
         found = 0
