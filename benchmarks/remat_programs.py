@@ -1,5 +1,6 @@
 """The training programs of `benchmarks/graphs/training.py` (forward, backward, SGD)
-under budgets: each rewritten by `passes.recompute`, planned by cpsat within the
+and the training steps TVM's own gradient pass wrote (`tests/data/training`, read as
+TVMScript; named `relax/...`) under budgets: each rewritten by `passes.recompute`, planned by cpsat within the
 budget (alignment 64), and replayed in that arena bit for bit against the original
 program's unplanned run."""
 
@@ -7,16 +8,31 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 from benchmarks.graphs.training import cnn_train, mlp_train, transformer_train
 from optplan.analysis.liveness import build_memory
+from optplan.frontends import load
+from optplan.ir import Program
 from optplan.passes.recompute import recompute
 from optplan.planners import get_planner
 from optplan.problem import Problem, lower_bound
 from optplan.problem.plan import validate
 from optplan.runtime.replay import compare, make_inputs, planned_run, reference_run
 
-PROGRAMS = {"mlp_train": mlp_train, "cnn_train": cnn_train, "transformer_train": transformer_train}
+TRAINING = Path(__file__).resolve().parent.parent / "tests" / "data" / "training"
+PROGRAMS: dict[str, Callable[[], Program]] = {
+    "mlp_train": mlp_train, "cnn_train": cnn_train, "transformer_train": transformer_train,
+}  # fmt: skip
+for _path in sorted(TRAINING.glob("*.py")):
+    PROGRAMS[f"relax/{_path.stem}"] = lambda path=_path: _loaded(path)
+
+
+def _loaded(path: Path) -> Program:
+    program = load(str(path)).program
+    assert program is not None, f"{path}: no program"
+    return program
 
 
 def program_rows(shares: list[float], limit: float) -> list[dict[str, object]]:
