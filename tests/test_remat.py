@@ -27,6 +27,7 @@ from optplan.problem.plan import Status, validate
 from optplan.runtime.replay import compare, make_inputs, planned_run, reference_run
 from optplan.schedule.graph import Graph, peak_bytes, problem_of, step_bytes
 from optplan.schedule.remat import Remat, is_valid_steps, memory_bound, rematerialise
+from optplan.schedule.remat.heuristic import evaluate, profile_of
 from optplan.strategies.programs import programs
 
 
@@ -98,6 +99,8 @@ def test_peak_of_a_schedule_is_moccasins(graph: Graph, data: st.DataObject) -> N
     steps = data.draw(st.sampled_from(schedules(graph, 1)[:50]))
     assert max(step_bytes(graph, steps)) == moccasin_peak(graph, steps)
     assert peak_bytes(graph, steps) == moccasin_peak(graph, steps)
+    # The heuristics' lean profile counts as the full evaluation does.
+    assert profile_of(graph, steps).tolist() == evaluate(graph, steps).profile.tolist()
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
