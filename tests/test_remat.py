@@ -27,6 +27,7 @@ from optplan.problem.plan import Status, validate
 from optplan.runtime.replay import compare, make_inputs, planned_run, reference_run
 from optplan.schedule.graph import Graph, peak_bytes, problem_of, step_bytes
 from optplan.schedule.remat import Remat, is_valid_steps, memory_bound, rematerialise
+from optplan.schedule.remat.bounds import traced
 from optplan.schedule.remat.heuristic import evaluate, profile_of
 from optplan.strategies.programs import programs
 
@@ -132,6 +133,32 @@ def test_schedules_fit_and_claims_hold(graph: Graph, share: float) -> None:
 
         assert result.extra_cost <= min(extra_cost(graph, s) for s in fitting)
     assert result.bound_cost <= result.extra_cost
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graphs(max_ops=4), st.integers(0, 40))
+def test_traced_bound_is_never_beaten_by_a_brute_force(graph: Graph, budget: int) -> None:
+    """Where the traced bound proves that nothing fits, no schedule of the brute force
+    (up to two runs again, each op at most twice) fits."""
+    proof = traced(graph, budget)
+    if proof is not None:
+        assert proof.bytes == budget + 1 and "holds more than" in proof.reason
+        assert min(moccasin_peak(graph, s) for s in schedules(graph, 2)) > budget
+
+
+def test_traced_bound_proves_more_than_one_step_back() -> None:
+    """Two sources p and s of 8 bytes; a = f(p), q = G(s), b = g(q), v = h(a, b), each of
+    1 byte. Whichever of a and q is made second, the other is held beside its maker's
+    8-byte input: 10 bytes, where every single op needs at most 9 (the one-step bound)."""
+    reads = ((), (), (0,), (1,), (3,), (2, 4))
+    graph = Graph((8, 8, 1, 1, 1, 1), tuple((v,) for v in range(6)), reads, reads)
+    assert memory_bound(graph).bytes == 9
+    proof = traced(graph, 9)
+    assert proof is not None and proof.bytes == 10
+    assert traced(graph, 10) is None
+    assert min(moccasin_peak(graph, s) for s in schedules(graph, 1)) == 10
+    result = rematerialise(graph, Remat(9, time_limit=2.0))
+    assert result.status is Status.INFEASIBLE and "holds more than 9 bytes" in result.reason
 
 
 def _staged(steps: tuple[int, ...], ops: int) -> bool:

@@ -8,7 +8,8 @@ again and every instance's offset in one arena of at most the budget, for the le
 extra compute (the cost of every run after an op's first). Steps:
 
 1. The proven memory bound (`bounds.memory_bound`): a budget below it is INFEASIBLE,
-   with the reason.
+   with the reason. Where steps 2 to 4 find nothing, the traced bound
+   (`bounds.traced`) may still prove that nothing fits: INFEASIBLE, with its reason.
 2. Orders: the program order, the quick orders and the order search's best. One whose
    instances pack within the budget needs no recomputation: extra compute 0, optimal.
 3. The heuristics from each order (`heuristic`: make again what is held across the
@@ -38,7 +39,7 @@ from optplan.problem import Problem
 from optplan.problem.plan import Plan, Status, validate
 from optplan.schedule import Scheduler, best_quick
 from optplan.schedule.graph import Graph, peak_bytes, problem_of
-from optplan.schedule.remat.bounds import MemoryBound, is_valid_steps, memory_bound
+from optplan.schedule.remat.bounds import MemoryBound, is_valid_steps, memory_bound, traced
 from optplan.schedule.remat.heuristic import extra_cost, greedy, prune
 from optplan.schedule.remat.model import ModelResult, solve_model
 from optplan.schedule.remat.walk import evict
@@ -260,6 +261,13 @@ def _result(
     bound: MemoryBound,
     began: float,
 ) -> RematSchedule:
+    if best is None:
+        # Nothing found: perhaps nothing fits, which the traced bound may prove.
+        proof = traced(graph, options.budget_bytes)
+        if proof is not None:
+            reason = f"no schedule fits {options.budget_bytes} bytes: {proof.reason}"
+            seconds = time.perf_counter() - began
+            return RematSchedule(None, Status.INFEASIBLE, 0, 0, 0, total, 0, proof, None, "bound", reason, seconds)
     seconds = time.perf_counter() - began
     if best is None:
         reason = (

@@ -16,6 +16,16 @@ The bound, per op v (every op runs at least once, so the largest over ops holds)
 
 The bound is `base_bytes` plus the largest of these over all ops; the op (and the w)
 that sets it is the reason printed when a budget is below it.
+
+`traced(graph, budget, work)` goes on from 2 where no schedule was found: a set T of
+buffers held at once at some step, all made before it (at first an op's reads). Of
+T's instances, the one made last is made by some op x; at x's step, T's other buffers,
+x's reads and x's outputs are all held, and x's reads with T's others form the next
+set, held at once and made before that step. When, whichever x it is, either x's step
+holds more than the budget or (recursively, each step earlier than the last) the next
+set does, no schedule fits the budget. Sets are searched depth first, the most bytes
+first, up to `work` of them and `DEPTH` deep; a set already on the path, or out of
+work or depth, proves nothing.
 """
 
 from __future__ import annotations
@@ -95,3 +105,59 @@ def _need(graph: Graph, v: int, creator: dict[int, int]) -> tuple[int, str]:
 
 def _label(graph: Graph, v: int) -> str:
     return repr(graph.labels[v]) if graph.labels else f"op {v}"
+
+
+def traced(graph: Graph, budget: int, work: int = 1_000, per_op: int = 250) -> MemoryBound | None:
+    """A proof, as the module docstring's last paragraph, that every schedule holds more
+    than `budget` bytes at some step, or None where none was found within `work` sets
+    (`per_op` from each op, the ops whose one-step bound is highest first)."""
+    creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
+    search = _Trace(graph, budget, 0)
+    for v in sorted(range(graph.ops), key=lambda v: -_need(graph, v, creator)[0]):
+        if search.sets >= work:
+            break
+        search.work = min(work, search.sets + per_op)
+        if search.over(frozenset(graph.reads[v]) | frozenset(graph.creates[v])) or search.proves(frozenset(graph.reads[v])):
+            reason = (
+                f"while {_label(graph, v)}'s inputs are made, traced back through the last input made at each step "
+                f"({search.sets} sets of tensors held at once), some step holds more than {budget} bytes"
+            )
+            return MemoryBound(budget + 1, reason)
+    return None
+
+
+DEPTH = 64  # the longest chain of sets traced back (Python's recursion stays shallow)
+
+
+class _Trace:
+    """The depth-first search of `traced`: which sets are proven, which are on the path."""
+
+    def __init__(self, graph: Graph, budget: int, work: int) -> None:
+        self.graph, self.budget, self.work = graph, budget, work
+        self.creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
+        self.proven: set[frozenset[int]] = set()
+        self.failed: set[frozenset[int]] = set()
+        self.path: set[frozenset[int]] = set()
+        self.sets = 0
+
+    def over(self, held: frozenset[int]) -> bool:
+        return self.graph.base_bytes + sum(self.graph.sizes[b] for b in held) > self.budget
+
+    def proves(self, made: frozenset[int]) -> bool:
+        """Whether every schedule that holds `made` at once, all made before, holds more
+        than the budget at some step."""
+        if self.over(made) or made in self.proven:
+            return True
+        if made in self.failed or made in self.path or self.sets >= self.work or len(self.path) >= DEPTH:
+            return False
+        self.sets += 1
+        makers = sorted({self.creator[b] for b in made if b in self.creator})
+        self.path.add(made)
+        steps = [(made | set(self.graph.reads[x]) | set(self.graph.creates[x]), x) for x in makers]
+        # A maker whose step is within the budget needs the deeper proof; those whose
+        # step holds the most are tried first (the likeliest proofs).
+        deeper = [x for held, x in sorted(steps, key=lambda s: -sum(self.graph.sizes[b] for b in s[0])) if not self.over(held)]
+        ok = bool(makers) and all(self.proves((made - set(self.graph.creates[x])) | set(self.graph.reads[x])) for x in deeper)
+        self.path.discard(made)
+        (self.proven if ok else self.failed).add(made)
+        return ok
