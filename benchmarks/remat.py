@@ -19,6 +19,14 @@ way networkx 3.1 does: generations of nodes in file order):
         [--time-limit 30] [--set icml|all] [--shares 0.9,0.8,0.7,0.6,0.5] [--only n100]
         [--out benchmarks/results/remat.csv]
     .venv/bin/python benchmarks/remat.py --programs   # the training programs alone
+    .venv/bin/python benchmarks/remat.py --graphs DIR --reach   # how low each heuristic gets
+
+`--reach` bisects the budget from the best order's peak down to the proven memory bound
+for each heuristic alone from the order search's best order (`heuristic.greedy`, make
+again what is held across the peak; `walk.evict`, evict and make again on demand), to
+1/200 of the program order's peak, each probe stopped at the time limit:
+`benchmarks/results/remat_reach.csv` (the lowest share each found a schedule at; a
+bisection, so a lower budget may still be met where a probe in between failed).
 
 DIR holds MOCCASIN's graphs (its `data/` folder; or the environment variable
 OPTPLAN_PEER_GRAPHS); without it the set is skipped, saying why. The MOCCASIN command
@@ -54,9 +62,11 @@ from optplan.frontends.graphs import read_graph
 from optplan.planners import get_planner
 from optplan.problem import Problem
 from optplan.problem.plan import validate
+from optplan.schedule import Scheduler
 from optplan.schedule.graph import Graph, peak_bytes, problem_of
-from optplan.schedule.remat import Remat, rematerialise
-from optplan.schedule.remat.heuristic import extra_cost
+from optplan.schedule.remat import Remat, memory_bound, rematerialise
+from optplan.schedule.remat.heuristic import extra_cost, greedy
+from optplan.schedule.remat.walk import evict
 
 # MOCCASIN's ICML cases: its README's commands.
 ICML = (
@@ -205,6 +215,7 @@ def main() -> None:
     parser.add_argument("--shares", type=lambda t: [float(x) for x in t.split(",")], default=[0.9, 0.8, 0.7, 0.6, 0.5])
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "remat.csv"))
     parser.add_argument("--programs", action="store_true", help="only the training programs")
+    parser.add_argument("--reach", action="store_true", help="how low each heuristic gets, by bisection")
     args = parser.parse_args()
     if args.programs:
         from benchmarks.remat_programs import program_rows
@@ -215,7 +226,40 @@ def main() -> None:
     if folder is None or not folder.is_dir():
         print(f"MOCCASIN's graph set skipped: no folder given or {args.graphs!r} is absent (--graphs DIR)", file=sys.stderr)
         return
+    if args.reach:
+        write(reach_rows(args, folder), str(ROOT / "benchmarks" / "results" / "remat_reach.csv"))
+        return
     write(graph_rows(args, folder), args.out)
+
+
+REACH_COLUMNS = ("graph", "nodes", "memory_bound", "best_order", "greedy", "walk", "seconds")
+
+
+def reach_rows(args: argparse.Namespace, folder: Path) -> list[dict[str, object]]:
+    """`--reach`: per graph, the shares of the program order's peak of the memory bound,
+    the best order, and the lowest budget each heuristic met."""
+    rows: list[dict[str, object]] = []
+    for name in ICML:
+        if args.only and not any(part in name for part in args.only.split(",")):
+            continue
+        began = time.perf_counter()
+        graph, _ = in_order(folder / f"{name}.json")
+        program = peak_bytes(graph, tuple(range(graph.ops)))
+        order = Scheduler("auto", time_limit=args.time_limit, work=Remat(0).order_work)(graph).order
+        low, high = memory_bound(graph).bytes, peak_bytes(graph, order)
+        row: dict[str, object] = {"graph": name, "nodes": graph.ops, "memory_bound": f"{low / program:.3f}"}
+        row["best_order"] = f"{high / program:.3f}"
+        for method, search in (("greedy", greedy), ("walk", evict)):
+            fails, fits = low - 1, high  # bisection: a budget of `fits` is met
+            while fits - fails > max(1, program // 200):
+                budget = (fails + fits) // 2
+                found = search(graph, order, budget, [True] * graph.ops, time.perf_counter() + args.time_limit)
+                fails, fits = (fails, budget) if found is not None else (budget, fits)
+            row[method] = f"{fits / program:.3f}"
+        row["seconds"] = round(time.perf_counter() - began, 1)
+        rows.append(row)
+        print(" | ".join(str(v) for v in row.values()), flush=True)
+    return rows
 
 
 PROGRAM_COLUMNS = (
@@ -225,7 +269,7 @@ PROGRAM_COLUMNS = (
 
 
 def write(rows: list[dict[str, object]], out: str) -> None:
-    columns = PROGRAM_COLUMNS if rows and "program" in rows[0] else COLUMNS
+    columns = PROGRAM_COLUMNS if rows and "program" in rows[0] else REACH_COLUMNS if rows and "walk" in rows[0] else COLUMNS
     with open(out, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
