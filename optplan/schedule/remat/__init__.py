@@ -20,9 +20,12 @@ extra compute (the cost of every run after an op's first). Steps:
    runs in the searched order and once in the program order (MOCCASIN's own space),
    hinted with the best so far: first on live bytes, then its schedule packed; where
    the packing does not fit, the model with offsets (no-overlap-2D) is solved, hinted.
+   Where nothing is found and time is left, the model is solved again with one more
+   run of each op allowed (up to `copies` + 2).
    Its bound on the extra compute holds among schedules in those stages (first runs in
-   one of those orders, each op at most `copies` times, the runs again before a first
-   run in that order's order); OPTIMAL means the least over every space searched.
+   one of those orders, each op at most as often as the model allowed, the runs again
+   before a first run in that order's order); OPTIMAL means the least over every space
+   searched.
 
 The best schedule found is never worse than the heuristics'; its offsets are judged by
 `validate` on `problem_of(graph, steps)` with the budget as capacity.
@@ -32,7 +35,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from optplan.planners import get_planner
 from optplan.problem import Problem
@@ -113,12 +116,18 @@ def rematerialise(graph: Graph, options: Remat, recomputable: Sequence[bool] | N
         if best is not None and best.extra == 0:
             break
     bounds: list[int] = []
-    if exact and (best is None or best.extra > 0):
-        firsts = [orders[0]] + ([tuple(range(graph.ops))] if orders[0] != tuple(range(graph.ops)) else [])
+    firsts = [orders[0]] + ([tuple(range(graph.ops))] if orders[0] != tuple(range(graph.ops)) else [])
+    for copies in range(options.copies, options.copies + 3):
+        if not exact or (best is not None and best.extra == 0):
+            break
         for k, order in enumerate(firsts):
             seconds = (deadline - time.perf_counter()) / (len(firsts) - k)
-            best, proven = _exact(graph, options, allowed, best, order, max(0.5, seconds))
+            best, proven = _exact(graph, replace(options, copies=copies), allowed, best, order, max(0.5, seconds))
             bounds.append(proven)
+        # Where the model's space holds nothing within the budget (it says so quickly on
+        # small programs), a space with one more run of each op may.
+        if best is not None or time.perf_counter() > deadline - 0.5:
+            break
     return _result(graph, options, best, min(bounds) if bounds else 0, total, bound, began)
 
 
@@ -271,8 +280,8 @@ def _result(
     seconds = time.perf_counter() - began
     if best is None:
         reason = (
-            f"no schedule within {options.budget_bytes} bytes found in {options.time_limit:g} s "
-            f"(the proven memory bound is {bound.bytes})"
+            f"no schedule within {options.budget_bytes} bytes found in {seconds:.1f} s of the "
+            f"{options.time_limit:g} s limit (the proven memory bound is {bound.bytes})"
         )
         return RematSchedule(None, Status.UNKNOWN, 0, 0, 0, total, model_bound, bound, None, "none", reason, seconds)
     # The least of the models' bounds holds over every space they searched; a model that
