@@ -31,12 +31,14 @@ bisection, so a lower budget may still be met where a probe in between failed).
 DIR holds MOCCASIN's graphs (its `data/` folder; or the environment variable
 OPTPLAN_PEER_GRAPHS); without it the set is skipped, saying why. The MOCCASIN command
 may also come from OPTPLAN_MOCCASIN; without it MOCCASIN's columns are left empty. The
-training graphs of `benchmarks/graphs/training.py` run as programs through
+training graphs of `benchmarks/graphs/training.py` and the training steps TVM's
+gradient pass wrote (`tests/data/training`) run as programs through
 `passes.recompute` (costs estimated from the op table), at the same shares of their
 program order's peak (`--programs`, `benchmarks/results/remat_programs.csv`). Prints
 a table and writes `benchmarks/results/remat.csv`. MOCCASIN's copy needs small fixes to
 run at all (package imports in main.py, no `rockmate` import, networkx < 3.2 for
-`node_link_graph`'s `attrs`, lists for `AddCumulative` in OR-Tools 9.15, the worker
+`node_link_graph`'s `attrs`, lists for `AddCumulative`, `ClearObjective` and
+`Solve(model, callback)` for `SolveWithSolutionCallback` in OR-Tools 9.15, the worker
 count from MOCCASIN_WORKERS, default 2) and a last line printing its result as JSON:
 `RESULT {"status", "schedule", "budget", "topo_mem", "topo_order", "nodes"}`.
 """

@@ -281,7 +281,7 @@ def _result(
     if best is None:
         reason = (
             f"no schedule within {options.budget_bytes} bytes found in {seconds:.1f} s of the "
-            f"{options.time_limit:g} s limit (the proven memory bound is {bound.bytes})"
+            f"{options.time_limit:.1f} s limit (the proven memory bound is {bound.bytes})"
         )
         return RematSchedule(None, Status.UNKNOWN, 0, 0, 0, total, model_bound, bound, None, "none", reason, seconds)
     # The least of the models' bounds holds over every space they searched; a model that
