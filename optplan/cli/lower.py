@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from optplan.cli.budget import does_not_fit, with_capacity
 from optplan.cli.files import PICTURES, check_output, write_text
 from optplan.cli.inputs import load_input, reorder_target
 from optplan.cli.options import Commands, add_input
@@ -21,7 +22,10 @@ def _cmd_lower(args: argparse.Namespace) -> int:
     from optplan.passes import plan_memory
 
     check_output(args.output)
-    loaded = reorder_target(args, load_input(args))
+    loaded = with_capacity(args, reorder_target(args, load_input(args)))
+    if (line := does_not_fit(args, loaded)) is not None:
+        print(line)
+        return 1
     if loaded.program is None or loaded.memory is None:
         raise InputError(
             "a CSV problem has no program to lower; give a .py or .onnx", file=args.program
@@ -73,7 +77,10 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
     page = args.html or args.output.lower().endswith(".html")
     check_output(args.output, (".html",) if page else PICTURES)
-    loaded = reorder_target(args, load_input(args))
+    loaded = with_capacity(args, reorder_target(args, load_input(args)))
+    if (line := does_not_fit(args, loaded)) is not None:
+        print(line)
+        return 1
     plan = solve(loaded.problem, args.planner, args.time_limit, quiet=True)
     faults = validate(loaded.problem, plan)
     if faults or not plan.status.has_plan:

@@ -126,6 +126,12 @@ def add_input(parser: argparse.ArgumentParser, *, json: bool = True, memory: boo
     )
     if json:
         parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument(
+        "--capacity",
+        type=parse_bytes,
+        metavar="BYTES",
+        help="the arena may hold at most this many bytes (KiB, MiB accepted)",
+    )
     if memory:
         parser.add_argument(
             "--memory",

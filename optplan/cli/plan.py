@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from optplan.cli.budget import does_not_fit, with_capacity
 from optplan.cli.files import check_output, check_tflite_output, write_plan
 from optplan.cli.inputs import load_input, planner_names, reorder_target
 from optplan.cli.options import Commands, add_input
@@ -41,7 +42,11 @@ def add(commands: Commands) -> None:
 def _cmd_plan(args: argparse.Namespace) -> int:
     check_output(args.output)
     check_tflite_output(args.output, args.program, args.alignment, args.reorder)
-    loaded = reorder_target(args, load_input(args))
+    loaded = with_capacity(args, reorder_target(args, load_input(args)))
+    line = does_not_fit(args, loaded)
+    if line:
+        print(json.dumps({"program": loaded.path, "status": "infeasible", "reason": line}) if args.json else line)
+        return 1
     plan, interrupted = solve_watched(
         loaded.problem, args.planner, args.time_limit, quiet=args.json
     )
@@ -76,6 +81,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         targets.append((reorder_target(args, loaded), args.reorder))
     interrupted = False
     for target, reordered in targets:
+        target = with_capacity(args, target)
+        line = does_not_fit(args, target)
+        if line:
+            print(line, file=sys.stderr)
+            failed = True
+            continue
         form = make_form(target.problem)  # built once, planned by every planner
         for name in names:
             if interrupted:
@@ -90,7 +101,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             records.append(plan_record(target, plan, args, reorder=reordered))
     if args.json:
         print(json.dumps(records, indent=1))
-    else:
+    elif records:
         print(bounds_note(loaded) + table(loaded, records, args))
     if interrupted:
         print(INTERRUPTED, file=sys.stderr)

@@ -30,6 +30,10 @@ def _cmd_reorder(args: argparse.Namespace) -> int:
             file=args.output,
         )
     loaded = load_input(args)
+    if args.capacity is not None:
+        from optplan.cli.budget import recompute_program
+
+        return recompute_program(args, loaded)
     scheduler = Scheduler(args.reorder or "auto", time_limit=args.time_limit, work=args.work)
     if loaded.graph is not None:
         from optplan.cli.reorder_graph import reorder_graph

@@ -7,9 +7,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from optplan.cli.budget import does_not_fit, with_capacity
 from optplan.cli.files import read_npz
 from optplan.cli.inputs import load_input, reorder_target
 from optplan.cli.options import Commands, add_input, parse_dims
@@ -28,7 +30,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
             "a CSV problem has no program to replay; give a .py or .onnx", file=args.program
         )
     # The reordered program replays against the original program's reference run.
-    target = reorder_target(args, loaded)
+    target = with_capacity(args, reorder_target(args, loaded))
+    copies: dict[str, str] = {}
+    if does_not_fit(args, target) is not None:
+        target, copies, line = _recomputed(args, target)
+        if line:
+            print(line)
+            return 1
     if args.plan:
         plan = read_plan(args.plan, target.problem)
     else:
@@ -42,13 +50,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         loaded = target = replay
     assert loaded.program is not None and loaded.memory is not None
     inputs = _inputs(args, loaded)
-    try:
-        reference = executor.reference_run(loaded.program, inputs)
-    except executor.KernelFailure as error:
-        raise error.located(args.program) from None
-    except InputError as error:
-        # The program is already checked, so what is wrong here is a given input value.
-        raise error.located(args.inputs or args.program) from None
+    reference = _reference_run(args, loaded, inputs)
     if args.expect:
         mismatch = _expected_outputs(reference.outputs, args)
         if mismatch:
@@ -56,12 +58,36 @@ def _cmd_run(args: argparse.Namespace) -> int:
             return 1
     assert target.program is not None and target.memory is not None
     planned = executor.planned_run(target.program, target.memory, plan, inputs)
-    difference = executor.compare(reference, planned)
+    difference = executor.compare(reference, planned) or _copies_differ(reference, planned, copies)
     if difference is not None:
         print(f"{args.program}: replay differs: {difference}")
         return 1
+    print(_replayed(args, target, plan, copies))
+    if args.program.lower().endswith(".tflite") and not faults:
+        return _in_tflm(args, loaded, plan)
+    return 1 if faults else 0
+
+
+def _reference_run(args: argparse.Namespace, loaded: Loaded, inputs: dict[str, np.ndarray]) -> Any:
+    """The unplanned run, a kernel's fault located in the program, an input's in its file."""
+    from optplan.runtime import replay as executor
+
+    assert loaded.program is not None
+    try:
+        return executor.reference_run(loaded.program, inputs)
+    except executor.KernelFailure as error:
+        raise error.located(args.program) from None
+    except InputError as error:
+        # The program is already checked, so what is wrong here is a given input value.
+        raise error.located(args.inputs or args.program) from None
+
+
+def _replayed(args: argparse.Namespace, target: Loaded, plan: Plan, copies: dict[str, str]) -> str:
+    """The line that says the replay was equal, and where it ran."""
+    assert target.memory is not None
     tensors = len(target.memory.placements)
     order = f", reordered by {args.reorder}" if args.reorder else ""
+    order += f", {len(copies)} values computed again" if copies else ""
     where = f"an arena of {plan.arena} bytes"
     if plan.residences:
         sizes = {b.id: b.size for b in target.problem.buffers}
@@ -70,13 +96,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             used[r.memory] = max(used[r.memory], r.offset + sizes[r.buffer])
         memories = ", ".join(f"{name} ({size} bytes)" for name, size in used.items())
         where = f"memories {memories}, with {len(plan.copies)} copies"
-    print(
+    return (
         f"{args.program}: replay bit-for-bit equal to the reference run "
         f"({tensors} planned values in {where}, plan by {plan.planner}{order})"
     )
-    if args.program.lower().endswith(".tflite") and not faults:
-        return _in_tflm(args, loaded, plan)
-    return 1 if faults else 0
 
 
 def _in_tflm(args: argparse.Namespace, loaded: Loaded, plan: Plan) -> int:
@@ -104,6 +127,37 @@ def _in_tflm(args: argparse.Namespace, loaded: Loaded, plan: Plan) -> int:
     found = tflm_run.compare_in_tflm(own, planned, plan.lower_bound, args.seed)
     print(f"{args.program}: {tflm_run.describe(found, plan.arena)}")
     return 0 if found.outputs_equal else 1
+
+
+def _recomputed(args: argparse.Namespace, target: Loaded) -> tuple[Loaded, dict[str, str], str]:
+    """The program rewritten to fit `--capacity`, the values it computes again, and the
+    one line saying why there is none (empty when there is)."""
+    from optplan.cli.budget import does_not_fit, recompute_note, recomputed, recomputed_loaded
+
+    dims = parse_dims(args.dim)
+    if args.plan or any(target.bounds.get(name) != value for name, value in dims.items()):
+        raise InputError(
+            "--capacity that needs recomputation replays its own plan, at the planned sizes", file=args.program
+        )
+    result = recomputed(args, target)
+    if not result.status.has_plan:
+        return target, {}, f"{args.program}: {recompute_note(result, args.capacity)}"
+    print(f"{args.program}: {recompute_note(result, args.capacity)}", file=sys.stderr)
+    rewritten = recomputed_loaded(args, target, result)
+    line = does_not_fit(args, rewritten)
+    return rewritten, dict(result.copies), line or ""
+
+
+def _copies_differ(reference: object, planned: object, copies: dict[str, str]) -> str | None:
+    """A value computed again must equal, bit for bit, the original's reference value."""
+    expected = getattr(reference, "values", {})
+    found = getattr(planned, "values", {})
+    for new, old in copies.items():
+        if new in found and old in expected:
+            a, b = np.asarray(expected[old]), np.asarray(found[new])
+            if a.shape != b.shape or a.tobytes() != b.tobytes():
+                return f"{new!r}, computed again, differs from {old!r} of the reference run"
+    return None
 
 
 def _at_replayed_size(args: argparse.Namespace, loaded: Loaded, replay: Loaded, plan: Plan) -> list:  # type: ignore[type-arg]

@@ -13,6 +13,7 @@ from optplan.ops.core import (
     OpDef,
     array,
     dtype_name,
+    element_count,
     fail,
     int_param,
     ints,
@@ -150,8 +151,18 @@ def _conv2d_transpose_kernel(call: Call, args: Sequence[object]) -> object:
     )
 
 
-register(OpDef("nn.conv2d", _infer_conv2d, _conv2d_kernel))
-register(OpDef("nn.conv2d_transpose", _infer_conv2d_transpose, _conv2d_transpose_kernel))
+def _conv_flops(call: Call, arg_types: Sequence[Type | None], result: Type) -> int:
+    """A multiply and an add per result element and weight element of its group (the
+    transpose: per input element and weight element)."""
+    x, w = tensor_arg(call, arg_types, 0), tensor_arg(call, arg_types, 1)
+    assert isinstance(result, TensorType)
+    if call.op == "nn.conv2d_transpose":
+        return 2 * element_count(x.shape) * element_count(w.shape[1:])
+    return 2 * element_count(result.shape) * element_count(w.shape[1:])
+
+
+register(OpDef("nn.conv2d", _infer_conv2d, _conv2d_kernel, flops=_conv_flops))
+register(OpDef("nn.conv2d_transpose", _infer_conv2d_transpose, _conv2d_transpose_kernel, flops=_conv_flops))
 
 # ---------------------------------------------------------------------------- pooling
 

@@ -22,6 +22,8 @@ Infer = Callable[[Call, Sequence[Type | None]], Type]
 Kernel = Callable[[Call, Sequence[object]], object]
 Into = Callable[[Call, Sequence[object], np.ndarray], bool]
 IndexedSize = Callable[[Call, TensorType], int]
+# Arithmetic of one call from its operand types and its result type (recomputation's cost).
+Flops = Callable[[Call, Sequence[Type | None], Type], int]
 
 
 class Runs(enum.Enum):
@@ -52,6 +54,7 @@ class OpDef:
     needs_positive: bool = False
     indexed_size: IndexedSize | None = None
     runs: Runs = Runs.OP
+    flops: Flops | None = None
     # The result is the runtime's memory (a packed function's): never planned, as TVM's
     # StaticPlanBlockMemory gives a packed call's result no storage.
     runtime_result: bool = False
@@ -276,3 +279,24 @@ def element_count(shape: tuple[int, ...]) -> int:
     for dim in shape:
         count *= dim
     return count
+
+
+def _tensor_bytes(type_: Type | None) -> int:
+    if isinstance(type_, TensorType):
+        return type_.size_bytes
+    if isinstance(type_, TupleType):
+        return sum(_tensor_bytes(t) for t in type_.fields)
+    return 0
+
+
+def compute_cost(call: Call, arg_types: Sequence[Type | None], result: Type | None) -> int:
+    """What running `call` once costs, for choosing what to compute again: its FLOPs where
+    its family gives a rule (`OpDef.flops`: matmul, convolution), else the bytes it reads
+    and writes (the cost of an op bound by memory traffic)."""
+    op = lookup(call.op)
+    if op is not None and op.flops is not None and result is not None:
+        try:
+            return max(1, op.flops(call, arg_types, result))
+        except (TypeError, ValueError, IndexError):
+            pass  # a rule that cannot read these types: the bytes below
+    return max(1, sum(_tensor_bytes(t) for t in arg_types) + _tensor_bytes(result))

@@ -17,6 +17,7 @@ from optplan.ops.core import (
     array,
     broadcast,
     dtype_name,
+    element_count,
     fail,
     float_attr,
     infer_unary,
@@ -223,4 +224,11 @@ def _matmul_kernel(call: Call, args: Sequence[object]) -> object:
     return kernels.matmul(a, b, str(call.attr("out_dtype") or a.dtype))
 
 
-register(OpDef("matmul", _infer_matmul, _matmul_kernel))
+def _matmul_flops(call: Call, arg_types: Sequence[Type | None], result: Type) -> int:
+    """A multiply and an add per result element and inner index."""
+    a = tensor_arg(call, arg_types, 0)
+    assert isinstance(result, TensorType)
+    return 2 * element_count(result.shape) * a.shape[-1]
+
+
+register(OpDef("matmul", _infer_matmul, _matmul_kernel, flops=_matmul_flops))

@@ -101,7 +101,10 @@ def is_valid_order(graph: Graph, order: Sequence[int]) -> bool:
 
 
 def step_bytes(graph: Graph, order: Sequence[int]) -> list[int]:
-    """The memory at every step of `order` (module docstring, steps 1 to 3)."""
+    """The memory at every step of `order` (module docstring, steps 1 to 3); `order` may
+    run an op more than once (a schedule with recomputation, `instances`)."""
+    if len(order) > graph.ops:
+        return _instance_step_bytes(graph, order)
     readers = graph.readers()
     left = [len(r) for r in readers]
     held = graph.base_bytes + sum(graph.sizes[b] for b in graph.live_in)
@@ -128,7 +131,12 @@ def peak_bytes(graph: Graph, order: Sequence[int]) -> int:
 def live_spans(graph: Graph, order: Sequence[int]) -> list[tuple[int, int]]:
     """Every buffer's steps `[start, end)` in `order`, as `step_bytes` holds it: from the
     step that makes it (0 for one live in) to its last reader's step inclusive (the end
-    of the order for one live out; its own step for one nobody reads)."""
+    of the order for one live out; its own step for one nobody reads).
+
+    Where `order` runs an op more than once, one span per computed instance, in the order
+    `instances` lists them (entry b is still buffer b's first instance)."""
+    if len(order) > graph.ops:
+        return instances(graph, order)[1]
     position = {v: t for t, v in enumerate(order)}
     spans = [(0, 1) for _ in graph.sizes]  # what no op makes is held from the first step
     for v, bufs in enumerate(graph.creates):
@@ -143,17 +151,71 @@ def live_spans(graph: Graph, order: Sequence[int]) -> list[tuple[int, int]]:
     return spans
 
 
+def instances(graph: Graph, steps: Sequence[int]) -> tuple[list[int], list[tuple[int, int]]]:
+    """The computed instances of a schedule whose `steps` may run an op more than once:
+    for each, its buffer and its steps `[start, end)`.
+
+    Each run of an op makes a new instance of each of its buffers; a read takes the
+    latest instance made before its step; an instance is held from its step to its last
+    reader's step inclusive (its own step only when nothing reads it), and the last
+    instance of a buffer live out to the end. Instance b is buffer b's first (made by the
+    op's first run; at step 0 for one live in), later ones follow in the order made.
+    Raises ValueError when a step reads a buffer no earlier step made."""
+    first: list[list[int] | None] = [None] * len(graph.sizes)
+    extra: list[tuple[int, list[int]]] = []
+    latest: dict[int, list[int]] = {}
+    for b in graph.live_in:
+        latest[b] = first[b] = [0, 1]
+    for t, v in enumerate(steps):
+        for b in graph.reads[v]:
+            span = latest.get(b)
+            if span is None:
+                raise ValueError(f"step {t} runs op {v}, which reads buffer {b} before any step makes it")
+            span[1] = max(span[1], t + 1)
+        for b in graph.creates[v]:
+            latest[b] = [t, t + 1]
+            if first[b] is None:
+                first[b] = latest[b]
+            else:
+                extra.append((b, latest[b]))
+    for b in graph.live_out:
+        if b in latest:
+            latest[b][1] = max(latest[b][1], len(steps))
+    if any(span is None for span in first):
+        missing = next(b for b, span in enumerate(first) if span is None)
+        raise ValueError(f"no step makes buffer {missing}")
+    buffers = list(range(len(graph.sizes))) + [b for b, _ in extra]
+    spans = [(s[0], s[1]) for s in first if s is not None] + [(s[0], s[1]) for _, s in extra]
+    return buffers, spans
+
+
+def _instance_step_bytes(graph: Graph, steps: Sequence[int]) -> list[int]:
+    buffers, spans = instances(graph, steps)
+    change = [0] * (len(steps) + 1)
+    for b, (start, end) in zip(buffers, spans):
+        change[start] += graph.sizes[b]
+        change[end] -= graph.sizes[b]
+    out, held = [], graph.base_bytes
+    for t in range(len(steps)):
+        held += change[t]
+        out.append(held)
+    return out
+
+
 def problem_of(graph: Graph, order: Sequence[int], alignment: int = 1) -> Problem:
-    """The allocation problem of `order`: one buffer per graph buffer, live over its
-    `live_spans`; its lower bound is `peak_bytes(graph, order)` less `base_bytes`."""
-    spans = live_spans(graph, order)
+    """The allocation problem of `order`: one buffer per computed instance, live over its
+    `live_spans`; its lower bound is `peak_bytes(graph, order)` less `base_bytes`. A
+    buffer's first instance has its name, its k-th recomputation `name@k+1`."""
+    buffers, spans = instances(graph, order) if len(order) > graph.ops else (
+        list(range(len(graph.sizes))), live_spans(graph, order))
     names = graph.names or tuple(f"b{b}" for b in range(len(graph.sizes)))
-    return Problem(
-        tuple(
-            Buffer(names[b], size, (Interval(*spans[b]),), alignment)
-            for b, size in enumerate(graph.sizes)
-        )
-    )
+    seen = [0] * len(graph.sizes)
+    out = []
+    for b, span in zip(buffers, spans):
+        seen[b] += 1
+        name = names[b] if seen[b] == 1 else f"{names[b]}@{seen[b]}"
+        out.append(Buffer(name, graph.sizes[b], (Interval(*span),), alignment))
+    return Problem(tuple(out))
 
 
 def lower_bound(graph: Graph) -> int:

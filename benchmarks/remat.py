@@ -1,0 +1,283 @@
+"""Recomputation under a budget: optplan beside MOCCASIN on MOCCASIN's graphs.
+
+For every graph of the set and every budget (a share of the program order's peak, as
+MOCCASIN sets it: `ceil(peak * share)`, the program order being `graph['order']` where
+the file gives one, else networkx's topological sort, which this script computes the
+way networkx 3.1 does: generations of nodes in file order):
+
+1. optplan (`schedule.remat.rematerialise`, alignment 1) chooses order, recomputation
+   and offsets: its extra compute (% of one run of every node, by `cost_cpu`), the
+   proven bound on it, the arena of its real offsets and whether it is within the
+   budget (every plan judged by `validate`), or why there is no schedule;
+2. MOCCASIN (its `main.py`, run as an external command from a copy outside this
+   repository, at the same time limit per solve and 2 workers), when given: its extra
+   compute, whether its schedule's peak (by optplan's `step_bytes`) is within the
+   budget, and whether its schedule packs into a real arena of the budget (optplan's
+   greedy, then cpsat for up to 10 s).
+
+    .venv/bin/python benchmarks/remat.py --graphs DIR [--moccasin "PYTHON MAIN.PY"]
+        [--time-limit 30] [--set icml|all] [--shares 0.9,0.8,0.7,0.6,0.5] [--only n100]
+        [--out benchmarks/results/remat.csv]
+    .venv/bin/python benchmarks/remat.py --programs   # the training programs alone
+    .venv/bin/python benchmarks/remat.py --graphs DIR --reach   # how low each heuristic gets
+
+`--reach` bisects the budget from the best order's peak down to the proven memory bound
+for each heuristic alone from the order search's best order (`heuristic.greedy`, make
+again what is held across the peak; `walk.evict`, evict and make again on demand), to
+1/200 of the program order's peak, each probe stopped at the time limit:
+`benchmarks/results/remat_reach.csv` (the lowest share each found a schedule at; a
+bisection, so a lower budget may still be met where a probe in between failed).
+
+DIR holds MOCCASIN's graphs (its `data/` folder; or the environment variable
+OPTPLAN_PEER_GRAPHS); without it the set is skipped, saying why. The MOCCASIN command
+may also come from OPTPLAN_MOCCASIN; without it MOCCASIN's columns are left empty. The
+training graphs of `benchmarks/graphs/training.py` and the training steps TVM's
+gradient pass wrote (`tests/data/training`) run as programs through
+`passes.recompute` (costs estimated from the op table), at the same shares of their
+program order's peak (`--programs`, `benchmarks/results/remat_programs.csv`). Prints
+a table and writes `benchmarks/results/remat.csv`. MOCCASIN's copy needs small fixes to
+run at all (package imports in main.py, no `rockmate` import, networkx < 3.2 for
+`node_link_graph`'s `attrs`, lists for `AddCumulative`, `ClearObjective` and
+`Solve(model, callback)` for `SolveWithSolutionCallback` in OR-Tools 9.15, the worker
+count from MOCCASIN_WORKERS, default 2) and a last line printing its result as JSON:
+`RESULT {"status", "schedule", "budget", "topo_mem", "topo_order", "nodes"}`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from optplan.frontends.graphs import read_graph
+from optplan.planners import get_planner
+from optplan.problem import Problem
+from optplan.problem.plan import validate
+from optplan.schedule import Scheduler
+from optplan.schedule.graph import Graph, peak_bytes, problem_of
+from optplan.schedule.remat import Remat, memory_bound, rematerialise
+from optplan.schedule.remat.heuristic import extra_cost, greedy
+from optplan.schedule.remat.walk import evict
+
+# MOCCASIN's ICML cases: its README's commands.
+ICML = (
+    "random_layered_n100_w0.27_nlv0.75_ed0.2_scd0.14",
+    "fcn_8_vgg (MLSys)_32_(416, 608, 3)_train_nx",
+    "ResNet50 (MLSys)_256_(224, 224, 3)_train_nx",
+    "random_layered_n250_w0.43_nlv0.75_ed0.2_scd0.14",
+    "random_layered_n500_w0.36_nlv0.75_ed0.2_scd0.14",
+    "random_layered_n1000_w0.31_nlv0.75_ed0.2_scd0.14",
+)
+COLUMNS = (
+    "graph", "nodes", "share", "budget", "optplan_status", "optplan_extra_pct", "optplan_bound_pct",
+    "optplan_arena", "optplan_fits", "optplan_method", "optplan_seconds", "moccasin_status",
+    "moccasin_extra_pct", "moccasin_peak_fits", "moccasin_arena_fits", "moccasin_seconds", "reason",
+)  # fmt: skip
+
+
+def networkx_order(data: dict) -> list[object]:  # type: ignore[type-arg]
+    """networkx 3.1's `topological_sort` of a node-link graph: generations of nodes with
+    no unvisited predecessor, each in the order the file lists nodes and links."""
+    key = "id" if data["nodes"] and "id" in data["nodes"][0] else "name"
+    nodes = [n.get(key, i) for i, n in enumerate(data["nodes"])]
+    pairs = [(e.get("source", e.get("0")), e.get("target", e.get("1"))) for e in data["links"]]
+    children: dict[object, list[object]] = {v: [] for v in nodes}
+    waiting = dict.fromkeys(nodes, 0)
+    for u, v in pairs:
+        if v not in children[u]:
+            children[u].append(v)
+            waiting[v] += 1
+    generation = [v for v in nodes if waiting[v] == 0]
+    order: list[object] = []
+    while generation:
+        order.extend(generation)
+        following = []
+        for u in generation:
+            for v in children[u]:
+                waiting[v] -= 1
+                if waiting[v] == 0:
+                    following.append(v)
+        generation = following
+    return order
+
+
+def in_order(path: Path) -> tuple[Graph, list[object]]:
+    """The graph with MOCCASIN's program order as op order, and that order's node ids."""
+    data = json.loads(path.read_text())
+    if "order" not in data.get("graph", {}):
+        data.setdefault("graph", {})["order"] = networkx_order(data)
+    with tempfile.TemporaryDirectory() as folder:
+        copy = Path(folder) / path.name
+        copy.write_text(json.dumps(data))
+        peer = read_graph(copy)
+    return peer.graph, list(peer.nodes)
+
+
+def run_optplan(graph: Graph, budget: int, limit: float) -> dict[str, object]:
+    result = rematerialise(graph, Remat(budget, time_limit=limit))
+    row: dict[str, object] = {
+        "optplan_status": result.status.value,
+        "optplan_method": result.method,
+        "optplan_seconds": round(result.seconds, 1),
+        "reason": result.reason,
+    }
+    if result.steps is None or result.plan is None:
+        return row
+    problem = Problem(problem_of(graph, result.steps).buffers, capacity=budget)
+    faults = validate(problem, result.plan)
+    row.update(
+        optplan_extra_pct=f"{result.extra_percent:.3f}",
+        optplan_bound_pct=f"{100 * result.bound_cost / result.total_cost:.3f}" if result.total_cost else "0",
+        optplan_arena=result.arena_bytes,
+        optplan_fits="yes" if not faults and result.arena_bytes <= budget else f"NO: {faults[:1]}",
+    )
+    return row
+
+
+def run_moccasin(command: str, path: Path, share: float, limit: float, graph: Graph, ids: list[object], budget: int) -> dict[str, object]:
+    """MOCCASIN's main.py on one case; its schedule judged by optplan."""
+    # main.py halves the time of graphs below 500 nodes, and each of its two solves gets it.
+    given = limit if graph.ops >= 500 else 2 * limit
+    began = time.perf_counter()
+    with tempfile.TemporaryDirectory() as out:
+        args = [*shlex.split(command), "-g", str(path), "-m", str(share), "-t", str(math.ceil(given)), "-o", out]
+        try:
+            done = subprocess.run(args, capture_output=True, text=True, timeout=4 * limit + 120, cwd=out, check=False)
+        except subprocess.TimeoutExpired:
+            return {"moccasin_status": "killed", "moccasin_seconds": round(time.perf_counter() - began, 1)}
+    seconds = round(time.perf_counter() - began, 1)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if not lines:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"moccasin_status": f"failed: {tail[:80]}", "moccasin_seconds": seconds}
+    result = json.loads(lines[-1][len("RESULT "):])
+    row: dict[str, object] = {"moccasin_status": str(result["status"]).lower(), "moccasin_seconds": seconds}
+    if result.get("budget") != budget:
+        row["moccasin_status"] += f" (its budget {result.get('budget')})"
+    schedule = result.get("schedule")
+    if not schedule:
+        return row
+    op_of = {str(node): k for k, node in enumerate(ids)}
+    nodes = [str(v) for v in result["nodes"]]
+    # MOCCASIN relabels nodes by their place in its order when ids are not 0..n-1.
+    relabel = max(int(v) for v in nodes) >= len(nodes) if all(v.lstrip("-").isdigit() for v in nodes) else True
+    steps = tuple(k if relabel else op_of[str(v)] for v in schedule for k in [int(v)])
+    row["moccasin_extra_pct"] = f"{100 * extra_cost(graph, steps) / (sum(graph.costs) or 1):.3f}"
+    row["moccasin_peak_fits"] = "yes" if peak_bytes(graph, steps) <= budget else f"no ({peak_bytes(graph, steps)})"
+    problem = Problem(problem_of(graph, steps).buffers, capacity=budget)
+    plan = get_planner("greedy")(problem)
+    if not plan.status.has_plan:
+        plan = get_planner("cpsat", time_limit=10)(problem)
+    row["moccasin_arena_fits"] = "yes" if plan.status.has_plan and not validate(problem, plan) else "no"
+    return row
+
+
+def graph_rows(args: argparse.Namespace, folder: Path) -> list[dict[str, object]]:
+    names = ICML if args.set == "icml" else tuple(sorted(p.stem for p in folder.glob("*.json")))
+    command = args.moccasin or os.environ.get("OPTPLAN_MOCCASIN", "")
+    if not command:
+        print("MOCCASIN not run: give --moccasin or OPTPLAN_MOCCASIN (its main.py, as a command)", file=sys.stderr)
+    rows = []
+    for name in names:
+        if args.only and not any(part in name for part in args.only.split(",")):
+            continue
+        path = folder / f"{name}.json"
+        graph, ids = in_order(path)
+        peak = peak_bytes(graph, tuple(range(graph.ops)))
+        for share in args.shares:
+            budget = math.ceil(peak * share)
+            row: dict[str, object] = {"graph": name, "nodes": graph.ops, "share": share, "budget": budget}
+            row.update(run_optplan(graph, budget, args.time_limit))
+            if command:
+                row.update(run_moccasin(command, path, share, args.time_limit, graph, ids, budget))
+            rows.append(row)
+            print(" | ".join(str(row.get(c, "")) for c in COLUMNS[:-1]), flush=True)
+            write(rows, args.out)  # so far: a long run cut short keeps its rows
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--graphs", default=os.environ.get("OPTPLAN_PEER_GRAPHS", ""))
+    parser.add_argument("--moccasin", default="")
+    parser.add_argument("--time-limit", type=float, default=30.0)
+    parser.add_argument("--set", choices=("icml", "all"), default="icml")
+    parser.add_argument("--only", default="", help="comma-separated parts of graph names")
+    parser.add_argument("--shares", type=lambda t: [float(x) for x in t.split(",")], default=[0.9, 0.8, 0.7, 0.6, 0.5])
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "remat.csv"))
+    parser.add_argument("--programs", action="store_true", help="only the training programs")
+    parser.add_argument("--reach", action="store_true", help="how low each heuristic gets, by bisection")
+    args = parser.parse_args()
+    if args.programs:
+        from benchmarks.remat_programs import program_rows
+
+        write(program_rows(args.shares, args.time_limit), str(ROOT / "benchmarks" / "results" / "remat_programs.csv"))
+        return
+    folder = Path(args.graphs) if args.graphs else None
+    if folder is None or not folder.is_dir():
+        print(f"MOCCASIN's graph set skipped: no folder given or {args.graphs!r} is absent (--graphs DIR)", file=sys.stderr)
+        return
+    if args.reach:
+        write(reach_rows(args, folder), str(ROOT / "benchmarks" / "results" / "remat_reach.csv"))
+        return
+    write(graph_rows(args, folder), args.out)
+
+
+REACH_COLUMNS = ("graph", "nodes", "memory_bound", "best_order", "greedy", "walk", "seconds")
+
+
+def reach_rows(args: argparse.Namespace, folder: Path) -> list[dict[str, object]]:
+    """`--reach`: per graph, the shares of the program order's peak of the memory bound,
+    the best order, and the lowest budget each heuristic met."""
+    rows: list[dict[str, object]] = []
+    for name in ICML:
+        if args.only and not any(part in name for part in args.only.split(",")):
+            continue
+        began = time.perf_counter()
+        graph, _ = in_order(folder / f"{name}.json")
+        program = peak_bytes(graph, tuple(range(graph.ops)))
+        order = Scheduler("auto", time_limit=args.time_limit, work=Remat(0).order_work)(graph).order
+        low, high = memory_bound(graph).bytes, peak_bytes(graph, order)
+        row: dict[str, object] = {"graph": name, "nodes": graph.ops, "memory_bound": f"{low / program:.3f}"}
+        row["best_order"] = f"{high / program:.3f}"
+        for method, search in (("greedy", greedy), ("walk", evict)):
+            fails, fits = low - 1, high  # bisection: a budget of `fits` is met
+            while fits - fails > max(1, program // 200):
+                budget = (fails + fits) // 2
+                found = search(graph, order, budget, [True] * graph.ops, time.perf_counter() + args.time_limit)
+                fails, fits = (fails, budget) if found is not None else (budget, fits)
+            row[method] = f"{fits / program:.3f}"
+        row["seconds"] = round(time.perf_counter() - began, 1)
+        rows.append(row)
+        print(" | ".join(str(v) for v in row.values()), flush=True)
+    return rows
+
+
+PROGRAM_COLUMNS = (
+    "program", "share", "capacity", "status", "extra_pct", "bound_pct", "recomputed", "arena", "fits", "replay",
+    "seconds", "reason",
+)  # fmt: skip
+
+
+def write(rows: list[dict[str, object]], out: str) -> None:
+    columns = PROGRAM_COLUMNS if rows and "program" in rows[0] else REACH_COLUMNS if rows and "walk" in rows[0] else COLUMNS
+    with open(out, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"wrote {out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

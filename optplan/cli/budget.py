@@ -1,0 +1,240 @@
+"""`--capacity`: the budget on every command, the one line that says why a program does
+not fit, and recomputation (`reorder --capacity`, `run --capacity`).
+
+When the fixed order's live bytes exceed the capacity no plan can fit, so instead of
+planning the command prints one line: the program point of the peak, the tensors live
+there, and what would fit it (another order, recomputation, a second memory), and exits
+with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from typing import TYPE_CHECKING
+
+from optplan.errors import InputError
+from optplan.frontends import Loaded
+from optplan.problem import Problem, live_profile, lower_bound
+
+if TYPE_CHECKING:
+    from optplan.passes.recompute import Recomputed
+    from optplan.schedule.remat import RematSchedule
+
+
+def with_capacity(args: argparse.Namespace, loaded: Loaded) -> Loaded:
+    """`loaded` whose problem has `--capacity` (unchanged without it)."""
+    if getattr(args, "capacity", None) is None:
+        return loaded
+    problem = Problem(loaded.problem.buffers, loaded.problem.aliases, args.capacity)
+    return dataclasses.replace(loaded, problem=problem)
+
+
+def does_not_fit(args: argparse.Namespace, loaded: Loaded) -> str | None:
+    """The one line when the live bytes of this order exceed `--capacity`, else None."""
+    capacity = getattr(args, "capacity", None)
+    peak = lower_bound(loaded.problem)
+    if capacity is None or peak <= capacity:
+        return None
+    point = max(live_profile(loaded.problem), key=lambda pair: pair[1])[0]
+    live = sorted(
+        (b for b in loaded.problem.buffers if any(iv.start <= point < iv.end for iv in b.live)),
+        key=lambda b: -b.size,
+    )
+    shown = ", ".join(f"{b.id} ({b.size})" for b in live[:6]) + (f" and {len(live) - 6} more" if len(live) > 6 else "")
+    where = _binding_at(loaded, point)
+    return (
+        f"{loaded.path}: does not fit --capacity {capacity}: {peak} bytes are live at point {point}{where}: "
+        f"{shown}; {_what_fits(args, loaded, capacity)}"
+    )
+
+
+def _binding_at(loaded: Loaded, point: int) -> str:
+    if loaded.memory is None:
+        return ""
+    names = [name for name, p in loaded.memory.points.items() if p == point]
+    return f" ({names[0]})" if names else ""
+
+
+def _what_fits(args: argparse.Namespace, loaded: Loaded, capacity: int) -> str:
+    """Another order, recomputation or a second memory, whichever would fit."""
+    from optplan.schedule import Scheduler
+    from optplan.schedule.remat import memory_bound
+
+    graphs = _graphs(args, loaded)
+    if not graphs:
+        return "no order to change here: only a second memory would fit it"
+    seconds = min(10.0, args.time_limit)
+    reordered = max(Scheduler("auto", time_limit=seconds)(g).peak_bytes for g in graphs)
+    if reordered <= capacity and not getattr(args, "reorder", None):
+        return f"another order would fit it (--reorder: {reordered} bytes)"
+    floor = max(graphs, key=lambda g: memory_bound(g).bytes)
+    bound = memory_bound(floor)
+    if bound.bytes <= capacity:
+        command = "optplan run" if args.command == "run" else "optplan reorder"
+        return (
+            f"the best order needs {reordered}; recomputation may fit it ({command} --capacity {capacity}; "
+            f"no schedule needs less than {bound.bytes}), or a second memory"
+        )
+    return f"no order nor recomputation can ({bound.reason}); only a second memory would fit it"
+
+
+def _graphs(args: argparse.Namespace, loaded: Loaded) -> list:  # type: ignore[type-arg]
+    if loaded.graph is not None:
+        return [loaded.graph]
+    if loaded.program is None:
+        return []
+    from optplan.passes.reorder import block_graphs
+
+    return block_graphs(loaded.program, plan_outputs=args.plan_outputs)
+
+
+def recomputed(args: argparse.Namespace, loaded: Loaded) -> Recomputed:
+    """The program rewritten to fit `--capacity` (`passes.recompute`)."""
+    from optplan.passes.recompute import recompute
+
+    assert loaded.program is not None
+    allow = None
+    if args.program.lower().endswith(".onnx"):
+        from optplan.cli.options import parse_dims
+        from optplan.frontends.onnx_write import node_variables
+
+        allow = node_variables(args.program, parse_dims(args.dim)).__contains__
+    return recompute(
+        loaded.program,
+        args.capacity,
+        time_limit=args.time_limit,
+        plan_outputs=args.plan_outputs,
+        alignment=args.alignment,
+        allow=allow,
+    )
+
+
+def recomputed_loaded(args: argparse.Namespace, loaded: Loaded, result: Recomputed) -> Loaded:
+    from optplan.analysis.liveness import build_memory
+
+    memory = build_memory(result.program, plan_outputs=args.plan_outputs, alignment=args.alignment)
+    problem = Problem(memory.problem.buffers, memory.problem.aliases, args.capacity)
+    return Loaded(loaded.path, problem, result.program, memory, loaded.weights)
+
+
+def recompute_note(result: Recomputed, capacity: int) -> str:
+    if not result.status.has_plan:
+        return f"no program within --capacity {capacity}: {result.reason}"
+    bound = f"proven bound {result.bound_cost}" if result.bound_cost else "no bound proven"
+    return (
+        f"recomputed within --capacity {capacity}: live-bytes peak {result.original_peak_bytes} -> "
+        f"{result.peak_bytes} bytes; {len(result.copies)} values computed again "
+        f"({', '.join(f'{new} of {old}' for new, old in list(result.copies.items())[:6])}"
+        f"{', ...' if len(result.copies) > 6 else ''}); extra compute {result.extra_cost} "
+        f"({result.extra_percent:.2f} %, {bound}); {result.seconds:.2f} s"
+    )
+
+
+def remat_graph(args: argparse.Namespace, loaded: Loaded) -> int:
+    """`reorder --capacity` on a peer's graph: the schedule, its offsets, and a JSON file."""
+    from optplan.schedule.remat import Remat, rematerialise
+
+    assert loaded.graph is not None
+    result = rematerialise(loaded.graph, Remat(args.capacity, time_limit=args.time_limit, alignment=args.alignment))
+    record = _graph_record(loaded, result, args.capacity)
+    if args.output:
+        from optplan.cli.files import write_text
+
+        write_text(args.output, json.dumps(record, indent=1) + "\n")
+    if args.json:
+        print(json.dumps(record, indent=1))
+    elif result.steps is None:
+        print(f"{loaded.path}: {result.status.value}: {result.reason}")
+    else:
+        print(
+            f"{loaded.path}: {result.status.value}: {len(result.steps)} steps for {loaded.graph.ops} nodes, "
+            f"extra compute {result.extra_cost} of {result.total_cost} ({result.extra_percent:.3f} %, proven "
+            f"bound {result.bound_cost}); live-bytes peak {result.peak_bytes}, arena {result.arena_bytes} <= "
+            f"{args.capacity} (real offsets, validated); by {result.method} in {result.seconds:.2f} s"
+            + (f"; written to {args.output}" if args.output else "")
+        )
+    return 0 if result.steps is not None else 1
+
+
+def _graph_record(loaded: Loaded, result: RematSchedule, capacity: int) -> dict[str, object]:
+    graph = loaded.graph
+    assert graph is not None
+    labels = graph.labels or tuple(str(v) for v in range(graph.ops))
+    return {
+        "program": loaded.path,
+        "capacity_bytes": capacity,
+        "status": result.status.value,
+        "reason": result.reason,
+        "steps": [labels[v] for v in result.steps] if result.steps else None,
+        "extra_cost": result.extra_cost,
+        "total_cost": result.total_cost,
+        "bound_cost": result.bound_cost,
+        "memory_bound_bytes": result.memory_bound.bytes,
+        "peak_bytes": result.peak_bytes,
+        "arena_bytes": result.arena_bytes,
+        "offsets": dict(result.plan.offsets) if result.plan is not None else {},
+        "method": result.method,
+        "seconds": round(result.seconds, 4),
+    }
+
+
+def refuse_capacity_without_program(args: argparse.Namespace, loaded: Loaded) -> None:
+    if loaded.program is None and loaded.graph is None:
+        raise InputError("a CSV problem has no operator order to change; give a .py, .onnx or .json", file=args.program)
+
+
+
+def recompute_program(args: argparse.Namespace, loaded: Loaded) -> int:
+    """`reorder --capacity`: the schedule of a graph, or the program rewritten."""
+    refuse_capacity_without_program(args, loaded)
+    if loaded.graph is not None:
+        return remat_graph(args, loaded)
+    from optplan.frontends.script import print_program
+
+    result = recomputed(args, loaded)
+    note = f"{loaded.path}: {recompute_note(result, args.capacity)}"
+    if not result.status.has_plan:
+        print(note)
+        return 1
+    output = args.output or ""
+    if output.lower().endswith(".onnx"):
+        if not args.program.lower().endswith(".onnx"):
+            raise InputError("an .onnx output needs an .onnx model as input", file=args.program)
+        from optplan.cli.options import parse_dims
+        from optplan.frontends.onnx_write import write_recomputed_onnx
+
+        write_recomputed_onnx(args.program, result.program, result.copies, output, parse_dims(args.dim))
+    else:
+        try:
+            text = print_program(result.program)
+        except ValueError as error:
+            raise InputError(f"cannot print the recomputing program: {error}", file=args.program) from None
+        if output:
+            from optplan.cli.files import write_text
+
+            write_text(output, text)
+        elif not args.json:
+            print(text)
+    if args.json:
+        print(json.dumps(_program_record(loaded, result, args.capacity), indent=1))
+    else:
+        print(note + (f"; written to {output}" if output else ""), file=sys.stdout if output else sys.stderr)
+    return 0
+
+
+def _program_record(loaded: Loaded, result: Recomputed, capacity: int) -> dict[str, object]:
+    return {
+        "program": loaded.path,
+        "capacity_bytes": capacity,
+        "status": result.status.value,
+        "program_order_peak_bytes": result.original_peak_bytes,
+        "peak_bytes": result.peak_bytes,
+        "copies": result.copies,
+        "extra_cost": result.extra_cost,
+        "total_cost": result.total_cost,
+        "bound_cost": result.bound_cost,
+        "seconds": round(result.seconds, 4),
+    }

@@ -1,0 +1,163 @@
+"""What any schedule with recomputation needs: valid step sequences, and a proven lower
+bound on the memory of every schedule however much it recomputes.
+
+A schedule is a sequence of steps, each running one op; an op may run more than once
+(`schedule.graph.instances`). It is valid when every op runs at least once, the first
+runs keep the graph's order constraints, and every read finds an instance made before.
+
+The bound, per op v (every op runs at least once, so the largest over ops holds):
+
+1. At v's step its reads and its new buffers are held: `direct(v)`.
+2. v's inputs made in the block are made by ops W. Of the instances v reads, take the
+   one made last, by w: at that step of w, v's other inputs (made earlier by the other
+   ops of W, or live in) are held, since v reads them later, and w's own reads and new
+   buffers are held: `direct(w)` plus those other inputs that w does not read.
+3. Whichever w it is, the peak is at least the least of 2 over W, and at least 1.
+
+The bound is `base_bytes` plus the largest of these over all ops; the op (and the w)
+that sets it is the reason printed when a budget is below it.
+
+`traced(graph, budget, work)` goes on from 2 where no schedule was found: a set T of
+buffers held at once at some step, all made before it (at first an op's reads). Of
+T's instances, the one made last is made by some op x; at x's step, T's other buffers,
+x's reads and x's outputs are all held, and x's reads with T's others form the next
+set, held at once and made before that step. When, whichever x it is, either x's step
+holds more than the budget or (recursively, each step earlier than the last) the next
+set does, no schedule fits the budget. Sets are searched depth first, the most bytes
+first, up to `work` of them and `DEPTH` deep; a set already on the path, or out of
+work or depth, proves nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from optplan.schedule.graph import Graph, instances
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryBound:
+    """`bytes`: no schedule of the graph, with any recomputation, holds less at its peak;
+    `reason`: why, in words a reader can check."""
+
+    bytes: int
+    reason: str
+
+
+def is_valid_steps(graph: Graph, steps: Sequence[int], recomputable: Sequence[bool] | None = None) -> bool:
+    """Whether `steps` runs every op at least once, the first runs in an order the graph
+    allows, and every read after a buffer is made (ops not `recomputable` run once)."""
+    if any(not 0 <= v < graph.ops for v in steps) or set(steps) != set(range(graph.ops)):
+        return False
+    first: dict[int, int] = {}
+    for t, v in enumerate(steps):
+        if v in first and recomputable is not None and not recomputable[v]:
+            return False
+        first.setdefault(v, t)
+    if any(first[u] > first[v] for v in range(graph.ops) for u in graph.preds[v]):
+        return False
+    try:
+        instances(graph, steps)
+    except ValueError:
+        return False
+    return True
+
+
+def memory_bound(graph: Graph) -> MemoryBound:
+    """The bound of the module docstring."""
+    creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
+    best = MemoryBound(graph.base_bytes, "nothing to run")
+    for v in range(graph.ops):
+        need, reason = _need(graph, v, creator)
+        if graph.base_bytes + need > best.bytes:
+            held = f" plus {graph.base_bytes} bytes held across the block" if graph.base_bytes else ""
+            best = MemoryBound(graph.base_bytes + need, reason + held)
+    return best
+
+
+def _direct(graph: Graph, v: int) -> int:
+    return sum(graph.sizes[b] for b in set(graph.reads[v]) | set(graph.creates[v]))
+
+
+def _need(graph: Graph, v: int, creator: dict[int, int]) -> tuple[int, str]:
+    """Steps 1 to 3 of the module docstring for op v: bytes and the reason."""
+    direct = _direct(graph, v)
+    label = _label(graph, v)
+    found = (direct, f"{label} needs its inputs and outputs at once: {direct} bytes")
+    makers = sorted({creator[b] for b in graph.reads[v] if b in creator})
+    if not makers:
+        return found
+    least: tuple[int, str] | None = None
+    for w in makers:
+        others = [b for b in graph.reads[v] if creator.get(b) != w and b not in graph.reads[w]]
+        total = _direct(graph, w) + sum(graph.sizes[b] for b in others)
+        if least is None or total < least[0]:
+            reason = (
+                f"while the last of {label}'s inputs is made (by {_label(graph, w)} at best: "
+                f"{_direct(graph, w)} bytes for its inputs and outputs), its other inputs are held: "
+                f"{total} bytes"
+            )
+            least = (total, reason)
+    assert least is not None
+    return least if least[0] > direct else found
+
+
+def _label(graph: Graph, v: int) -> str:
+    return repr(graph.labels[v]) if graph.labels else f"op {v}"
+
+
+def traced(graph: Graph, budget: int, work: int = 1_000, per_op: int = 250) -> MemoryBound | None:
+    """A proof, as the module docstring's last paragraph, that every schedule holds more
+    than `budget` bytes at some step, or None where none was found within `work` sets
+    (`per_op` from each op, the ops whose one-step bound is highest first)."""
+    creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
+    search = _Trace(graph, budget, 0)
+    for v in sorted(range(graph.ops), key=lambda v: -_need(graph, v, creator)[0]):
+        if search.sets >= work:
+            break
+        search.work = min(work, search.sets + per_op)
+        if search.over(frozenset(graph.reads[v]) | frozenset(graph.creates[v])) or search.proves(frozenset(graph.reads[v])):
+            reason = (
+                f"while {_label(graph, v)}'s inputs are made, traced back through the last input made at each step "
+                f"({search.sets} sets of tensors held at once), some step holds more than {budget} bytes"
+            )
+            return MemoryBound(budget + 1, reason)
+    return None
+
+
+DEPTH = 64  # the longest chain of sets traced back (Python's recursion stays shallow)
+
+
+class _Trace:
+    """The depth-first search of `traced`: which sets are proven, which are on the path."""
+
+    def __init__(self, graph: Graph, budget: int, work: int) -> None:
+        self.graph, self.budget, self.work = graph, budget, work
+        self.creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
+        self.proven: set[frozenset[int]] = set()
+        self.failed: set[frozenset[int]] = set()
+        self.path: set[frozenset[int]] = set()
+        self.sets = 0
+
+    def over(self, held: frozenset[int]) -> bool:
+        return self.graph.base_bytes + sum(self.graph.sizes[b] for b in held) > self.budget
+
+    def proves(self, made: frozenset[int]) -> bool:
+        """Whether every schedule that holds `made` at once, all made before, holds more
+        than the budget at some step."""
+        if self.over(made) or made in self.proven:
+            return True
+        if made in self.failed or made in self.path or self.sets >= self.work or len(self.path) >= DEPTH:
+            return False
+        self.sets += 1
+        makers = sorted({self.creator[b] for b in made if b in self.creator})
+        self.path.add(made)
+        steps = [(made | set(self.graph.reads[x]) | set(self.graph.creates[x]), x) for x in makers]
+        # A maker whose step is within the budget needs the deeper proof; those whose
+        # step holds the most are tried first (the likeliest proofs).
+        deeper = [x for held, x in sorted(steps, key=lambda s: -sum(self.graph.sizes[b] for b in s[0])) if not self.over(held)]
+        ok = bool(makers) and all(self.proves((made - set(self.graph.creates[x])) | set(self.graph.reads[x])) for x in deeper)
+        self.path.discard(made)
+        (self.proven if ok else self.failed).add(made)
+        return ok

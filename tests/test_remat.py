@@ -1,0 +1,269 @@
+"""Recomputation: schedules whose steps run an op more than once.
+
+Judged independently: the peak of a schedule against MOCCASIN's definition computed here
+on its own (an augmented graph of instances, each edge to the latest instance of the
+input before the step); every schedule's offsets by `validate` and by a byte-level
+replay in one arena; claimed optima and infeasibilities against a brute force over all
+schedules of tiny graphs; random programs rewritten by the pass, replayed in NumPy bit
+for bit.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from optplan.analysis.liveness import build_memory
+from optplan.analysis.types import infer_types
+from optplan.ir import Program
+from optplan.passes.recompute import recompute
+from optplan.planners import get_planner
+from optplan.problem import Problem, lower_bound
+from optplan.problem.plan import Status, validate
+from optplan.runtime.replay import compare, make_inputs, planned_run, reference_run
+from optplan.schedule.graph import Graph, peak_bytes, problem_of, step_bytes
+from optplan.schedule.remat import Remat, is_valid_steps, memory_bound, rematerialise
+from optplan.schedule.remat.bounds import traced
+from optplan.schedule.remat.heuristic import evaluate, profile_of
+from optplan.strategies.programs import programs
+
+
+@st.composite
+def graphs(draw: st.DrawFn, max_ops: int = 6) -> Graph:
+    """A DAG of ops in program order, each making one buffer (a peer's graph), with
+    sizes and costs that include 0."""
+    n = draw(st.integers(1, max_ops))
+    reads = []
+    for v in range(n):
+        reads.append(tuple(sorted(draw(st.sets(st.integers(0, v - 1), max_size=3)))) if v else ())
+    sizes = tuple(draw(st.lists(st.integers(0, 9), min_size=n, max_size=n)))
+    costs = tuple(draw(st.lists(st.integers(0, 5), min_size=n, max_size=n)))
+    return Graph(sizes, tuple((v,) for v in range(n)), tuple(reads), tuple(reads), costs=costs)
+
+
+def moccasin_peak(graph: Graph, steps: tuple[int, ...]) -> int:
+    """The definition, written apart from optplan's: at step j, the instance (j, v) and
+    every earlier instance (i, u) that a step k >= j reads, a read taking the latest
+    instance made before it."""
+    edges = set()
+    for j, v in enumerate(steps):
+        for b in graph.reads[v]:
+            i = max(i for i in range(j) if steps[i] == b)
+            edges.add((i, j))
+    peak = 0
+    for j, v in enumerate(steps):
+        held = [i for i in range(j) if any(a == i and k >= j for a, k in edges)]
+        peak = max(peak, graph.sizes[v] + sum(graph.sizes[steps[i]] for i in held))
+    return peak
+
+
+def schedules(graph: Graph, extra: int) -> list[tuple[int, ...]]:
+    """Every valid schedule with at most `extra` runs again and two runs per op."""
+    found = []
+    for length in range(graph.ops, graph.ops + extra + 1):
+        for steps in itertools.product(range(graph.ops), repeat=length):
+            if all(steps.count(v) <= 2 for v in range(graph.ops)) and is_valid_steps(graph, steps):
+                found.append(steps)
+    return found
+
+
+def replay(graph: Graph, steps: tuple[int, ...], offsets: dict[str, int], capacity: int) -> bool:
+    """Run the schedule in one arena of `capacity` bytes: each instance writes its own
+    pattern at its offset, each read checks the latest instance's bytes are intact."""
+    problem = problem_of(graph, steps)
+    arena = np.zeros(max(capacity, 1), dtype=np.int64)
+    runs = [0] * graph.ops
+    where: dict[int, tuple[int, int, int]] = {}  # buffer -> (offset, size, tag) of its latest
+    order = {b.id: k for k, b in enumerate(problem.buffers)}
+    for t, v in enumerate(steps):
+        for b in graph.reads[v]:
+            off, size, tag = where[b]
+            if size and not (arena[off : off + size] == tag).all():
+                return False
+        runs[v] += 1
+        name = f"b{v}" if runs[v] == 1 else f"b{v}@{runs[v]}"
+        off, size = offsets[name], graph.sizes[v]
+        if off + size > capacity:
+            return False
+        arena[off : off + size] = order[name] + 1
+        where[v] = (off, size, order[name] + 1)
+    return True
+
+
+@settings(max_examples=200, deadline=None)
+@given(graphs(), st.data())
+def test_peak_of_a_schedule_is_moccasins(graph: Graph, data: st.DataObject) -> None:
+    steps = data.draw(st.sampled_from(schedules(graph, 1)[:50]))
+    assert max(step_bytes(graph, steps)) == moccasin_peak(graph, steps)
+    assert peak_bytes(graph, steps) == moccasin_peak(graph, steps)
+    # The heuristics' lean profile counts as the full evaluation does.
+    assert profile_of(graph, steps).tolist() == evaluate(graph, steps).profile.tolist()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graphs(max_ops=4), st.floats(0.3, 1.1))
+@example(Graph((4, 4, 4, 1), ((0,), (1,), (2,), (3,)), ((), (0,), (1,), (0, 2)), ((), (0,), (1,), (0, 2)), costs=(1, 1, 1, 1)), 0.75)
+def test_schedules_fit_and_claims_hold(graph: Graph, share: float) -> None:
+    program_peak = peak_bytes(graph, tuple(range(graph.ops)))
+    budget = math.floor(program_peak * share)
+    result = rematerialise(graph, Remat(budget, time_limit=2.0))
+    every = schedules(graph, 2)
+    least_peak = min(moccasin_peak(graph, s) for s in every)
+    assert memory_bound(graph).bytes <= least_peak  # the bound is proven
+    if result.status is Status.INFEASIBLE:
+        assert budget < memory_bound(graph).bytes
+        return
+    if result.steps is None:
+        return
+    assert is_valid_steps(graph, result.steps)
+    assert peak_bytes(graph, result.steps) <= budget
+    assert result.plan is not None
+    problem = Problem(problem_of(graph, result.steps).buffers, capacity=budget)
+    assert validate(problem, result.plan) == []
+    assert replay(graph, result.steps, dict(result.plan.offsets), budget)
+    # No claimed optimum beaten, where the brute force sees every schedule of the
+    # model's space: Checkmate's and MOCCASIN's stages in program order.
+    fitting = [s for s in every if moccasin_peak(graph, s) <= budget and _staged(s, graph.ops)]
+    if result.status is Status.OPTIMAL and fitting:
+        from optplan.schedule.remat.heuristic import extra_cost
+
+        assert result.extra_cost <= min(extra_cost(graph, s) for s in fitting)
+    assert result.bound_cost <= result.extra_cost
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graphs(max_ops=4), st.integers(0, 40))
+def test_traced_bound_is_never_beaten_by_a_brute_force(graph: Graph, budget: int) -> None:
+    """Where the traced bound proves that nothing fits, no schedule of the brute force
+    (up to two runs again, each op at most twice) fits."""
+    proof = traced(graph, budget)
+    if proof is not None:
+        assert proof.bytes == budget + 1 and "holds more than" in proof.reason
+        assert min(moccasin_peak(graph, s) for s in schedules(graph, 2)) > budget
+
+
+def test_traced_bound_proves_more_than_one_step_back() -> None:
+    """Two sources p and s of 8 bytes; a = f(p), q = G(s), b = g(q), v = h(a, b), each of
+    1 byte. Whichever of a and q is made second, the other is held beside its maker's
+    8-byte input: 10 bytes, where every single op needs at most 9 (the one-step bound)."""
+    reads = ((), (), (0,), (1,), (3,), (2, 4))
+    graph = Graph((8, 8, 1, 1, 1, 1), tuple((v,) for v in range(6)), reads, reads)
+    assert memory_bound(graph).bytes == 9
+    proof = traced(graph, 9)
+    assert proof is not None and proof.bytes == 10
+    assert traced(graph, 10) is None
+    assert min(moccasin_peak(graph, s) for s in schedules(graph, 1)) == 10
+    result = rematerialise(graph, Remat(9, time_limit=2.0))
+    assert result.status is Status.INFEASIBLE and "holds more than 9 bytes" in result.reason
+
+
+def _staged(steps: tuple[int, ...], ops: int) -> bool:
+    """First runs in program order, the last step the last op's, and the runs again
+    before each first run in increasing op order (stage s: runs again, then op s)."""
+    if tuple(dict.fromkeys(steps)) != tuple(range(ops)) or steps[-1] != ops - 1:
+        return False
+    seen: set[int] = set()
+    again: list[int] = []
+    for v in steps:
+        if v in seen:
+            again.append(v)
+            continue
+        if again != sorted(set(again)):
+            return False
+        seen.add(v)
+        again = []
+    return True
+
+
+def test_plain_orders_keep_their_problem() -> None:
+    graph = Graph((4, 4, 1), ((0,), (1,), (2,)), ((), (0,), (0, 1)), ((), (0,), (0, 1)))
+    assert [b.id for b in problem_of(graph, (0, 1, 2)).buffers] == ["b0", "b1", "b2"]
+    again = problem_of(graph, (0, 1, 0, 2))
+    assert [(b.id, b.live[0].start, b.live[0].end) for b in again.buffers] == [
+        ("b0", 0, 2), ("b1", 1, 4), ("b2", 3, 4), ("b0@2", 2, 4)
+    ]
+
+
+def test_budget_below_an_ops_inputs_and_outputs_is_infeasible_with_the_reason() -> None:
+    graph = Graph((4, 4, 1), ((0,), (1,), (2,)), ((), (0,), (0, 1)), ((), (0,), (0, 1)), labels=("a", "b", "c"))
+    result = rematerialise(graph, Remat(8, time_limit=1.0))
+    assert result.status is Status.INFEASIBLE
+    assert "'c' needs its inputs and outputs at once: 9 bytes" in result.reason
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs(), st.floats(0.4, 1.0))
+def test_random_programs_recomputed_replay_bit_for_bit(program: Program, share: float) -> None:
+    """Views, tuples, in-place calls, Ifs: whatever the pass rewrites plans within the
+    budget, passes the judge and replays bit for bit against the original."""
+    typed = infer_types(program)
+    peak = lower_bound(build_memory(typed, alignment=1).problem)
+    capacity = math.floor(peak * share)
+    result = recompute(typed, capacity, time_limit=2.0, alignment=1)
+    if not result.status.has_plan:
+        assert result.reason
+        return
+    memory = build_memory(result.program, alignment=1)
+    problem = Problem(memory.problem.buffers, memory.problem.aliases, capacity)
+    plan = get_planner("cpsat", time_limit=2.0)(problem)
+    if not plan.status.has_plan:
+        return  # the live bytes fit; the packing may need more than two seconds
+    assert validate(problem, plan) == []
+    inputs = make_inputs(typed, 0)
+    reference = reference_run(typed, inputs)
+    planned = planned_run(result.program, memory, plan, inputs)
+    if reference.failure is not None:
+        assert planned.failure is not None
+        return
+    assert compare(reference, planned) is None
+
+
+@st.composite
+def skip_programs(draw: st.DrawFn) -> Program:
+    """Chains of elementwise ops and opaque kernels with reads reaching back (skips, as a
+    backward pass reads the forward's activations), where recomputation pays."""
+    from benchmarks.graphs.builder import Builder
+
+    b = Builder()
+    values = [b.input("x", (4, 16))]
+    for _ in range(draw(st.integers(4, 12))):
+        last = values[-1]
+        kind = draw(st.sampled_from(("relu", "exp", "add", "opaque", "view")))
+        if kind in ("relu", "exp"):
+            values.append(b.op("nn.relu" if kind == "relu" else "exp", last))
+        elif kind == "add":
+            values.append(b.add(last, draw(st.sampled_from(values[: max(1, len(values) // 2)]))))
+        elif kind == "opaque":
+            values.append(b.opaque("mix", (last, draw(st.sampled_from(values))), (4, 16)))
+        else:
+            values.append(b.reshape(b.reshape(last, (16, 4)), (4, 16)))
+    return b.program(values[-1])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(skip_programs(), st.floats(0.0, 1.0))
+def test_programs_with_skips_recompute_and_replay_bit_for_bit(program: Program, share: float) -> None:
+    """Budgets between the proven memory bound and the program order's peak, where a
+    schedule may exist only with recomputation."""
+    from optplan.passes.reorder import block_graphs
+
+    peak = lower_bound(build_memory(program, alignment=1).problem)
+    floor = max(memory_bound(g).bytes for g in block_graphs(program))
+    capacity = floor + math.floor(share * (peak - floor))
+    result = recompute(program, capacity, time_limit=2.0, alignment=1)
+    assert result.status is not Status.INFEASIBLE  # the budget is not below the bound
+    if not result.status.has_plan:
+        return
+    memory = build_memory(result.program, alignment=1)
+    problem = Problem(memory.problem.buffers, memory.problem.aliases, capacity)
+    plan = get_planner("cpsat", time_limit=2.0)(problem)
+    if not plan.status.has_plan:
+        return
+    assert validate(problem, plan) == []
+    inputs = make_inputs(program, 0)
+    planned = planned_run(result.program, memory, plan, inputs)
+    assert compare(reference_run(program, inputs), planned) is None
