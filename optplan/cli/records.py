@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
 from optplan.frontends import Loaded
 from optplan.problem import Problem
@@ -137,18 +138,13 @@ def table(loaded: Loaded, records: list[dict[str, object]], args: argparse.Names
                 f"{float(r['seconds']):.2f}",  # type: ignore[arg-type]
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lower = records[0]["lower_bound_bytes"]
     title = (
         f"{loaded.path}: {len(loaded.problem.buffers)} buffers, alignment {args.alignment}, "
         f"{outputs_note(loaded, args)}; lower bound {lower}, gaps against the best proven "
         f"bound {best}"
     )
-    lines = [title]
-    for row in rows:
-        cells = (c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
-        lines.append("  ".join(cells))
-    return "\n".join(lines)
+    return _laid_out(title, rows)
 
 
 def headline(plan: Plan) -> str:
@@ -186,7 +182,6 @@ def memory_table(loaded: Loaded, records: list[dict[str, object]], args: argpars
             *(str(used.get(n, "-")) for n in names),
             f"{float(r['seconds']):.2f}",  # type: ignore[arg-type]
         ))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     memories = ", ".join(
         f"{m.name} ({'unbounded' if m.capacity is None else f'{m.capacity} bytes'}, cost {m.cost})" for m in problem.memories
     )
@@ -195,6 +190,12 @@ def memory_table(loaded: Loaded, records: list[dict[str, object]], args: argpars
         f"{outputs_note(loaded, args)}; memories {memories}; traffic all in "
         f"{dearest(problem)} {slow}, gaps against the best proven bound {best}"
     )
+    return _laid_out(title, rows)
+
+
+def _laid_out(title: str, rows: Sequence[Sequence[str]]) -> str:
+    """The title over the rows in columns: the first two left-aligned, numbers right."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [title]
     for row in rows:
         cells = (c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
