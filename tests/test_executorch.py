@@ -47,6 +47,7 @@ from optplan.problem.plan import Plan, Status, validate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import executorch_models
+from executorch_fake import FakeSpec
 
 
 def _reports() -> tuple[list[oet.PlanReport], Any]:
@@ -182,21 +183,6 @@ def test_report_is_logged_at_info(caplog: pytest.LogCaptureFixture) -> None:
     assert len(lines) == 1
     assert f"{executorch_models.buffer_bytes(program)} bytes (bound" in lines[0]
     assert "ExecuTorch's greedy" in lines[0]
-
-
-class FakeSpec:
-    """What ExecuTorch hands an algorithm: sizes, inclusive lifetimes, a memory id, and
-    for storage-backed specs their base and byte offset into it."""
-
-    def __init__(self, nbytes: int, lifetime: list[int], mem_id: int | None) -> None:
-        self.nbytes, self.lifetime, self.mem_id = nbytes, lifetime, mem_id
-        self.allocated_memory = nbytes
-        self.storage_base: FakeSpec | None = None
-        self.storage_base_offset = 0
-
-    def realign(self, alignment: int) -> int:
-        self.allocated_memory = -(-self.nbytes // alignment) * alignment
-        return self.allocated_memory
 
 
 def test_forced_search_runs_inside_an_export() -> None:

@@ -48,6 +48,7 @@ from optplan.problem.plan import Plan, Status, validate
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import executorch_banked
 import executorch_models
+from executorch_fake import FakeSpec
 from tiers_brute import least_traffic
 
 SLOW_COST = 10
@@ -173,21 +174,6 @@ def test_names_tell_memories_apart() -> None:
 
 
 # ---------------------------------------------------------------------------- random spec sets
-
-
-class FakeSpec:
-    """What ExecuTorch hands an algorithm: bytes, an inclusive lifetime, a pinned mem_id
-    or None, and for a storage-backed spec its base and offset in it."""
-
-    def __init__(self, nbytes: int, lifetime: list[int], mem_id: int | None) -> None:
-        self.nbytes, self.lifetime, self.mem_id = nbytes, lifetime, mem_id
-        self.allocated_memory = nbytes
-        self.storage_base: FakeSpec | None = None
-        self.storage_base_offset = 0
-
-    def realign(self, alignment: int) -> int:
-        self.allocated_memory = -(-self.nbytes // alignment) * alignment
-        return self.allocated_memory
 
 
 UNDECLARED = 7  # a pool a custom pass pinned specs to without declaring it
