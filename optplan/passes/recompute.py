@@ -47,6 +47,7 @@ from optplan.ir import (
     var_types,
 )
 from optplan.ops import compute_cost, has_effect, inplace_outputs, lookup
+from optplan.passes.names import fresh_name
 from optplan.passes.reorder import _reorderable, block_graphs
 from optplan.planners import get_planner
 from optplan.problem import Problem, lower_bound
@@ -262,21 +263,12 @@ class _Rewrite:
             value = _renamed(binding.value, latest)
             runs[v] += 1
             if runs[v] > 1:
-                fresh = _fresh(f"{name}_rc{runs[v]}", self.names)
+                fresh = fresh_name(f"{name}_rc{runs[v]}", self.names, "_")
                 self.copies[fresh] = name
                 latest[name] = fresh
                 binding = dataclasses.replace(binding, var=dataclasses.replace(binding.var, name=fresh))
             out.append(dataclasses.replace(binding, value=value))
         return tuple(out)
-
-
-def _fresh(name: str, taken: set[str]) -> str:
-    candidate, k = name, 1
-    while candidate in taken:
-        k += 1
-        candidate = f"{name}_{k}"
-    taken.add(candidate)
-    return candidate
 
 
 def _renamed(expr: Expr, latest: dict[str, str]) -> Expr:
