@@ -197,6 +197,33 @@ def _draw_panel(axes: Any, panel: Panel, labels: int) -> None:
     axes.set_ylabel(f"offset in {panel.memory}")
 
 
+@dataclass(frozen=True, slots=True)
+class _Axes:
+    """An SVG's scales: program points left to right, offsets bottom to top."""
+
+    width: float
+    height: float
+    margin: float
+    horizon: float  # the last program point
+    top: float  # the highest offset shown
+
+    def x(self, point: float) -> float:
+        return self.margin + point / self.horizon * (self.width - 2 * self.margin)
+
+    def y(self, offset: float) -> float:
+        return self.height - self.margin - offset / self.top * (self.height - 2 * self.margin)
+
+    def rect(self, number: int, start: int, end: int, offset: int, size: int, tip: str) -> str:
+        """One tensor's rectangle, coloured by its number, with `tip` shown on hover."""
+        r, g, b = (int(255 * c) for c in colour(number))
+        x, y = self.x, self.y
+        return (
+            f'<rect x="{x(start):.2f}" y="{y(offset + size):.2f}" width="{x(end) - x(start):.2f}" '
+            f'height="{y(offset) - y(offset + size):.2f}" fill="rgb({r},{g},{b})" stroke="black" '
+            f'stroke-width="0.3"><title>{html.escape(tip)}</title></rect>'
+        )
+
+
 def arena_html(problem: Problem, plan: Plan, *, title: str = "") -> str:
     """One self-contained page: the arena as an SVG whose rectangles name themselves on
     hover (SVG <title>), with the lower bound dashed and the arena solid; for a plan of
@@ -214,24 +241,13 @@ def arena_html(problem: Problem, plan: Plan, *, title: str = "") -> str:
     width, height, margin = 1100.0, 560.0, 60.0
     drawn = _rectangles(problem, plan)
     horizon = max((end for _, _, _, end, _, _ in drawn), default=1)
-    top = max(plan.arena, plan.lower_bound, 1) * 1.05
-
-    def x(point: float) -> float:
-        return margin + point / horizon * (width - 2 * margin)
-
-    def y(offset: float) -> float:
-        return height - margin - offset / top * (height - 2 * margin)
-
-    parts = []
-    for number, name, start, end, offset, size in drawn:
-        r, g, b = (int(255 * c) for c in colour(number))
-        tip = f"{name}: {human_bytes(size)} ({size} bytes), live [{start}, {end}), offset {offset}"
-        parts.append(
-            f'<rect x="{x(start):.2f}" y="{y(offset + size):.2f}" '
-            f'width="{x(end) - x(start):.2f}" height="{y(offset) - y(offset + size):.2f}" '
-            f'fill="rgb({r},{g},{b})" stroke="black" stroke-width="0.3">'
-            f"<title>{html.escape(tip)}</title></rect>"
-        )
+    axes = _Axes(width, height, margin, horizon, max(plan.arena, plan.lower_bound, 1) * 1.05)
+    y = axes.y
+    parts = [
+        axes.rect(number, start, end, offset, size,
+                  f"{name}: {human_bytes(size)} ({size} bytes), live [{start}, {end}), offset {offset}")
+        for number, name, start, end, offset, size in drawn
+    ]  # fmt: skip
     for value, style, label in (
         (plan.arena, 'stroke="black" stroke-width="1.2"', f"arena ({plan.planner})"),
         (
@@ -260,23 +276,13 @@ def _panel_svg(panel: Panel) -> str:
     """One memory as an SVG: rectangles, copies, capacity and use, each with a tip."""
     width, height, margin = 1100.0, 300.0, 40.0
     horizon = max((end for _, _, _, end, _, _ in panel.drawn), default=1)
-    top = max(panel.used, panel.capacity or 0, 1) * 1.05
-
-    def x(point: float) -> float:
-        return margin + point / horizon * (width - 2 * margin)
-
-    def y(offset: float) -> float:
-        return height - margin - offset / top * (height - 2 * margin)
-
-    parts = []
-    for number, name, start, end, offset, size in panel.drawn:
-        r, g, b = (int(255 * c) for c in colour(number))
-        tip = f"{name}: {human_bytes(size)} ({size} bytes), held [{start}, {end}) in {panel.memory} at {offset}"
-        parts.append(
-            f'<rect x="{x(start):.2f}" y="{y(offset + size):.2f}" width="{x(end) - x(start):.2f}" '
-            f'height="{y(offset) - y(offset + size):.2f}" fill="rgb({r},{g},{b})" stroke="black" '
-            f'stroke-width="0.3"><title>{html.escape(tip)}</title></rect>'
-        )
+    axes = _Axes(width, height, margin, horizon, max(panel.used, panel.capacity or 0, 1) * 1.05)
+    x, y = axes.x, axes.y
+    parts = [
+        axes.rect(number, start, end, offset, size,
+                  f"{name}: {human_bytes(size)} ({size} bytes), held [{start}, {end}) in {panel.memory} at {offset}")
+        for number, name, start, end, offset, size in panel.drawn
+    ]  # fmt: skip
     for point, offset, size, name, other, arriving in panel.copies:
         cx, cy = x(point + 0.5), y(offset + size / 2)
         dy = -6 if arriving else 6
