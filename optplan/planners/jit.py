@@ -55,7 +55,8 @@ HAVE_NUMBA = NUMBA_INSTALLED and not os.environ.get("NUMBA_DISABLE_JIT")
 GREEDY = "optplan.planners.greedy"
 SEARCH = "optplan.planners.search"
 BEAM = "optplan.schedule.beam"  # the order search's beam
-KERNELS = (GREEDY, SEARCH, BEAM)  # packages or modules of kernels, each with a `warm_kernels()`
+REMAT = "optplan.schedule.remat.kernel"  # the recomputation heuristics' profile
+KERNELS = (GREEDY, SEARCH, BEAM, REMAT)  # packages or modules of kernels, each with a `warm_kernels()`
 STALE_SECONDS = 600  # a compile marked as running longer than this is taken as dead
 
 _ROOT = Path(__file__).resolve().parents[2]  # the folder holding the optplan package
@@ -132,15 +133,15 @@ def compile_in_background(module: str) -> bool:
 
 
 # What a compiling process runs: the kernels without the __init__ of `optplan.planners`
-# (whose registry of planners imports OR-Tools) or of `optplan.schedule` (whose
-# schedulers do), which the environment pip builds optplan in does not have (nor do the
+# (whose registry of planners imports OR-Tools) or of `optplan.schedule` and
+# `optplan.schedule.remat` (whose schedulers do), which the environment pip builds optplan in does not have (nor do the
 # kernels need it).
 _COMPILE = """
 import importlib.util, sys
 from pathlib import Path
 root, module, detached = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
 sys.path.insert(0, str(root))
-for package in ("optplan.planners", "optplan.schedule"):
+for package in ("optplan.planners", "optplan.schedule", "optplan.schedule.remat"):
     folder = root.joinpath(*package.split("."))
     spec = importlib.util.spec_from_file_location(
         package, folder / "__init__.py", submodule_search_locations=[str(folder)]

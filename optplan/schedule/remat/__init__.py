@@ -10,12 +10,14 @@ extra compute (the cost of every run after an op's first). Steps:
 1. The proven memory bound (`bounds.memory_bound`): a budget below it is INFEASIBLE,
    with the reason. Where steps 2 to 4 find nothing, the traced bound
    (`bounds.traced`) may still prove that nothing fits: INFEASIBLE, with its reason.
-2. Orders: the program order, the quick orders and the order search's best. One whose
+2. Orders: the program order, the quick orders and the order search's best (at its
+   work and at a thirtieth of it). One whose
    instances pack within the budget needs no recomputation: extra compute 0, optimal.
 3. The heuristics from each order (`heuristic`: make again what is held across the
-   peak; `walk`: evict and make again on demand), each schedule packed for real offsets;
-   a packing above the budget tightens the live-bytes target and goes on. For graphs
-   above `exact_ops` ops this is the anytime path.
+   peak, under each of its three ranks of moves; `walk`: evict and make again on
+   demand), the cheapest schedule packed for real offsets; a packing above the budget
+   tightens the live-bytes target and goes on with the heuristic that found it. For
+   graphs above `exact_ops` ops this is the anytime path.
 4. The exact model (`model`) in Checkmate's and MOCCASIN's stages, once with the first
    runs in the searched order and once in the program order (MOCCASIN's own space),
    hinted with the best so far: first on live bytes, then its schedule packed; where
@@ -43,9 +45,11 @@ from optplan.problem.plan import Plan, Status, validate
 from optplan.schedule import Scheduler, best_quick
 from optplan.schedule.graph import Graph, peak_bytes, problem_of
 from optplan.schedule.remat.bounds import MemoryBound, is_valid_steps, memory_bound, traced
-from optplan.schedule.remat.heuristic import extra_cost, greedy, prune
+from optplan.schedule.remat.heuristic import RANKS, extra_cost, greedy, prune
 from optplan.schedule.remat.model import ModelResult, solve_model
 from optplan.schedule.remat.walk import evict
+
+CPSAT_PACKS = 500  # the most instances `pack` gives CP-SAT whatever greedy's gap
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,16 +109,9 @@ def rematerialise(graph: Graph, options: Remat, recomputable: Sequence[bool] | N
     if options.budget_bytes < bound.bytes:
         reason = f"no schedule fits {options.budget_bytes} bytes: at least {bound.bytes} are needed ({bound.reason})"
         return RematSchedule(None, Status.INFEASIBLE, 0, 0, 0, total, 0, bound, None, "bound", reason, time.perf_counter() - began)
-    best: _Found | None = None
     orders = _orders(graph, options)
     exact = graph.ops <= options.exact_ops
-    for order in orders:
-        share = 0.4 if exact else 1.0
-        found = _fit(graph, order, options, allowed, began + share * options.time_limit)
-        if found is not None and (best is None or found.extra < best.extra):
-            best = found
-        if best is not None and best.extra == 0:
-            break
+    best = _heuristics(graph, orders, options, allowed, began + (0.4 if exact else 1.0) * options.time_limit)
     bounds: list[int] = []
     firsts = [orders[0]] + ([tuple(range(graph.ops))] if orders[0] != tuple(range(graph.ops)) else [])
     for copies in range(options.copies, options.copies + 3):
@@ -141,17 +138,45 @@ class _Found:
 
 
 def _orders(graph: Graph, options: Remat) -> list[tuple[int, ...]]:
-    """Step 2's start orders, distinct, lowest peak first."""
+    """Step 2's start orders, distinct, lowest peak first: the program order, the quick
+    orders' best, and the order search's best at its full work and at a thirtieth of it
+    (a start whose peak is a little higher may still lead lower: on MOCCASIN's 250-node
+    graph at 60 %, only the second does)."""
     program = tuple(range(graph.ops))
     quick = best_quick(graph)
     seconds = max(0.5, 0.3 * options.time_limit)
     searched = Scheduler("auto", time_limit=seconds, work=options.order_work)(graph).order
-    orders = dict.fromkeys([program, quick, searched])
+    rough = Scheduler("auto", time_limit=seconds / 4, work=max(1, options.order_work // 30))(graph).order
+    orders = dict.fromkeys([program, quick, searched, rough])
     return sorted(orders, key=lambda order: peak_bytes(graph, order))
 
 
+def _heuristics(
+    graph: Graph, orders: list[tuple[int, ...]], options: Remat, allowed: list[bool], deadline: float
+) -> _Found | None:
+    """Step 3 from every order, the cheapest schedule: first the peak heuristic's
+    cheapest moves (and the walk), and only where that finds nothing from any order,
+    its other ranks (which reach lower budgets at a dearer extra compute)."""
+    best: _Found | None = None
+    for ranks in (RANKS[:1], RANKS[1:]):
+        for order in orders:
+            found = _fit(graph, order, options, allowed, deadline, ranks)
+            if found is not None and (best is None or found.extra < best.extra):
+                best = found
+            if best is not None and best.extra == 0:
+                return best
+        if best is not None:
+            break
+    return best
+
+
 def _fit(
-    graph: Graph, order: tuple[int, ...], options: Remat, allowed: list[bool], deadline: float
+    graph: Graph,
+    order: tuple[int, ...],
+    options: Remat,
+    allowed: list[bool],
+    deadline: float,
+    ranks: Sequence[str],
 ) -> _Found | None:
     """Step 3 from one order: tighten the live-bytes target until the instances pack."""
     target, steps = options.budget_bytes, order
@@ -161,53 +186,76 @@ def _fit(
         plan = pack(graph, order, options, max(deadline, time.perf_counter() + 2.0))
         if plan is not None:
             return _Found(order, plan, 0, "order", True)
-    while target >= graph.base_bytes:
-        found = _best_of(graph, steps, target, allowed, deadline)
+    floor = graph.base_bytes  # below every target the heuristics may still meet
+    missed = None  # the lowest target met whose schedule did not pack
+    while target > floor:
+        every = _found_by(graph, steps, target, allowed, deadline, ranks)
+        found = every[0] if every else None
         if found is None:
-            return None
-        plan = pack(graph, found, options, deadline)
-        extra = extra_cost(graph, found)
+            if missed is None or missed - floor <= max(1, options.budget_bytes // 1000):
+                return None
+            # Nothing at this target from here: try halfway back to the one met.
+            floor, target = target, (target + missed) // 2
+            continue
+        plan, over = _packed(graph, found[0], options, deadline)
+        extra = extra_cost(graph, found[0])
         if plan is not None:
-            return _Found(found, plan, extra, "order" if extra == 0 else "greedy", extra == 0)
-        steps = found
-        over = peak_bytes(graph, found) - graph.base_bytes
-        # Lower by what the greedy packing lost to fragmentation at least: on MOCCASIN's
-        # 1,000-node graph at 70 % it was 6.5 %, three 2 % steps of 8-15 s each.
-        lost = _fragmented(graph, found, options)
-        target = min(target - 1, target - max(1, (target - graph.base_bytes) // 50, over // 100, lost))
+            return _Found(found[0], plan, extra, "order" if extra == 0 else "greedy", extra == 0)
+        # The packing rounds go on from this schedule with the ranks of the peak heuristic
+        # that met this target, cheapest first, lower by what the greedy packing lost to
+        # fragmentation (on MOCCASIN's 1,000-node graph at 70 % it was 6.5 %: three 2 %
+        # steps of 8-15 s each), at most a tenth.
+        missed, steps = target, found[0]
+        ranks = [rank for _, rank in every if rank in RANKS] or RANKS[:1]
+        room = target - graph.base_bytes
+        lower = max(floor + 1, target - max(1, room // 50, min(over, room // 10)))
+        if lower >= target or time.perf_counter() > deadline:
+            return None  # met at every target tried, packed at none
+        target = lower
     return None
 
 
-def _fragmented(graph: Graph, steps: Sequence[int], options: Remat) -> int:
-    """Bytes by which greedy's packing of `steps` exceeds the budget (0 when it fits)."""
-    problem = problem_of(graph, steps, options.alignment)
-    plan = get_planner("greedy")(Problem(problem.buffers))
-    return max(0, plan.arena - (options.budget_bytes - graph.base_bytes)) if plan.status.has_plan else 0
-
-
-def _best_of(
-    graph: Graph, steps: tuple[int, ...], target: int, allowed: list[bool], deadline: float
-) -> tuple[int, ...] | None:
-    """The cheaper of the two heuristics' schedules from `steps` (None: neither found one)."""
-    found = [greedy(graph, steps, target, allowed, deadline)]
-    if len(steps) == graph.ops:
+def _found_by(
+    graph: Graph, steps: tuple[int, ...], target: int, allowed: list[bool], deadline: float, ranks: Sequence[str]
+) -> list[tuple[tuple[int, ...], str]]:
+    """The schedules the heuristics find from `steps` (the peak heuristic under each of
+    `ranks`, and the walk from a plain order where "cost" is among them), cheapest first, each with what found it.
+    Each stops at the deadline, so a later one may not run at all."""
+    found: list[tuple[tuple[int, ...], str]] = []
+    for rank in ranks:
+        schedule = greedy(graph, steps, target, allowed, deadline, rank)
+        if schedule is not None:
+            found.append((schedule, rank))
+    if len(steps) == graph.ops and RANKS[0] in ranks:
         walked = evict(graph, steps, target, allowed, deadline)
-        found.append(prune(graph, walked, target) if walked is not None else None)
-    schedules = [s for s in found if s is not None]
-    return min(schedules, key=lambda s: extra_cost(graph, s)) if schedules else None
+        if walked is not None:
+            found.append((prune(graph, walked, target), "walk"))
+    return sorted(found, key=lambda f: extra_cost(graph, f[0]))
 
 
 def pack(graph: Graph, steps: Sequence[int], options: Remat, deadline: float) -> Plan | None:
-    """Offsets of every instance within the budget: greedy, then CP-SAT briefly."""
+    """Offsets of every instance within the budget (greedy, then CP-SAT briefly), or None."""
+    return _packed(graph, steps, options, deadline)[0]
+
+
+def _packed(graph: Graph, steps: Sequence[int], options: Remat, deadline: float) -> tuple[Plan | None, int]:
+    """`pack`'s plan, and the bytes by which greedy's packing exceeds the budget (0 when
+    it fits). CP-SAT's few seconds are tried where there are at most `CPSAT_PACKS`
+    instances or greedy is within 2 % of the budget: on MOCCASIN's 250-node graph at 70 %
+    (265 instances) they close more than 10 %; on its 500-node graph at 60 % (674) they
+    close 0.4 % of 12.3 % in 10 s, and on its 1,000-node graph at 70 % (1,100) none of
+    three tries of 5 s closed its 2-7 %."""
     room = options.budget_bytes - graph.base_bytes
-    problem = problem_of(graph, steps, options.alignment)
-    problem = Problem(problem.buffers, capacity=room)
-    plan = get_planner("greedy")(problem)
-    if not plan.status.has_plan:
+    buffers = problem_of(graph, steps, options.alignment).buffers
+    problem = Problem(buffers, capacity=room)
+    plan = get_planner("greedy")(Problem(buffers))
+    over = max(0, plan.arena - room)
+    if over and (len(buffers) <= CPSAT_PACKS or over <= room // 50):
         left = min(5.0, deadline - time.perf_counter())
         if left > 0.2:
             plan = get_planner("cpsat", time_limit=left)(problem)
-    return plan if plan.status.has_plan and not validate(problem, plan) else None
+    fits = plan.status.has_plan and plan.arena <= room and not validate(problem, plan)
+    return (plan if fits else None), over
 
 
 def _exact(
@@ -281,8 +329,9 @@ def _result(
     began: float,
 ) -> RematSchedule:
     if best is None:
-        # Nothing found: perhaps nothing fits, which the traced bound may prove.
-        proof = traced(graph, options.budget_bytes)
+        # Nothing found: perhaps nothing fits, which the traced bound may prove (within
+        # a second of the limit: on MOCCASIN's 1,000-node graph its work took 6 s).
+        proof = traced(graph, options.budget_bytes, deadline=max(began + options.time_limit, time.perf_counter()) + 1.0)
         if proof is not None:
             reason = f"no schedule fits {options.budget_bytes} bytes: {proof.reason}"
             seconds = time.perf_counter() - began

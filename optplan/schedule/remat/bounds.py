@@ -30,6 +30,8 @@ work or depth, proves nothing.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -107,14 +109,17 @@ def _label(graph: Graph, v: int) -> str:
     return repr(graph.labels[v]) if graph.labels else f"op {v}"
 
 
-def traced(graph: Graph, budget: int, work: int = 1_000, per_op: int = 250) -> MemoryBound | None:
+def traced(
+    graph: Graph, budget: int, work: int = 1_000, per_op: int = 250, deadline: float = math.inf
+) -> MemoryBound | None:
     """A proof, as the module docstring's last paragraph, that every schedule holds more
     than `budget` bytes at some step, or None where none was found within `work` sets
-    (`per_op` from each op, the ops whose one-step bound is highest first)."""
+    (`per_op` from each op, the ops whose one-step bound is highest first) or by the
+    `deadline` (`time.perf_counter()`'s)."""
     creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
     search = _Trace(graph, budget, 0)
     for v in sorted(range(graph.ops), key=lambda v: -_need(graph, v, creator)[0]):
-        if search.sets >= work:
+        if search.sets >= work or time.perf_counter() > deadline:
             break
         search.work = min(work, search.sets + per_op)
         if search.over(frozenset(graph.reads[v]) | frozenset(graph.creates[v])) or search.proves(frozenset(graph.reads[v])):

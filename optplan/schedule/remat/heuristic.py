@@ -9,10 +9,14 @@ From a start order (a plain schedule) under a memory target, steps:
    made by running its op again just before the first of them. The new step extends
    the lives of that op's own inputs to it, unless (recursively, a level at a time)
    those are made again too.
-3. Each candidate's bytes over the target (summed over the steps) are computed from the
-   profile directly; the one that removes the most bytes over the target per unit of
-   extra compute is taken (free ops first). Repeat from 1 until the peak is within the
-   target, or nothing helps (no schedule found from this start).
+3. Each candidate is ranked by the profile made again alone gives, computed from the
+   profile directly; the best six are tried with their dead inputs made again to
+   several depths (every other candidate where none of those helps). Of the moves that
+   bring the profile nearer the target (its peak, then the steps at the peak, then the
+   bytes over the target summed over the steps), one is taken: the cheapest, the most
+   bytes removed per unit of extra compute, or the nearest (`greedy`'s `rank`).
+   Repeat from 1 until the peak is within the target, or nothing helps (no schedule
+   found from this start).
 4. Prune: drop every recomputation that is no longer needed, dearest first.
 
     step:     0    1    2    3    4    5         a is read at 1 and at 5
@@ -30,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from optplan.schedule.graph import Graph, instances
+from optplan.schedule.remat.kernel import Flat
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,13 +42,16 @@ class _State:
     """One schedule evaluated (step 1)."""
 
     steps: tuple[int, ...]
+    array: np.ndarray  # the steps, for the trial schedules
     buffer: tuple[int, ...]  # instance -> its buffer
     start: np.ndarray
     end: np.ndarray
     readers: tuple[tuple[int, ...], ...]  # instance -> steps that read it
     made: dict[int, list[int]]  # buffer -> its instances, in the order made
+    starts: dict[int, list[int]]  # buffer -> its instances' steps, in the order made
     profile: np.ndarray  # bytes held at each step
     crossing: np.ndarray  # bytes held from step r - 1 into step r (index r)
+    first: dict[int, int]  # op -> the step of its first run
 
 
 def evaluate(graph: Graph, steps: Sequence[int]) -> _State:
@@ -72,35 +80,29 @@ def evaluate(graph: Graph, steps: Sequence[int]) -> _State:
     np.add.at(across, start[long] + 1, sizes[long])
     np.add.at(across, end[long], -sizes[long])
     crossing = graph.base_bytes + np.cumsum(across)[: n + 1]
-    return _State(tuple(steps), tuple(buffers), start, end, tuple(map(tuple, readers)), made, profile, crossing)
+    first: dict[int, int] = {}
+    for t, v in enumerate(steps):
+        first.setdefault(v, t)
+    return _State(
+        tuple(steps),
+        np.array(steps, dtype=np.int64),
+        tuple(buffers),
+        start,
+        end,
+        tuple(map(tuple, readers)),
+        made,
+        starts,
+        profile,
+        crossing,
+        first,
+    )
 
 
 def profile_of(graph: Graph, steps: Sequence[int]) -> np.ndarray:
     """The bytes held at each step, as `evaluate` counts them, without the rest of its
-    state: the trial schedules of steps 3 and 4 need only this (evaluate's other tables
-    took two thirds of the time on MOCCASIN's 1,000-node graph)."""
-    n = len(steps)
-    change = [0] * (n + 1)
-    sizes = graph.sizes
-    start: dict[int, int] = {}  # buffer -> step of its latest instance
-    end: dict[int, int] = {}
-    for b in graph.live_in:
-        start[b], end[b] = 0, 1
-    for t, v in enumerate(steps):
-        for b in graph.reads[v]:
-            end[b] = t + 1  # a step reads the latest instance, made before it
-        for b in graph.creates[v]:
-            if b in start:  # the previous instance is complete
-                change[start[b]] += sizes[b]
-                change[end[b]] -= sizes[b]
-            start[b], end[b] = t, t + 1
-    for b in graph.live_out:
-        if b in end:
-            end[b] = n
-    for b, t in start.items():
-        change[t] += sizes[b]
-        change[end[b]] -= sizes[b]
-    return graph.base_bytes + np.cumsum(np.array(change[:n], dtype=np.int64))
+    state: the trial schedules of steps 3 and 4 need only this (`kernel.Flat`, which a
+    search builds once and calls instead)."""
+    return Flat(graph)(steps)
 
 
 def extra_cost(graph: Graph, steps: Sequence[int]) -> int:
@@ -114,24 +116,47 @@ def extra_cost(graph: Graph, steps: Sequence[int]) -> int:
     return total
 
 
+RANKS = ("cost", "ratio", "key")  # how step 3 chooses among the moves that help
+
+
+@dataclass(frozen=True, slots=True)
+class _Search:
+    """What one run of `greedy` holds fixed."""
+
+    graph: Graph
+    flat: Flat
+    target: int
+    recomputable: Sequence[bool]
+    creator: dict[int, int]
+    deadline: float
+    rank: str
+
+
 def greedy(
     graph: Graph,
     start: Sequence[int],
     target: int,
     recomputable: Sequence[bool],
     deadline: float,
+    rank: str = "cost",
 ) -> tuple[int, ...] | None:
-    """A schedule from `start` whose peak is at most `target` (module docstring), or None."""
+    """A schedule from `start` whose peak is at most `target` (module docstring), or None.
+    `rank` is how step 3 chooses among the moves that bring the profile nearer the
+    target: "cost", the cheapest; "ratio", the most bytes over the target removed per
+    unit of compute; "key", the nearest, whatever it costs. No one of them reaches every
+    budget the others do: on MOCCASIN's graphs, "cost" alone meets the 1,000-node graph
+    at 50 %, "key" alone the 100-node graph at 60 % and the 500-node one at 55 %."""
     creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
+    search = _Search(graph, Flat(graph), target, recomputable, creator, deadline, rank)
     state = evaluate(graph, start)
     while int(state.profile.max(initial=0)) > target:
         if time.perf_counter() > deadline:
             return None
-        found = _best_move(graph, state, target, recomputable, creator, deadline)
+        found = _best_move(search, state)
         if found is None:
             return None
         state = evaluate(graph, found)
-    return prune(graph, state.steps, target)
+    return prune(graph, state.steps, target, search.flat)
 
 
 def _key(profile: np.ndarray, target: int) -> tuple[int, int, int]:
@@ -141,21 +166,17 @@ def _key(profile: np.ndarray, target: int) -> tuple[int, int, int]:
     return peak, int((profile == peak).sum()), int(np.maximum(profile - target, 0).sum())
 
 
-def _best_move(
-    graph: Graph,
-    state: _State,
-    target: int,
-    recomputable: Sequence[bool],
-    creator: dict[int, int],
-    deadline: float,
-) -> tuple[int, ...] | None:
-    """Steps 2 and 3: the steps after the best move, or None when no move helps."""
+def _best_move(search: _Search, state: _State) -> tuple[int, ...] | None:
+    """Steps 2 and 3: the steps after the best move, or None when no move helps. The
+    best-ranked candidates are tried first; where none of them helps, every other one
+    (on MOCCASIN's 500-node graph at 60 %, the first six stop helping long before the
+    budget is met, and the rest reach it)."""
+    graph, target = search.graph, search.target
     p = int(np.argmax(state.profile))
-    before = _key(state.profile, target)
     scored: list[tuple[tuple[int, int, int], int, int]] = []
     for k, b in enumerate(state.buffer):
-        v = creator.get(b)
-        if v is None or not recomputable[v] or not state.start[k] < p < state.end[k]:
+        v = search.creator.get(b)
+        if v is None or not search.recomputable[v] or not state.start[k] < p < state.end[k]:
             continue
         later = [t for t in state.readers[k] if t > p]
         if not later or p in state.readers[k]:
@@ -164,21 +185,48 @@ def _best_move(
         # are made again too, so the first few are tried with those as well.
         scored.append((_key(_moved_profile(graph, state, k, v, later[0]), target), k, later[0]))
     scored.sort()
-    best: tuple[tuple[int, tuple[int, int, int]], tuple[int, ...]] | None = None
-    for _, k, r in scored[:6]:
-        if time.perf_counter() > deadline:
+    for tried in (scored[:6], scored[6:]):
+        found = _chosen(search, state, [(k, r) for _, k, r in tried])
+        if found is not None:
+            return found
+    return None
+
+
+def _chosen(search: _Search, state: _State, tried: list[tuple[int, int]]) -> tuple[int, ...] | None:
+    """Of making instance k again before step r, for each (k, r) of `tried`, with its
+    dead inputs' ops made again to each depth: the steps of the one `search.rank`
+    prefers among those that bring the profile nearer the target, or None."""
+    graph = search.graph
+    before = _key(state.profile, search.target)
+    best: tuple[tuple[float, ...], np.ndarray] | None = None
+    for k, r in tried:
+        if time.perf_counter() > search.deadline:
             break
-        v = creator[state.buffer[k]]
+        v = search.creator[state.buffer[k]]
+        levels = _levels(graph, state, v, r, search.recomputable, search.creator)
+        previous = 0
         for depth in (0, 1, 2, 4, 8, 64):
-            chain = _chain(graph, state, v, r, depth, recomputable, creator) + [v]
-            if depth and len(chain) == 1:
-                break
-            steps = state.steps[:r] + tuple(chain) + state.steps[r:]
-            key = _key(profile_of(graph, steps), target)
-            cost = sum(graph.costs[u] if graph.costs else 1 for u in chain)
-            if key < before and (best is None or (cost, key) < best[0]):
-                best = ((cost, key), steps)
-    return None if best is None else best[1]
+            if depth and previous >= len(levels):
+                break  # the same chain as the depth before
+            previous = depth
+            chain = sorted((u for level in levels[:depth] for u in level), key=state.first.__getitem__) + [v]
+            steps = np.concatenate((state.array[:r], np.array(chain, dtype=np.int64), state.array[r:]))
+            key = search.flat.key(steps, search.target)
+            if key < before:
+                cost = sum(graph.costs[u] if graph.costs else 1 for u in chain)
+                rank = _rank(search.rank, cost, key, before)
+                if best is None or rank < best[0]:
+                    best = (rank, steps)
+    return None if best is None else tuple(best[1].tolist())
+
+
+def _rank(rank: str, cost: int, key: tuple[int, int, int], before: tuple[int, int, int]) -> tuple[float, ...]:
+    """A move's place under `rank` (`greedy`'s docstring): smaller is preferred."""
+    if rank == "cost":
+        return (cost, *key)
+    if rank == "key":
+        return (*key, cost)
+    return (-(before[2] - key[2]) / (cost + 1), *key)
 
 
 def _moved_profile(graph: Graph, state: _State, k: int, v: int, r: int) -> np.ndarray:
@@ -200,42 +248,39 @@ def _moved_profile(graph: Graph, state: _State, k: int, v: int, r: int) -> np.nd
 
 def _latest(state: _State, b: int, t: int) -> int:
     """The instance of buffer b a read at step t takes."""
-    ks = state.made[b]
-    i = 0
-    while i + 1 < len(ks) and state.start[ks[i + 1]] < t:
-        i += 1
-    return ks[i]
+    i = bisect.bisect_left(state.starts[b], t) - 1  # the last made before step t
+    return state.made[b][max(i, 0)]
 
 
-def _chain(
-    graph: Graph, state: _State, v: int, r: int, depth: int, recomputable: Sequence[bool], creator: dict[int, int]
-) -> list[int]:
+def _levels(
+    graph: Graph, state: _State, v: int, r: int, recomputable: Sequence[bool], creator: dict[int, int]
+) -> list[list[int]]:
     """Ops to run again before v at step r so that v's inputs whose instances are dead by
-    then are made again rather than kept (`depth` levels up), in an order that makes each
-    one's inputs first (that of their first runs). Each op is visited once: a walk of
-    paths instead spent 530 s on one 250-node graph."""
-    chain: set[int] = set()
+    then are made again rather than kept, a level at a time (up to 64): the first d
+    levels, in an order that makes each one's inputs first (that of their first runs),
+    are the chain of depth d. Each op is visited once: a walk of paths instead spent
+    530 s on one 250-node graph."""
+    seen: set[int] = set()
+    levels: list[list[int]] = []
     frontier = [v]
-    for _ in range(depth):
+    while frontier and len(levels) < 64:
         following = []
         for u in frontier:
             for a in graph.reads[u]:
                 w = creator.get(a)
-                if w is None or w in chain or not recomputable[w] or state.end[_latest(state, a, r)] > r:
+                if w is None or w in seen or not recomputable[w] or state.end[_latest(state, a, r)] > r:
                     continue
-                chain.add(w)
+                seen.add(w)
                 following.append(w)
+        if following:
+            levels.append(following)
         frontier = following
-        if not frontier:
-            break
-    first: dict[int, int] = {}
-    for t, u in enumerate(state.steps):
-        first.setdefault(u, t)
-    return sorted(chain, key=lambda u: first[u])
+    return levels
 
 
-def prune(graph: Graph, steps: Sequence[int], target: int) -> tuple[int, ...]:
+def prune(graph: Graph, steps: Sequence[int], target: int, flat: Flat | None = None) -> tuple[int, ...]:
     """Step 4: without each recomputation, dearest first, where the peak stays in target."""
+    flat = flat or Flat(graph)
     steps = tuple(steps)
     seen: set[int] = set()
     again = []
@@ -246,6 +291,6 @@ def prune(graph: Graph, steps: Sequence[int], target: int) -> tuple[int, ...]:
     for t in sorted(again, key=lambda t: -(graph.costs[steps[t]] if graph.costs else 1)):
         trial = steps[:t] + (-1,) + steps[t + 1 :]
         shorter = tuple(v for v in trial if v >= 0)
-        if int(profile_of(graph, shorter).max(initial=0)) <= target:
+        if int(flat(shorter).max(initial=0)) <= target:
             steps = trial
     return tuple(v for v in steps if v >= 0)
