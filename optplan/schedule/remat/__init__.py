@@ -22,9 +22,8 @@ extra compute (the cost of every run after an op's first). Steps:
    runs in the searched order and once in the program order (MOCCASIN's own space),
    hinted with the best so far: first on live bytes, then its schedule packed; where
    the packing does not fit, the model with offsets (no-overlap-2D) is solved, hinted.
-   Where nothing is found, or the model proves its spaces hold nothing cheaper than
-   the best found, and time is left, the model is solved again with one more run of
-   each op allowed (up to `copies` + 2).
+   Where nothing is found and time is left, the model is solved again with one more
+   run of each op allowed (up to `copies` + 2).
    Its bound on the extra compute holds among schedules in those stages (first runs in
    one of those orders, each op at most as often as the model allowed, the runs again
    before a first run in that order's order); OPTIMAL means the least over every space
@@ -118,17 +117,13 @@ def rematerialise(graph: Graph, options: Remat, recomputable: Sequence[bool] | N
     for copies in range(options.copies, options.copies + 3):
         if not exact or (best is not None and best.extra == 0):
             break
-        proofs = []
         for k, order in enumerate(firsts):
             seconds = (deadline - time.perf_counter()) / (len(firsts) - k)
-            best, proven, empty = _exact(graph, replace(options, copies=copies), allowed, best, order, max(0.5, seconds))
+            best, proven = _exact(graph, replace(options, copies=copies), allowed, best, order, max(0.5, seconds))
             bounds.append(proven)
-            proofs.append(empty or (best is not None and proven >= best.extra))
-        # Where the model proves its spaces hold nothing within the budget, or nothing
-        # cheaper than the best found (quickly, on small programs), a space with one more
-        # run of each op may: on the MLP training step at 50 %, two runs an op hold no
-        # schedule within the budget, and three give less than the heuristics' +93.4 %.
-        if (best is not None and not all(proofs)) or time.perf_counter() > deadline - 0.5:
+        # Where the model's space holds nothing within the budget (it says so quickly on
+        # small programs), a space with one more run of each op may.
+        if best is not None or time.perf_counter() > deadline - 0.5:
             break
     return _result(graph, options, best, min(bounds) if bounds else 0, total, bound, began)
 
@@ -270,12 +265,11 @@ def _exact(
     best: _Found | None,
     order: tuple[int, ...],
     seconds: float,
-) -> tuple[_Found | None, int, bool]:
-    """Step 4 with the first runs in `order`: the better schedule, the model's bound, and
-    whether it proved that its space holds no schedule within the budget."""
+) -> tuple[_Found | None, int]:
+    """Step 4 with the first runs in `order`: the better schedule and the model's bound."""
     end = time.perf_counter() + seconds
     room = options.budget_bytes
-    bound, empty = 0, False
+    bound = 0
     for offsets in (False, False, True):
         left = end - time.perf_counter()
         if left < 0.2:
@@ -294,9 +288,8 @@ def _exact(
         )
         if room == options.budget_bytes:
             bound = max(bound, result.bound)
-            empty = empty or result.infeasible
         if result.steps is None or not is_valid_steps(graph, result.steps, allowed):
-            if not offsets and not result.infeasible:
+            if not offsets:
                 continue
             break
         extra = extra_cost(graph, result.steps)
@@ -304,11 +297,10 @@ def _exact(
             break
         plan = _model_plan(graph, options, result) if offsets else pack(graph, result.steps, options, end)
         if plan is not None:
-            found = _Found(result.steps, plan, extra, "cp-sat", result.optimal and room == options.budget_bytes)
-            return found, bound, False
+            return _Found(result.steps, plan, extra, "cp-sat", result.optimal and room == options.budget_bytes), bound
         # The live bytes fit but the instances do not pack: ask again a little lower.
         room -= max(1, (peak_bytes(graph, result.steps) - graph.base_bytes) // 50)
-    return best, bound, empty
+    return best, bound
 
 
 def _model_plan(graph: Graph, options: Remat, result: ModelResult) -> Plan | None:
