@@ -36,13 +36,7 @@ def write_reordered_onnx(source: str, program: Program, target: str, dims: dict[
             raise InputError(f"node {node.name or index} of the model is not in the program", file=source)
         return (position[names[key]], index)
 
-    nodes = [node for _, node in sorted(enumerate(model.graph.node), key=rank)]
-    del model.graph.node[:]
-    model.graph.node.extend(nodes)
-    onnx.checker.check_model(model)
-    partial = Path(target).with_name(Path(target).name + ".partial")
-    onnx.save(model, str(partial))
-    partial.replace(target)
+    _save(model, [node for _, node in sorted(enumerate(model.graph.node), key=rank)], target)
 
 
 def node_variables(source: str, dims: dict[str, int]) -> set[str]:
@@ -87,6 +81,12 @@ def write_recomputed_onnx(
             node.output[:] = [fresh]
             node.name = f"{node.name}__{var[len(original) + 1:]}" if node.name else ""
         nodes.append(node)
+    _save(model, nodes, target)
+
+
+def _save(model: onnx.ModelProto, nodes: list[onnx.NodeProto], target: str) -> None:
+    """`model` with `nodes` as its graph's nodes, checked by onnx and written to `target`
+    whole or not at all (through a `.partial` file beside it)."""
     del model.graph.node[:]
     model.graph.node.extend(nodes)
     onnx.checker.check_model(model)
