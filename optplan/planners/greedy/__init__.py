@@ -1,6 +1,7 @@
 """Greedy first-fit and best-fit planners (`planner`), their runs (`runs`), the compiled
-loops (`kernel`, `buckets`, `sweeps`), the columnar path for CSV traces (`columns`) and
-perturbed tries for large parts (`tries`)."""
+loops (`kernel`, `buckets`, `sweeps`), the columnar path for CSV traces (`columns`),
+perturbed tries for large parts and a search over the placement sequence for plans that
+must fit a capacity (`tries`)."""
 
 from optplan.planners.greedy.kernel import warm_kernels
 from optplan.planners.greedy.planner import Greedy, best_offsets, plan_greedy

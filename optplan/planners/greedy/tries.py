@@ -13,6 +13,19 @@ Steps, while one more run (as long as the last) fits before the deadline:
 3. Place each with first fit and best fit; keep a placement whose top is lower.
 
 The draws come from `seed`, so a call is reproducible given the same number of runs.
+
+`descend` searches the placement sequence itself, for plans that must fit a capacity (a
+recomputed schedule's instances, whose live bytes the schedule has brought to the
+budget at many steps at once, where greedy's orders pack 7-17 % above them). Steps:
+1. Start from the plan's own placement: rectangles by its offsets, first fit, which
+   puts none higher than it was.
+2. Move one rectangle to a random earlier place in the sequence: one whose top is above
+   the target (the capacity, else the live bytes) seven times in ten, any other
+   otherwise. Place again with first fit; keep the sequence when neither the top nor
+   the bytes above the target summed over the rectangles grew.
+3. Repeat until the top is within the target, `work` moves were tried, or the deadline.
+On MOCCASIN's 100-node graph at 70 %, a schedule whose live bytes meet the budget packs
+7 % above it by greedy's best order and exactly at its live bytes after this search.
 """
 
 from __future__ import annotations
@@ -24,6 +37,9 @@ import numpy as np
 from optplan.planners.common import Rect, now
 from optplan.planners.greedy.kernel import Compiled
 from optplan.planners.watch import Watch
+from optplan.problem import Problem, columns_of, lower_bound
+from optplan.problem.columns import fits_int64
+from optplan.problem.plan import Plan, Status
 
 NOISE = 0.05
 
@@ -73,3 +89,43 @@ def tries(
     for position, rect in enumerate(part):
         improved[rect.index] = int(best[position])
     return improved, run
+
+
+def descend(problem: Problem, plan: Plan, deadline: float, *, work: int = 10_000, seed: int = 0) -> Plan:
+    """A plan of `problem` with a top no higher than `plan`'s, from the search of the
+    module docstring; `plan` itself where the problem is not one interval a buffer
+    without pins or aliases (or numba is missing), or already fits its target."""
+    columns = columns_of(problem)
+    if columns is None or columns.pinned or not fits_int64(columns) or not plan.offsets:
+        return plan
+    runner = Compiled.from_columns(columns.start, columns.end, columns.size, columns.alignment)
+    if runner is None:
+        return plan
+    floor = lower_bound(problem)
+    target = problem.capacity if problem.capacity is not None else floor
+    given = np.array([plan.offsets[i] for i in columns.ids], dtype=np.int64)
+    sequence = np.argsort(given, kind="stable").astype(np.int64)
+    placed = runner.place(sequence.tobytes(), "first")
+    key = _key(runner, placed, target)
+    rng = np.random.default_rng(seed)
+    for _ in range(work):
+        if key[0] <= target or now() > deadline:
+            break
+        high = np.nonzero(placed + runner.size > target)[0]
+        k = int(rng.choice(high)) if rng.random() < 0.7 else int(rng.integers(len(sequence)))
+        at = int(np.nonzero(sequence == k)[0][0])
+        trial = np.insert(np.delete(sequence, at), int(rng.integers(0, at + 1)), k)
+        offsets = runner.place(trial.tobytes(), "first")
+        found = _key(runner, offsets, target)
+        if found <= key:
+            sequence, placed, key = trial, offsets, found
+    if key[0] >= plan.arena:
+        return plan
+    status = Status.OPTIMAL if key[0] <= floor else Status.FEASIBLE
+    return Plan(dict(zip(columns.ids, placed.tolist())), key[0], status, plan.planner, floor, plan.seconds, floor, plan.detail)
+
+
+def _key(runner: Compiled, offsets: np.ndarray, target: int) -> tuple[int, int]:
+    """The top, and the bytes above `target` summed over the rectangles."""
+    tops = offsets + runner.size
+    return int(tops.max(initial=0)), int(np.maximum(tops - target, 0).sum())
