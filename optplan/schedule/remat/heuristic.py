@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from optplan.schedule.graph import Graph, instances
-from optplan.schedule.remat.kernel import Flat
+from optplan.schedule.remat.kernel import Flat, distance
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,13 +159,6 @@ def greedy(
     return prune(graph, state.steps, target, search.flat)
 
 
-def _key(profile: np.ndarray, target: int) -> tuple[int, int, int]:
-    """How far a profile is from the target: its peak, the steps at the peak, the bytes
-    over the target summed over the steps (smaller is nearer)."""
-    peak = int(profile.max(initial=0))
-    return peak, int((profile == peak).sum()), int(np.maximum(profile - target, 0).sum())
-
-
 def _best_move(search: _Search, state: _State) -> tuple[int, ...] | None:
     """Steps 2 and 3: the steps after the best move, or None when no move helps. The
     best-ranked candidates are tried first; where none of them helps, every other one
@@ -183,7 +176,7 @@ def _best_move(search: _Search, state: _State) -> tuple[int, ...] | None:
             continue
         # Ranked by making v alone again; a move that does not help may once v's inputs
         # are made again too, so the first few are tried with those as well.
-        scored.append((_key(_moved_profile(graph, state, k, v, later[0]), target), k, later[0]))
+        scored.append((distance(_moved_profile(graph, state, k, v, later[0]), target), k, later[0]))
     scored.sort()
     for tried in (scored[:6], scored[6:]):
         found = _chosen(search, state, [(k, r) for _, k, r in tried])
@@ -197,7 +190,7 @@ def _chosen(search: _Search, state: _State, tried: list[tuple[int, int]]) -> tup
     dead inputs' ops made again to each depth: the steps of the one `search.rank`
     prefers among those that bring the profile nearer the target, or None."""
     graph = search.graph
-    before = _key(state.profile, search.target)
+    before = distance(state.profile, search.target)
     best: tuple[tuple[float, ...], np.ndarray] | None = None
     for k, r in tried:
         if time.perf_counter() > search.deadline:

@@ -43,12 +43,16 @@ class Flat:
             self.base,
         )
 
-
     def key(self, steps: np.ndarray, target: int) -> tuple[int, int, int]:
-        """How far the profile of `steps` is from `target`: its peak, the steps at the
-        peak, the bytes over the target summed over the steps."""
-        peak, count, over = _key(self(steps), target)
-        return int(peak), int(count), int(over)
+        """`distance` of the profile of `steps` from `target`."""
+        return distance(self(steps), target)
+
+
+def distance(profile: np.ndarray, target: int) -> tuple[int, int, int]:
+    """How far a profile is from `target`: its peak, the steps at the peak, the bytes
+    over the target summed over the steps (smaller is nearer)."""
+    peak, count, over = _key(profile, target)
+    return int(peak), int(count), int(over)
 
 
 def _csr(rows: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
