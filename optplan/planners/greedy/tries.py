@@ -17,15 +17,19 @@ The draws come from `seed`, so a call is reproducible given the same number of r
 `descend` searches the placement sequence itself, for plans that must fit a capacity (a
 recomputed schedule's instances, whose live bytes the schedule has brought to the
 budget at many steps at once, where greedy's orders pack 7-17 % above them). Steps:
-1. Start from the plan's own placement: rectangles by its offsets, first fit, which
-   puts none higher than it was.
+1. Start from greedy's `lifetime` sequence (longest-lived first), placed with first
+   fit. On recomputed schedules of MOCCASIN's 100- and 250-node graphs (70 and 60 %),
+   2,000 moves from it end lowest in the median of five seeds: 0.4 and 9.5 % above the
+   budget, against 1.3 and 11.6 % from the plan's own placement (rectangles by its
+   offsets, which starts lowest but stalls soonest) and 0.9 and 10.5 % from `area`.
 2. Move one rectangle to a random earlier place in the sequence: one whose top is above
    the target (the capacity, else the live bytes) seven times in ten, any other
    otherwise. Place again with first fit; keep the sequence when neither the top nor
    the bytes above the target summed over the rectangles grew.
 3. Repeat until the top is within the target, `work` moves were tried, or the deadline.
-On MOCCASIN's 100-node graph at 70 %, a schedule whose live bytes meet the budget packs
-7 % above it by greedy's best order and exactly at its live bytes after this search.
+On MOCCASIN's 500-node graph at 60 %, a schedule whose live bytes meet 95 % of the
+budget packs 8.0 % above the budget by greedy's best order and 4.3 % above it after
+2,000 moves.
 """
 
 from __future__ import annotations
@@ -92,22 +96,35 @@ def tries(
 
 
 def descend(problem: Problem, plan: Plan, deadline: float, *, work: int = 10_000, seed: int = 0) -> Plan:
-    """A plan of `problem` with a top no higher than `plan`'s, from the search of the
-    module docstring; `plan` itself where the problem is not one interval a buffer
-    without pins or aliases (or numba is missing), or already fits its target."""
+    """A plan of `problem` with a top lower than `plan`'s, from the search of the
+    module docstring. `plan` itself where it fits its target already, where the search
+    finds nothing lower, or where the problem is not one interval a buffer without pins
+    or aliases (or numba is missing)."""
     columns = columns_of(problem)
-    if columns is None or columns.pinned or not fits_int64(columns) or not plan.offsets:
+    if columns is None or columns.pinned or not fits_int64(columns):
         return plan
     runner = Compiled.from_columns(columns.start, columns.end, columns.size, columns.alignment)
-    if runner is None:
-        return plan
     floor = lower_bound(problem)
     target = problem.capacity if problem.capacity is not None else floor
-    given = np.array([plan.offsets[i] for i in columns.ids], dtype=np.int64)
-    sequence = np.argsort(given, kind="stable").astype(np.int64)
+    if runner is None or not plan.offsets or plan.arena <= target:
+        return plan
+    lifetime = runner.sequence("lifetime")
+    assert isinstance(lifetime, bytes)
+    rng = np.random.default_rng(seed)
+    placed = _search(runner, np.frombuffer(lifetime, dtype=np.int64), target, work, deadline, rng)
+    top = runner.top(placed)
+    if top >= plan.arena:
+        return plan
+    status = Status.OPTIMAL if top <= floor else Status.FEASIBLE
+    return Plan(dict(zip(columns.ids, placed.tolist())), top, status, plan.planner, floor, plan.seconds, floor, plan.detail)
+
+
+def _search(
+    runner: Compiled, sequence: np.ndarray, target: int, work: int, deadline: float, rng: np.random.Generator
+) -> np.ndarray:
+    """Steps 2 and 3 from one sequence: the lowest placement found."""
     placed = runner.place(sequence.tobytes(), "first")
     key = _key(runner, placed, target)
-    rng = np.random.default_rng(seed)
     for _ in range(work):
         if key[0] <= target or now() > deadline:
             break
@@ -119,10 +136,7 @@ def descend(problem: Problem, plan: Plan, deadline: float, *, work: int = 10_000
         found = _key(runner, offsets, target)
         if found <= key:
             sequence, placed, key = trial, offsets, found
-    if key[0] >= plan.arena:
-        return plan
-    status = Status.OPTIMAL if key[0] <= floor else Status.FEASIBLE
-    return Plan(dict(zip(columns.ids, placed.tolist())), key[0], status, plan.planner, floor, plan.seconds, floor, plan.detail)
+    return placed
 
 
 def _key(runner: Compiled, offsets: np.ndarray, target: int) -> tuple[int, int]:
