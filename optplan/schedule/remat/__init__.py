@@ -52,8 +52,8 @@ from optplan.schedule.remat.model import ModelResult, solve_model
 from optplan.schedule.remat.walk import evict
 
 CPSAT_PACKS = 500  # the most instances `pack` gives CP-SAT whatever greedy's gap
-DESCENT_WORK = 2_000  # moves of `tries.descend` a packing above the budget is given
-DESCENT_PACKS = 800  # the most instances it is given to (one move places them all)
+DESCENT_WORK = 1_000  # moves of `tries.descend` a packing above the budget is given
+DESCENT_PACKS = 1_000  # the most instances it is given to (each move places them all)
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,22 +244,27 @@ def pack(graph: Graph, steps: Sequence[int], options: Remat, deadline: float) ->
 
 def _packed(graph: Graph, steps: Sequence[int], options: Remat, deadline: float) -> tuple[Plan | None, int]:
     """`pack`'s plan, and the bytes by which its packing before CP-SAT exceeds the budget
-    (0 when it fits). Greedy's packing above the budget goes to `tries.descend` (at most
-    `DESCENT_WORK` moves, up to `DESCENT_PACKS` instances: on MOCCASIN's 250-node graph
-    at 70 % the extra compute falls from 9.6 % to 7.1 %, and on 1,000 nodes a move takes
-    too long for the rounds). CP-SAT's few seconds are tried where there are at most `CPSAT_PACKS`
-    instances or greedy is within 2 % of the budget: on MOCCASIN's 250-node graph at 70 %
-    (265 instances) they close more than 10 %; on its 500-node graph at 60 % (674) they
-    close 0.4 % of 12.3 % in 10 s, and on its 1,000-node graph at 70 % (1,100) none of
-    three tries of 5 s closed its 2-7 %."""
+    (0 when it fits). Greedy's packing above the budget goes to `tries.descend`, bounded
+    by `DESCENT_WORK` moves (not seconds, so that the rounds after it take the same path
+    on every run), up to `DESCENT_PACKS` instances: on MOCCASIN's 500-node graph at 60 %
+    the rounds reach a schedule of 941 instances that it packs within the budget, and on
+    its 1,000-node graph a move takes about 20 ms, too long for the rounds. CP-SAT's few
+    seconds are tried where there are at most `CPSAT_PACKS` instances, or where the
+    search was not run and greedy is within 2 % of the budget: on MOCCASIN's 250-node
+    graph at 70 % (265 instances) they close more than 10 %; on its 500-node graph at
+    60 % (674) 0.4 % of 12.3 % in 10 s, and after the search 5 s of it did not bring a
+    schedule of 988 instances, 1.9 % over, within the budget; on its
+    1,000-node graph at 90 % and 80 % they pack schedules the rounds would otherwise
+    take lower (+0.57 and +4.20 % extra compute against +0.77 and +4.70 %)."""
     room = options.budget_bytes - graph.base_bytes
     buffers = problem_of(graph, steps, options.alignment).buffers
     problem = Problem(buffers, capacity=room)
     plan = get_planner("greedy")(Problem(buffers))
-    if plan.arena > room and len(buffers) <= DESCENT_PACKS:
-        plan = descend(problem, plan, min(deadline, time.perf_counter() + 5.0), work=DESCENT_WORK)
+    searched = plan.arena > room and len(buffers) <= DESCENT_PACKS
+    if searched:
+        plan = descend(problem, plan, deadline, work=DESCENT_WORK)
     over = max(0, plan.arena - room)
-    if over and (len(buffers) <= CPSAT_PACKS or over <= room // 50):
+    if over and (len(buffers) <= CPSAT_PACKS or (not searched and over <= room // 50)):
         left = min(5.0, deadline - time.perf_counter())
         if left > 0.2:
             plan = get_planner("cpsat", time_limit=left)(problem)
