@@ -53,7 +53,7 @@ from optplan.schedule.remat.walk import evict
 
 CPSAT_PACKS = 500  # the most instances `pack` gives CP-SAT whatever greedy's gap
 DESCENT_WORK = 1_000  # moves of `tries.descend` a packing above the budget is given
-DESCENT_PACKS = 1_000  # the most instances it is given to (each move places them all)
+DESCENT_PACKS = 990  # the most instances it is given to (each move places them all)
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,8 +247,10 @@ def _packed(graph: Graph, steps: Sequence[int], options: Remat, deadline: float)
     (0 when it fits). Greedy's packing above the budget goes to `tries.descend`, bounded
     by `DESCENT_WORK` moves (not seconds, so that the rounds after it take the same path
     on every run), up to `DESCENT_PACKS` instances: on MOCCASIN's 500-node graph at 60 %
-    the rounds reach a schedule of 941 instances that it packs within the budget, and on
-    its 1,000-node graph a move takes about 20 ms, too long for the rounds. CP-SAT's few
+    the rounds reach a schedule of 941 instances that it packs within the budget (their
+    schedules there have up to 988); on its 1,000-node graph, whose every schedule has
+    1,000 instances or more, a move takes about 20 ms: 1,000 of them would take 20 s of
+    the rounds' time on a plain order alone. CP-SAT's few
     seconds are tried where there are at most `CPSAT_PACKS` instances, or where the
     search was not run and greedy is within 2 % of the budget: on MOCCASIN's 250-node
     graph at 70 % (265 instances) they close more than 10 %; on its 500-node graph at
