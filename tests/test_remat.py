@@ -287,3 +287,17 @@ def test_programs_with_skips_recompute_and_replay_bit_for_bit(program: Program, 
     inputs = make_inputs(program, 0)
     planned = planned_run(result.program, memory, plan, inputs)
     assert compare(reference_run(program, inputs), planned) is None
+
+
+def test_a_space_the_model_proves_empty_does_not_undo_anothers_proof() -> None:
+    """The MLP training step at 60 %: the exact model proves the optimum of its space
+    with the first runs in the searched order, and proves the space with them in the
+    program order empty. An empty space bounds nothing, so the proof stands (it used to
+    count as a bound of 0 and leave the schedule FEASIBLE, depending on the hints)."""
+    from benchmarks.graphs.training import mlp_train
+
+    program = mlp_train()
+    capacity = math.ceil(lower_bound(build_memory(program, alignment=64).problem) * 0.6)
+    result = recompute(program, capacity, time_limit=30)
+    assert result.status is Status.OPTIMAL, (result.status, result.extra_percent)
+    assert result.bound_cost == result.extra_cost

@@ -27,8 +27,8 @@ extra compute (the cost of every run after an op's first). Steps:
    run of each op allowed (up to `copies` + 2).
    Its bound on the extra compute holds among schedules in those stages (first runs in
    one of those orders, each op at most as often as the model allowed, the runs again
-   before a first run in that order's order); OPTIMAL means the least over every space
-   searched.
+   before a first run in that order's order); a space it proves empty bounds nothing.
+   OPTIMAL means the least over every space searched.
 
 The best schedule found is never worse than the heuristics'; its offsets are judged by
 `validate` on `problem_of(graph, steps)` with the budget as capacity.
@@ -124,7 +124,8 @@ def rematerialise(graph: Graph, options: Remat, recomputable: Sequence[bool] | N
         for k, order in enumerate(firsts):
             seconds = (deadline - time.perf_counter()) / (len(firsts) - k)
             best, proven = _exact(graph, replace(options, copies=copies), allowed, best, order, max(0.5, seconds))
-            bounds.append(proven)
+            if proven is not None:
+                bounds.append(proven)
         # Where the model's space holds nothing within the budget (it says so quickly on
         # small programs), a space with one more run of each op may.
         if best is not None or time.perf_counter() > deadline - 0.5:
@@ -281,8 +282,11 @@ def _exact(
     best: _Found | None,
     order: tuple[int, ...],
     seconds: float,
-) -> tuple[_Found | None, int]:
-    """Step 4 with the first runs in `order`: the better schedule and the model's bound."""
+) -> tuple[_Found | None, int | None]:
+    """Step 4 with the first runs in `order`: the better schedule and the model's bound
+    (None where the model proves that its space holds no schedule within the budget: an
+    empty space bounds nothing, and the model with offsets, a restriction of it, need
+    not run)."""
     end = time.perf_counter() + seconds
     room = options.budget_bytes
     bound = 0
@@ -303,6 +307,8 @@ def _exact(
             offsets=offsets,
         )
         if room == options.budget_bytes:
+            if result.infeasible:
+                return best, None
             bound = max(bound, result.bound)
         if result.steps is None or not is_valid_steps(graph, result.steps, allowed):
             if not offsets:
