@@ -26,7 +26,6 @@ From a start order (a plain schedule) under a memory target, steps:
 
 from __future__ import annotations
 
-import bisect
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,43 +33,38 @@ from dataclasses import dataclass
 import numpy as np
 
 from optplan.schedule.graph import Graph, instances
-from optplan.schedule.remat.kernel import Flat, distance
+from optplan.schedule.remat.kernel import Flat, distance, latest, levels, moved_distance
 
 
 @dataclass(frozen=True, slots=True)
 class _State:
-    """One schedule evaluated (step 1)."""
+    """One schedule evaluated (step 1): `kernel.instances` of its steps, and the bytes."""
 
     steps: tuple[int, ...]
     array: np.ndarray  # the steps, for the trial schedules
-    buffer: tuple[int, ...]  # instance -> its buffer
+    buffer: np.ndarray  # instance -> its buffer
     start: np.ndarray
     end: np.ndarray
-    readers: tuple[tuple[int, ...], ...]  # instance -> steps that read it
-    made: dict[int, list[int]]  # buffer -> its instances, in the order made
-    starts: dict[int, list[int]]  # buffer -> its instances' steps, in the order made
+    read_ptr: np.ndarray  # instance k's readers: read_steps[read_ptr[k]:read_ptr[k + 1]]
+    read_steps: np.ndarray
+    made_ptr: np.ndarray  # buffer b's instances in the order made: made[made_ptr[b]:...]
+    made: np.ndarray
     profile: np.ndarray  # bytes held at each step
     crossing: np.ndarray  # bytes held from step r - 1 into step r (index r)
-    first: dict[int, int]  # op -> the step of its first run
+    first: np.ndarray  # op -> the step of its first run
+
+    def readers(self, k: int) -> np.ndarray:
+        return self.read_steps[self.read_ptr[k] : self.read_ptr[k + 1]]
 
 
-def evaluate(graph: Graph, steps: Sequence[int]) -> _State:
-    buffers, spans = instances(graph, steps)
-    made: dict[int, list[int]] = {}
-    for k in sorted(range(len(buffers)), key=lambda k: spans[k][0]):
-        made.setdefault(buffers[k], []).append(k)
-    starts = {b: [spans[k][0] for k in ks] for b, ks in made.items()}
-    readers: list[list[int]] = [[] for _ in buffers]
-    for t, v in enumerate(steps):
-        for b in graph.reads[v]:
-            ks = made[b]
-            # The latest instance made before step t (live-in ones count as made before 0).
-            i = bisect.bisect_left(starts[b], t) - 1
-            readers[ks[max(i, 0)]].append(t)
+def evaluate(graph: Graph, steps: Sequence[int], flat: Flat | None = None) -> _State:
+    flat = flat or Flat(graph)
+    array = np.array(steps, dtype=np.int64)
+    buffer, start, end, read_ptr, read_steps, made_ptr, made, ok = flat.instances(array)
+    if not ok:
+        instances(graph, steps)  # raises with the step and the buffer
     n = len(steps)
-    sizes = np.array([graph.sizes[b] for b in buffers], dtype=np.int64)
-    start = np.array([s for s, _ in spans], dtype=np.int64)
-    end = np.array([e for _, e in spans], dtype=np.int64)
+    sizes = flat.sizes[buffer]
     change = np.zeros(n + 2, dtype=np.int64)
     np.add.at(change, start, sizes)
     np.add.at(change, end, -sizes)
@@ -80,22 +74,10 @@ def evaluate(graph: Graph, steps: Sequence[int]) -> _State:
     np.add.at(across, start[long] + 1, sizes[long])
     np.add.at(across, end[long], -sizes[long])
     crossing = graph.base_bytes + np.cumsum(across)[: n + 1]
-    first: dict[int, int] = {}
-    for t, v in enumerate(steps):
-        first.setdefault(v, t)
-    return _State(
-        tuple(steps),
-        np.array(steps, dtype=np.int64),
-        tuple(buffers),
-        start,
-        end,
-        tuple(map(tuple, readers)),
-        made,
-        starts,
-        profile,
-        crossing,
-        first,
-    )
+    first = np.full(graph.ops, -1, dtype=np.int64)
+    ran, at = np.unique(array, return_index=True)
+    first[ran] = at
+    return _State(tuple(steps), array, buffer, start, end, read_ptr, read_steps, made_ptr, made, profile, crossing, first)
 
 
 def profile_of(graph: Graph, steps: Sequence[int]) -> np.ndarray:
@@ -127,7 +109,7 @@ class _Search:
     flat: Flat
     target: int
     recomputable: Sequence[bool]
-    creator: dict[int, int]
+    allowed: np.ndarray  # `recomputable` as an array, for the kernels
     deadline: float
     rank: str
 
@@ -146,16 +128,16 @@ def greedy(
     unit of compute; "key", the nearest, whatever it costs. No one of them reaches every
     budget the others do: on MOCCASIN's graphs, "cost" alone meets the 1,000-node graph
     at 50 %, "key" alone the 100-node graph at 60 % and the 500-node one at 55 %."""
-    creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
-    search = _Search(graph, Flat(graph), target, recomputable, creator, deadline, rank)
-    state = evaluate(graph, start)
+    allowed = np.array(recomputable, dtype=np.bool_).reshape(graph.ops)
+    search = _Search(graph, Flat(graph), target, recomputable, allowed, deadline, rank)
+    state = evaluate(graph, start, search.flat)
     while int(state.profile.max(initial=0)) > target:
         if time.perf_counter() > deadline:
             return None
         found = _best_move(search, state)
         if found is None:
             return None
-        state = evaluate(graph, found)
+        state = evaluate(graph, found, search.flat)
     return prune(graph, state.steps, target, search.flat)
 
 
@@ -167,16 +149,18 @@ def _best_move(search: _Search, state: _State) -> tuple[int, ...] | None:
     graph, target = search.graph, search.target
     p = int(np.argmax(state.profile))
     scored: list[tuple[tuple[int, int, int], int, int]] = []
-    for k, b in enumerate(state.buffer):
-        v = search.creator.get(b)
-        if v is None or not search.recomputable[v] or not state.start[k] < p < state.end[k]:
+    for k in np.nonzero((state.start < p) & (p < state.end))[0].tolist():
+        v = int(search.flat.creator[state.buffer[k]])
+        if v < 0 or not search.recomputable[v]:
             continue
-        later = [t for t in state.readers[k] if t > p]
-        if not later or p in state.readers[k]:
+        readers = state.readers(k)
+        later = readers[readers > p]
+        if not len(later) or p in readers:
             continue
         # Ranked by making v alone again; a move that does not help may once v's inputs
         # are made again too, so the first few are tried with those as well.
-        scored.append((distance(_moved_profile(graph, state, k, v, later[0]), target), k, later[0]))
+        r = int(later[0])
+        scored.append((_moved(graph, state, k, v, r, target), k, r))
     scored.sort()
     for tried in (scored[:6], scored[6:]):
         found = _chosen(search, state, [(k, r) for _, k, r in tried])
@@ -195,14 +179,15 @@ def _chosen(search: _Search, state: _State, tried: list[tuple[int, int]]) -> tup
     for k, r in tried:
         if time.perf_counter() > search.deadline:
             break
-        v = search.creator[state.buffer[k]]
-        levels = _levels(graph, state, v, r, search.recomputable, search.creator)
+        v = int(search.flat.creator[state.buffer[k]])
+        ops, ptr = _levels(search, state, v, r)
         previous = 0
         for depth in (0, 1, 2, 4, 8, 64):
-            if depth and previous >= len(levels):
+            if depth and previous >= len(ptr) - 1:
                 break  # the same chain as the depth before
             previous = depth
-            chain = sorted((u for level in levels[:depth] for u in level), key=state.first.__getitem__) + [v]
+            upto = ops[: ptr[min(depth, len(ptr) - 1)]]
+            chain = upto[np.argsort(state.first[upto], kind="stable")].tolist() + [v]
             steps = np.concatenate((state.array[:r], np.array(chain, dtype=np.int64), state.array[r:]))
             key = search.flat.key(steps, search.target)
             if key < before:
@@ -222,53 +207,35 @@ def _rank(rank: str, cost: int, key: tuple[int, int, int], before: tuple[int, in
     return (-(before[2] - key[2]) / (cost + 1), *key)
 
 
-def _moved_profile(graph: Graph, state: _State, k: int, v: int, r: int) -> np.ndarray:
-    """The profile after instance k's readers from step r on read a new instance made by
-    running v again just before step r (no other op made again)."""
+def _moved(graph: Graph, state: _State, k: int, v: int, r: int, target: int) -> tuple[int, int, int]:
+    """The distance from `target` of the profile after instance k's readers from step r
+    on read a new instance made by running v again just before step r (no other op made
+    again)."""
     size = graph.sizes[state.buffer[k]]
-    profile = state.profile.copy()
-    kept = [t for t in state.readers[k] if t < r]
-    cut = (max(kept) if kept else int(state.start[k])) + 1
-    profile[cut:r] -= size
+    readers = state.readers(k)
+    kept = readers[readers < r]
+    cut = (int(kept.max()) if len(kept) else int(state.start[k])) + 1
     new = int(state.crossing[r]) + sum(graph.sizes[b] for b in graph.creates[v] if b != state.buffer[k])
+    ends, sizes = [], []
     for a in graph.reads[v]:
-        j = _latest(state, a, r)
-        if state.end[j] <= r:
-            profile[state.end[j] : r] += graph.sizes[a]
+        end = int(state.end[latest(state.made_ptr, state.made, state.start, a, r)])
+        if end <= r:
+            ends.append(end)
+            sizes.append(graph.sizes[a])
             new += graph.sizes[a]
-    return np.insert(profile, r, new)
+    return moved_distance(state.profile, cut, r, size, ends, sizes, new, target)
 
 
-def _latest(state: _State, b: int, t: int) -> int:
-    """The instance of buffer b a read at step t takes."""
-    i = bisect.bisect_left(state.starts[b], t) - 1  # the last made before step t
-    return state.made[b][max(i, 0)]
-
-
-def _levels(
-    graph: Graph, state: _State, v: int, r: int, recomputable: Sequence[bool], creator: dict[int, int]
-) -> list[list[int]]:
+def _levels(search: _Search, state: _State, v: int, r: int) -> tuple[np.ndarray, np.ndarray]:
     """Ops to run again before v at step r so that v's inputs whose instances are dead by
-    then are made again rather than kept, a level at a time (up to 64): the first d
-    levels, in an order that makes each one's inputs first (that of their first runs),
-    are the chain of depth d. Each op is visited once: a walk of paths instead spent
-    530 s on one 250-node graph."""
-    seen: set[int] = set()
-    levels: list[list[int]] = []
-    frontier = [v]
-    while frontier and len(levels) < 64:
-        following = []
-        for u in frontier:
-            for a in graph.reads[u]:
-                w = creator.get(a)
-                if w is None or w in seen or not recomputable[w] or state.end[_latest(state, a, r)] > r:
-                    continue
-                seen.add(w)
-                following.append(w)
-        if following:
-            levels.append(following)
-        frontier = following
-    return levels
+    then are made again rather than kept, a level at a time (up to 64; `kernel.levels`:
+    level d is `ops[ptr[d]:ptr[d + 1]]`): the first d levels, in an order that makes each
+    one's inputs first (that of their first runs), are the chain of depth d. Each op is
+    visited once: a walk of paths instead spent 530 s on one 250-node graph."""
+    flat = search.flat
+    return levels(  # type: ignore[no-any-return]
+        v, r, flat.reads_ptr, flat.reads_idx, flat.creator, search.allowed, state.made_ptr, state.made, state.start, state.end
+    )
 
 
 def prune(graph: Graph, steps: Sequence[int], target: int, flat: Flat | None = None) -> tuple[int, ...]:
