@@ -22,9 +22,10 @@ way networkx 3.1 does: generations of nodes in file order):
     .venv/bin/python benchmarks/remat.py --graphs DIR --reach   # how low each heuristic gets
 
 `--reach` bisects the budget from the best order's peak down to the proven memory bound
-for each heuristic alone from the order search's best order (`heuristic.greedy`, make
-again what is held across the peak; `walk.evict`, evict and make again on demand), to
-1/200 of the program order's peak, each probe stopped at the time limit:
+for each heuristic alone from the order search's best order (`heuristic.greedy` under
+each of its ranks, make again what is held across the peak; `walk.evict`, evict and
+make again on demand), to 1/200 of the program order's peak, each probe stopped at the
+time limit:
 `benchmarks/results/remat_reach.csv` (the lowest share each found a schedule at; a
 bisection, so a lower budget may still be met where a probe in between failed).
 
@@ -55,6 +56,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,7 +69,7 @@ from optplan.problem.plan import validate
 from optplan.schedule import Scheduler
 from optplan.schedule.graph import Graph, peak_bytes, problem_of
 from optplan.schedule.remat import Remat, memory_bound, rematerialise
-from optplan.schedule.remat.heuristic import extra_cost, greedy
+from optplan.schedule.remat.heuristic import RANKS, extra_cost, greedy
 from optplan.schedule.remat.walk import evict
 
 # MOCCASIN's ICML cases: its README's commands.
@@ -234,7 +236,7 @@ def main() -> None:
     write(graph_rows(args, folder), args.out)
 
 
-REACH_COLUMNS = ("graph", "nodes", "memory_bound", "best_order", "greedy", "walk", "seconds")
+REACH_COLUMNS = ("graph", "nodes", "memory_bound", "best_order", *(f"greedy_{rank}" for rank in RANKS), "walk", "seconds")
 
 
 def reach_rows(args: argparse.Namespace, folder: Path) -> list[dict[str, object]]:
@@ -251,7 +253,8 @@ def reach_rows(args: argparse.Namespace, folder: Path) -> list[dict[str, object]
         low, high = memory_bound(graph).bytes, peak_bytes(graph, order)
         row: dict[str, object] = {"graph": name, "nodes": graph.ops, "memory_bound": f"{low / program:.3f}"}
         row["best_order"] = f"{high / program:.3f}"
-        for method, search in (("greedy", greedy), ("walk", evict)):
+        searches = {f"greedy_{rank}": partial(greedy, rank=rank) for rank in RANKS}
+        for method, search in {**searches, "walk": evict}.items():
             fails, fits = low - 1, high  # bisection: a budget of `fits` is met
             while fits - fails > max(1, program // 200):
                 budget = (fails + fits) // 2
