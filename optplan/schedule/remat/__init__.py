@@ -8,8 +8,12 @@ again and every instance's offset in one arena of at most the budget, for the le
 extra compute (the cost of every run after an op's first). Steps:
 
 1. The proven memory bound (`bounds.memory_bound`): a budget below it is INFEASIBLE,
-   with the reason. Where steps 2 to 4 find nothing, the traced bound
-   (`bounds.traced`) may still prove that nothing fits: INFEASIBLE, with its reason.
+   with the reason. On graphs of up to `EXHAUSTIVE_OPS` ops that no quick order fits,
+   the search of every schedule (`exhaustive`, briefly), where it runs to its end,
+   proves that nothing fits (INFEASIBLE), or gives the least extra compute of any
+   schedule: OPTIMAL where its schedule packs, else a bound on what follows. Where
+   steps 2 to 4 find nothing, the traced bound (`bounds.traced`) may still prove that
+   nothing fits: INFEASIBLE, with its reason.
 2. Orders: the program order, the quick orders and the order search's best (at its
    work and at a thirtieth of it). One whose
    instances pack within the budget needs no recomputation: extra compute 0, optimal.
@@ -28,7 +32,8 @@ extra compute (the cost of every run after an op's first). Steps:
    Its bound on the extra compute holds among schedules in those stages (first runs in
    one of those orders, each op at most as often as the model allowed, the runs again
    before a first run in that order's order); a space it proves empty bounds nothing.
-   OPTIMAL means the least over every space searched.
+   OPTIMAL means the least over every space searched (over every schedule where the
+   exhaustive search ran to its end).
 
 The best schedule found is never worse than the heuristics'; its offsets are judged by
 `validate` on `problem_of(graph, steps)` with the budget as capacity.
@@ -47,6 +52,7 @@ from optplan.problem.plan import Plan, Status, validate
 from optplan.schedule import Scheduler, best_quick
 from optplan.schedule.graph import Graph, peak_bytes, problem_of
 from optplan.schedule.remat.bounds import MemoryBound, is_valid_steps, memory_bound, traced
+from optplan.schedule.remat.exhaustive import Exhausted, exhaustive
 from optplan.schedule.remat.heuristic import RANKS, extra_cost, greedy, prune
 from optplan.schedule.remat.model import ModelResult, solve_model
 from optplan.schedule.remat.walk import evict
@@ -54,6 +60,11 @@ from optplan.schedule.remat.walk import evict
 CPSAT_PACKS = 500  # the most instances `pack` gives CP-SAT whatever greedy's gap
 DESCENT_WORK = 1_000  # moves of `tries.descend` a packing above the budget is given
 DESCENT_PACKS = 990  # the most instances it is given to (each move places them all)
+# `exhaustive` is tried on graphs of up to 64 ops, for 2,000 states (about a second on
+# the training steps of 35 and 65 ops it does not end on; the CNN's needs 899) and a
+# tenth of the time at most.
+EXHAUSTIVE_OPS = 64
+EXHAUSTIVE_WORK = 2_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +91,8 @@ class RematSchedule:
     in `problem_of(graph, steps, alignment)` (capacity: the budget less `base_bytes`);
     `extra_cost` / `total_cost`: compute of the runs after each op's first / of one run
     of every op; `bound_cost`: proven lower bound on the extra compute, among schedules
-    that run each op at most `copies` times where the exact model proved it;
+    that run each op at most `copies` times where the exact model proved it, among all
+    where the exhaustive search ran to its end;
     `memory_bound`: no schedule holds less at its peak; `method`: what found it.
     """
 
@@ -113,6 +125,11 @@ def rematerialise(graph: Graph, options: Remat, recomputable: Sequence[bool] | N
     if options.budget_bytes < bound.bytes:
         reason = f"no schedule fits {options.budget_bytes} bytes: at least {bound.bytes} are needed ({bound.reason})"
         return RematSchedule(None, Status.INFEASIBLE, 0, 0, 0, total, 0, bound, None, "bound", reason, time.perf_counter() - began)
+    every = _exhaustive(graph, options, allowed, began)
+    if every is not None:
+        found = _every(graph, options, every, total, bound, began)
+        if found is not None:
+            return found
     orders = _orders(graph, options)
     exact = graph.ops <= options.exact_ops
     best = _heuristics(graph, orders, options, allowed, began + (0.4 if exact else 1.0) * options.time_limit)
@@ -130,7 +147,38 @@ def rematerialise(graph: Graph, options: Remat, recomputable: Sequence[bool] | N
         # small programs), a space with one more run of each op may.
         if best is not None or time.perf_counter() > deadline - 0.5:
             break
-    return _result(graph, options, best, min(bounds) if bounds else 0, total, bound, began)
+    # The exhaustive search's least extra compute holds for every schedule.
+    floor = max(min(bounds) if bounds else 0, every.cost if every is not None else 0)
+    return _result(graph, options, best, floor, total, bound, began)
+
+
+def _exhaustive(graph: Graph, options: Remat, allowed: list[bool], began: float) -> Exhausted | None:
+    """Step 1's search of every schedule, on a small graph that no quick order fits
+    (where one does, none need be searched), or None where it did not end."""
+    if graph.ops > EXHAUSTIVE_OPS or peak_bytes(graph, best_quick(graph)) <= options.budget_bytes:
+        return None
+    return exhaustive(graph, options.budget_bytes, allowed, began + 0.1 * options.time_limit, EXHAUSTIVE_WORK)
+
+
+def _every(
+    graph: Graph, options: Remat, every: Exhausted, total: int, bound: MemoryBound, began: float
+) -> RematSchedule | None:
+    """Step 1's exhaustive search, run to its end: INFEASIBLE where it found no schedule;
+    OPTIMAL where its schedule (without the runs it does not need) packs; else None."""
+    if every.steps is None:
+        # The traced bound's reason, where it finds one, is one a reader can follow.
+        searched = f"a search of every schedule ({every.states} sets of buffers held after a step) finds none"
+        proof = traced(graph, options.budget_bytes, deadline=time.perf_counter() + 1.0)
+        proof = proof or MemoryBound(options.budget_bytes + 1, searched)
+        reason = f"no schedule fits {options.budget_bytes} bytes: {proof.reason}"
+        seconds = time.perf_counter() - began
+        return RematSchedule(None, Status.INFEASIBLE, 0, 0, 0, total, 0, proof, None, "bound", reason, seconds)
+    steps = prune(graph, every.steps, options.budget_bytes)
+    plan = pack(graph, steps, options, began + 0.3 * options.time_limit)
+    if plan is None:
+        return None
+    found = _Found(steps, plan, extra_cost(graph, steps), "exhaustive", True)
+    return _result(graph, options, found, every.cost, total, bound, began)
 
 
 @dataclass(frozen=True, slots=True)
