@@ -1,4 +1,4 @@
-"""The search of every schedule (`remat.exhaustive`) against a brute force over step
+"""The search of every schedule (`remat.exhaustive.every_schedule`) against a brute force over step
 sequences, on small graphs with buffers live in and out, bytes held across the block,
 ops that may not run again, sizes and costs of 0."""
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from optplan.problem.plan import Status
 from optplan.schedule.graph import Graph, peak_bytes
 from optplan.schedule.remat import Remat, is_valid_steps, rematerialise
-from optplan.schedule.remat.exhaustive import exhaustive
+from optplan.schedule.remat.exhaustive import every_schedule
 from optplan.schedule.remat.heuristic import extra_cost
 
 
@@ -61,7 +61,7 @@ def brute_force(graph: Graph, allowed: list[bool], budget: int, extra: int = 3) 
 @given(cases())
 def test_the_search_of_every_schedule_is_never_beaten(case: tuple[Graph, list[bool], int]) -> None:
     graph, allowed, budget = case
-    result = exhaustive(graph, budget, allowed, time.perf_counter() + 60)
+    result = every_schedule(graph, budget, allowed, time.perf_counter() + 60)
     assert result is not None  # a graph this small is searched to its end
     fitting = brute_force(graph, allowed, budget)
     if result.steps is None:
@@ -101,7 +101,7 @@ def test_a_cnn_training_step_at_half_its_peak_is_answered() -> None:
         costs=(294912, 16384, 294912, 16384, 294912, 16384, 16384, 24576, 18688, 18688, 24576, 18688, 18688, 24576, 18688, 4612, 6912, 4612, 6912, 4612, 6912),
     )  # fmt: skip
     allowed = [v not in (16, 18, 20) for v in range(graph.ops)]
-    result = exhaustive(graph, 28672, allowed, time.perf_counter() + 30)
+    result = every_schedule(graph, 28672, allowed, time.perf_counter() + 30)
     assert result is not None and result.steps is not None
     assert is_valid_steps(graph, result.steps, allowed)
     assert peak_bytes(graph, result.steps) <= 28672

@@ -9,7 +9,7 @@ extra compute (the cost of every run after an op's first). Steps:
 
 1. The proven memory bound (`bounds.memory_bound`): a budget below it is INFEASIBLE,
    with the reason. On graphs of up to `EXHAUSTIVE_OPS` ops that no quick order fits,
-   the search of every schedule (`exhaustive`, briefly), where it runs to its end,
+   the search of every schedule (`exhaustive.every_schedule`, briefly), where it runs to its end,
    proves that nothing fits (INFEASIBLE), or gives the least extra compute of any
    schedule: OPTIMAL where its schedule packs, else a bound on what follows. Where
    steps 2 to 4 find nothing, the traced bound (`bounds.traced`) may still prove that
@@ -52,7 +52,7 @@ from optplan.problem.plan import Plan, Status, validate
 from optplan.schedule import Scheduler, best_quick
 from optplan.schedule.graph import Graph, peak_bytes, problem_of
 from optplan.schedule.remat.bounds import MemoryBound, is_valid_steps, memory_bound, traced
-from optplan.schedule.remat.exhaustive import Exhausted, exhaustive
+from optplan.schedule.remat.exhaustive import Exhausted, every_schedule
 from optplan.schedule.remat.heuristic import RANKS, extra_cost, greedy, prune
 from optplan.schedule.remat.model import ModelResult, solve_model
 from optplan.schedule.remat.walk import evict
@@ -60,7 +60,7 @@ from optplan.schedule.remat.walk import evict
 CPSAT_PACKS = 500  # the most instances `pack` gives CP-SAT whatever greedy's gap
 DESCENT_WORK = 1_000  # moves of `tries.descend` a packing above the budget is given
 DESCENT_PACKS = 990  # the most instances it is given to (each move places them all)
-# `exhaustive` is tried on graphs of up to 64 ops, for 2,000 states (about a second on
+# `every_schedule` is tried on graphs of up to 64 ops, for 2,000 states (about a second on
 # the training steps of 35 and 65 ops it does not end on; the CNN's needs 899) and a
 # tenth of the time at most.
 EXHAUSTIVE_OPS = 64
@@ -157,7 +157,7 @@ def _exhaustive(graph: Graph, options: Remat, allowed: list[bool], began: float)
     (where one does, none need be searched), or None where it did not end."""
     if graph.ops > EXHAUSTIVE_OPS or peak_bytes(graph, best_quick(graph)) <= options.budget_bytes:
         return None
-    return exhaustive(graph, options.budget_bytes, allowed, began + 0.1 * options.time_limit, EXHAUSTIVE_WORK)
+    return every_schedule(graph, options.budget_bytes, allowed, began + 0.1 * options.time_limit, EXHAUSTIVE_WORK)
 
 
 def _every(

@@ -63,7 +63,7 @@ class _Masks:
         return sum(self.sizes[b] for b in _bits(mask))
 
 
-def exhaustive(
+def every_schedule(
     graph: Graph, budget: int, recomputable: Sequence[bool], deadline: float, work: int = WORK
 ) -> Exhausted | None:
     """The search of the module docstring, or None where it stopped before its end."""
