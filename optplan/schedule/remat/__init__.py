@@ -9,11 +9,11 @@ extra compute (the cost of every run after an op's first). Steps:
 
 1. The proven memory bound (`bounds.memory_bound`): a budget below it is INFEASIBLE,
    with the reason. On graphs of up to `EXHAUSTIVE_OPS` ops that no quick order fits,
-   the search of every schedule (`exhaustive.every_schedule`, briefly), where it runs to its end,
-   proves that nothing fits (INFEASIBLE), or gives the least extra compute of any
-   schedule: OPTIMAL where its schedule packs, else a bound on what follows. Where
-   steps 2 to 4 find nothing, the traced bound (`bounds.traced`) may still prove that
-   nothing fits: INFEASIBLE, with its reason.
+   the search of every schedule (`exhaustive.every_schedule`, briefly), where it runs
+   to its end, proves that nothing fits (INFEASIBLE), or gives the least extra compute
+   of any schedule: OPTIMAL where its schedule packs, else a bound on what follows.
+   Where steps 2 to 4 find nothing, the traced bound (`bounds.traced`) may still prove
+   that nothing fits: INFEASIBLE, with its reason.
 2. Orders: the program order, the quick orders and the order search's best (at its
    work and at a thirtieth of it). One whose
    instances pack within the budget needs no recomputation: extra compute 0, optimal.

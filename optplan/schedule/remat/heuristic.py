@@ -108,8 +108,7 @@ class _Search:
     graph: Graph
     flat: Flat
     target: int
-    recomputable: Sequence[bool]
-    allowed: np.ndarray  # `recomputable` as an array, for the kernels
+    recomputable: np.ndarray  # op -> whether it may run again (bool)
     deadline: float
     rank: str
 
@@ -129,7 +128,7 @@ def greedy(
     budget the others do: on MOCCASIN's graphs, "cost" alone meets the 1,000-node graph
     at 50 %, "key" alone the 100-node graph at 60 % and the 500-node one at 55 %."""
     allowed = np.array(recomputable, dtype=np.bool_).reshape(graph.ops)
-    search = _Search(graph, Flat(graph), target, recomputable, allowed, deadline, rank)
+    search = _Search(graph, Flat(graph), target, allowed, deadline, rank)
     state = evaluate(graph, start, search.flat)
     while int(state.profile.max(initial=0)) > target:
         if time.perf_counter() > deadline:
@@ -234,7 +233,7 @@ def _levels(search: _Search, state: _State, v: int, r: int) -> tuple[np.ndarray,
     visited once: a walk of paths instead spent 530 s on one 250-node graph."""
     flat = search.flat
     return levels(  # type: ignore[no-any-return]
-        v, r, flat.reads_ptr, flat.reads_idx, flat.creator, search.allowed, state.made_ptr, state.made, state.start, state.end
+        v, r, flat.reads_ptr, flat.reads_idx, flat.creator, search.recomputable, state.made_ptr, state.made, state.start, state.end
     )
 
 
