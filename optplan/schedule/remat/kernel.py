@@ -73,9 +73,9 @@ def moved_distance(
     profile: np.ndarray, cut: int, r: int, size: int, ends: list[int], sizes: list[int], new: int, target: int
 ) -> tuple[int, int, int]:
     """`distance` from `target` of `profile` less `size` over steps [cut, r), plus each
-    `sizes[i]` over [ends[i], r), with one step holding `new` more (the profile
-    `heuristic._moved_profile` makes, without making it: the distance does not depend on
-    where the step goes)."""
+    `sizes[i]` over [ends[i], r), with one step holding `new` more: the profile after one
+    move of `heuristic._moved`, without making it (the distance does not depend on where
+    the new step goes)."""
     peak, count, over = _moved_key(
         profile, cut, r, size, np.array(ends, dtype=np.int64), np.array(sizes, dtype=np.int64), new, target
     )
