@@ -12,32 +12,44 @@ from hypothesis import strategies as st
 
 from optplan.problem.plan import Status
 from optplan.schedule.graph import Graph, peak_bytes
-from optplan.schedule.remat import Remat, is_valid_steps, rematerialise
+from optplan.schedule.remat import Remat, is_valid_steps, memory_bound, rematerialise
 from optplan.schedule.remat.exhaustive import every_schedule
 from optplan.schedule.remat.heuristic import extra_cost
 
 
 @st.composite
 def cases(draw: st.DrawFn) -> tuple[Graph, list[bool], int]:
-    """A graph of up to 4 ops, each making one buffer, reading earlier ops' buffers and
-    up to two buffers live in (each read by some op); which ops may run again; a budget."""
+    """A graph of up to 4 ops, each making one buffer or none (an op whose effect is all
+    it leaves), reading earlier ops' buffers and up to two buffers live in (each read by
+    some op), after some earlier ops beside those it reads from; which ops may run
+    again; a budget."""
     n = draw(st.integers(1, 4))
     inputs = draw(st.integers(0, 2))
-    made = list(range(inputs, inputs + n))  # op v makes buffer inputs + v
+    makes = [draw(st.booleans()) or v == 0 for v in range(n)]
+    made: list[tuple[int, ...]] = []
+    for v in range(n):
+        made.append((inputs + sum(makes[:v]),) if makes[v] else ())
     reads = []
     for v in range(n):
-        reads.append(tuple(sorted(draw(st.sets(st.sampled_from(list(range(inputs)) + made[:v]), max_size=3))) if inputs or v else ()))
+        readable = list(range(inputs)) + [b for outs in made[:v] for b in outs]
+        reads.append(tuple(sorted(draw(st.sets(st.sampled_from(readable), max_size=3)))) if readable else ())
     # A buffer live in is read in the block (`Graph`): one nobody drew goes to the last op.
     unread = [b for b in range(inputs) if not any(b in r for r in reads)]
     reads[-1] = tuple(sorted(set(reads[-1]) | set(unread)))
-    preds = tuple(tuple(sorted({b - inputs for b in r if b >= inputs})) for r in reads)
-    sizes = tuple(draw(st.lists(st.integers(0, 9), min_size=inputs + n, max_size=inputs + n)))
-    live_out = frozenset(draw(st.sets(st.sampled_from(made), max_size=2)))
+    maker = {b: v for v, outs in enumerate(made) for b in outs}
+    preds = []
+    for v in range(n):
+        after = draw(st.sets(st.integers(0, v - 1), max_size=2)) if v else set()
+        preds.append(tuple(sorted({maker[b] for b in reads[v] if b in maker} | after)))
+    buffers = inputs + sum(makes)
+    sizes = tuple(draw(st.lists(st.integers(0, 9), min_size=buffers, max_size=buffers)))
+    outputs = [b for outs in made for b in outs]
+    live_out = frozenset(draw(st.sets(st.sampled_from(outputs), max_size=2)))
     graph = Graph(
         sizes,
-        tuple((b,) for b in made),
+        tuple(made),
         tuple(reads),
-        preds,
+        tuple(preds),
         live_in=tuple(range(inputs)),
         live_out=live_out,
         base_bytes=draw(st.integers(0, 3)),
@@ -71,6 +83,30 @@ def test_the_search_of_every_schedule_is_never_beaten(case: tuple[Graph, list[bo
     assert peak_bytes(graph, result.steps) <= budget
     assert extra_cost(graph, result.steps) == result.cost
     assert all(result.cost <= extra_cost(graph, steps) for steps in fitting)
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases())
+def test_the_memory_bound_holds_for_ops_that_may_not_run_again(case: tuple[Graph, list[bool], int]) -> None:
+    """A buffer that cannot be made again (live in, or made by an op that may not run
+    again) is held across every op between its making and a later read: the bound that
+    counts it is never above a schedule the brute force finds."""
+    graph, allowed, _ = case
+    bound = memory_bound(graph, allowed).bytes
+    assert bound >= memory_bound(graph).bytes
+    assert brute_force(graph, allowed, bound - 1) == []
+
+
+def test_a_buffer_that_cannot_be_made_again_is_held_across_the_ops_between() -> None:
+    """a = f() may not run again and is read by d; b = g(a), c = h(b) and d(a, c) run
+    between: at c's step a (4 bytes), b and c (5 each) are held, 14 bytes, where every
+    op alone needs at most 10."""
+    graph = Graph((4, 5, 5, 1), ((0,), (1,), (2,), (3,)), ((), (0,), (1,), (0, 2)), ((), (0,), (1,), (0, 2)))
+    assert memory_bound(graph).bytes <= 10
+    bound = memory_bound(graph, [False, True, True, True])
+    assert bound.bytes == 14 and "may not run again" in bound.reason
+    result = rematerialise(graph, Remat(13, time_limit=2.0), [False, True, True, True])
+    assert result.status is Status.INFEASIBLE and "may not run again" in result.reason
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -121,7 +121,7 @@ def rematerialise(graph: Graph, options: Remat, recomputable: Sequence[bool] | N
     deadline = began + options.time_limit
     allowed = list(recomputable) if recomputable is not None else [True] * graph.ops
     total = sum(graph.costs) if graph.costs else graph.ops
-    bound = memory_bound(graph)
+    bound = memory_bound(graph, allowed)
     if options.budget_bytes < bound.bytes:
         reason = f"no schedule fits {options.budget_bytes} bytes: at least {bound.bytes} are needed ({bound.reason})"
         return RematSchedule(None, Status.INFEASIBLE, 0, 0, 0, total, 0, bound, None, "bound", reason, time.perf_counter() - began)

@@ -14,8 +14,13 @@ The bound, per op v (every op runs at least once, so the largest over ops holds)
    buffers are held: `direct(w)` plus those other inputs that w does not read.
 3. Whichever w it is, the peak is at least the least of 2 over W, and at least 1.
 
-The bound is `base_bytes` plus the largest of these over all ops; the op (and the w)
-that sets it is the reason printed when a budget is below it.
+4. A buffer that cannot be made again (live in, or made by an op that may not run
+   again) is held from its making to its last read: at the first run of any op v that
+   must follow its maker and precede one of its readers (or that follows its maker,
+   for a buffer live out), it is held beside v's reads and new buffers.
+
+The bound is `base_bytes` plus the largest of these over all ops; the op (and the w, or
+the buffers held) that sets it is the reason printed when a budget is below it.
 
 `traced(graph, budget, work)` goes on from 2 where no schedule was found: a set T of
 buffers held at once at some step, all made before it (at first an op's reads). Of
@@ -66,12 +71,13 @@ def is_valid_steps(graph: Graph, steps: Sequence[int], recomputable: Sequence[bo
     return True
 
 
-def memory_bound(graph: Graph) -> MemoryBound:
-    """The bound of the module docstring."""
+def memory_bound(graph: Graph, recomputable: Sequence[bool] | None = None) -> MemoryBound:
+    """The bound of the module docstring; `recomputable[v]` False where op v runs once."""
     creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
     best = MemoryBound(graph.base_bytes, "nothing to run")
+    fixed = _held_fixed(graph, recomputable, creator)
     for v in range(graph.ops):
-        need, reason = _need(graph, v, creator)
+        need, reason = max(_need(graph, v, creator), _fixed_need(graph, v, fixed[v]))
         if graph.base_bytes + need > best.bytes:
             held = f" plus {graph.base_bytes} bytes held across the block" if graph.base_bytes else ""
             best = MemoryBound(graph.base_bytes + need, reason + held)
@@ -103,6 +109,68 @@ def _need(graph: Graph, v: int, creator: dict[int, int]) -> tuple[int, str]:
             least = (total, reason)
     assert least is not None
     return least if least[0] > direct else found
+
+
+def _held_fixed(graph: Graph, recomputable: Sequence[bool] | None, creator: dict[int, int]) -> list[set[int]]:
+    """Step 4: per op, the buffers that cannot be made again and are held at its first
+    run (none where the graph's order has a cycle)."""
+    after = followers(graph)
+    held: list[set[int]] = [set() for _ in range(graph.ops)]
+    if after is None:
+        return held
+    readers: dict[int, list[int]] = {}
+    for r, reads in enumerate(graph.reads):
+        for b in reads:
+            readers.setdefault(b, []).append(r)
+    for b in range(len(graph.sizes)):
+        maker = creator.get(b)
+        if maker is not None and (recomputable is None or recomputable[maker]):
+            continue
+        for v in range(graph.ops):
+            made = maker is None or v in after[maker]
+            if made and (b in graph.live_out and maker is not None or any(r in after[v] for r in readers.get(b, ()))):
+                held[v].add(b)
+    return held
+
+
+def followers(graph: Graph) -> list[set[int]] | None:
+    """Per op, the ops whose first run must come after its own (the order's closure), or
+    None where the order has a cycle."""
+    users: list[list[int]] = [[] for _ in range(graph.ops)]
+    waiting = [len(set(preds)) for preds in graph.preds]
+    for v, preds in enumerate(graph.preds):
+        for u in set(preds):
+            users[u].append(v)
+    order = [v for v in range(graph.ops) if not waiting[v]]
+    for v in order:
+        for w in users[v]:
+            waiting[w] -= 1
+            if not waiting[w]:
+                order.append(w)
+    if len(order) < graph.ops:
+        return None
+    after: list[set[int]] = [set() for _ in range(graph.ops)]
+    for v in reversed(order):
+        for w in users[v]:
+            after[v] |= after[w] | {w}
+    return after
+
+
+def _fixed_need(graph: Graph, v: int, fixed: set[int]) -> tuple[int, str]:
+    """Step 4 for op v: its reads and new buffers beside the buffers held at its run."""
+    own = set(graph.reads[v]) | set(graph.creates[v])
+    extra = sorted(fixed - own)
+    if not extra:
+        return 0, ""
+    total = _direct(graph, v) + sum(graph.sizes[b] for b in extra)
+    names = ", ".join(graph.names[b] if graph.names else f"buffer {b}" for b in extra[:4])
+    more = f" and {len(extra) - 4} more" if len(extra) > 4 else ""
+    verb = "is" if len(extra) == 1 else "are"
+    reason = (
+        f"{_label(graph, v)} needs its inputs and outputs ({_direct(graph, v)} bytes) while {names}{more} {verb} "
+        f"held (live in, or made by an op that may not run again, and read after it): {total} bytes"
+    )
+    return total, reason
 
 
 def _label(graph: Graph, v: int) -> str:

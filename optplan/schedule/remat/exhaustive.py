@@ -12,18 +12,27 @@ and the ops run at least once. Steps:
    the budget. A state is no better than one with the same ops run, more buffers held
    and no more extra compute (what the first does, the second does after freeing), so
    only the largest sets that fit are kept: one per least set of buffers to free.
-3. States are taken cheapest first (Dijkstra on the extra compute); one no better than
-   a state already found is dropped. The first with every op run and the live-out
-   buffers held ends the search: its steps are a schedule of the least extra compute
-   of all whose every step holds at most the budget. Every arena of a schedule holds
-   at least that, so no schedule that packs within the budget costs less.
-4. A search that runs out of states has proven that no schedule fits the budget.
+3. Two kinds of op run where they cost least, so the search need not try them
+   elsewhere. A source (it reads nothing and follows no op; no op follows it but by
+   reading it) runs only just before an op that reads its buffers: one run earlier
+   holds them longer for nothing. An op that makes no buffer runs for the first time
+   as soon as its reads are held and the ops it follows have run: its step holds no
+   more than the state before it, and later its reads may be gone.
+4. States are taken cheapest first by their extra compute plus a lower bound on what
+   is still to pay (A*): every op run already whose buffer is no longer held, but is
+   still to be read by an op not yet run or after the block, must run again. A state
+   no better than one already found is dropped. The first with every op run and the
+   live-out buffers held ends the search: its steps are a schedule of the least extra
+   compute of all whose every step holds at most the budget. Every arena of a schedule
+   holds at least that, so no schedule that packs within the budget costs less.
+5. A search that runs out of states has proven that no schedule fits the budget.
 
 The answer holds only for a search run to its end: at `work` states taken or at the
 deadline it stops and proves nothing. On the benchmarks' CNN training step (21 ops) at
-half its peak it ends in 899 states, where the heuristics and the exact model found
-nothing in 15 s; on TVM's attention step (65 ops) it does not end in 30 s, and on
-MOCCASIN's random graphs the orders of the first runs alone are too many.
+half its peak it ends in 120 states (899 without steps 3 and 4's bound); on TVM's
+attention step (65 ops) at 50 to 90 % of its peak it does not end in 20 s (the orders of its
+first runs are too many: every state found costs nothing extra), nor on MOCCASIN's
+random graphs.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from optplan.schedule.graph import Graph
+from optplan.schedule.remat.bounds import followers
 
 WORK = 200_000  # states taken, at most
 
@@ -58,6 +68,17 @@ class _Masks:
     sizes: tuple[int, ...]
     costs: tuple[int, ...]
     allowed: tuple[bool, ...]
+    made_before: int
+    creator: tuple[int, ...]  # of each buffer; -1 for one made before the block
+    sources: int  # ops that read nothing, follow no op, make buffers others read, and
+    # that no op follows but by reading them
+    sinks: tuple[int, ...]  # ops that make no buffer
+    every: int  # all ops
+    readers: tuple[int, ...]  # of each buffer
+    before: tuple[int, ...]  # of each op, the ops whose first run comes before its own
+    evicts: tuple[int, ...]  # of each buffer, the ops whose step cannot also hold it
+    live_out: int
+    sources_of: tuple[int, ...]  # of each buffer, it and the buffers it is made from
 
     def bytes(self, mask: int) -> int:
         return sum(self.sizes[b] for b in _bits(mask))
@@ -67,16 +88,17 @@ def every_schedule(
     graph: Graph, budget: int, recomputable: Sequence[bool], deadline: float, work: int = WORK
 ) -> Exhausted | None:
     """The search of the module docstring, or None where it stopped before its end."""
-    masks = _masks(graph, recomputable)
     room = budget - graph.base_bytes
+    masks = _masks(graph, recomputable, room)
     full, live_out = (1 << graph.ops) - 1, _mask(graph.live_out)
-    start = (_mask(graph.live_in), 0)
-    came: dict[tuple[int, int], tuple[tuple[int, int], int] | None] = {start: None}
-    kept: dict[int, list[tuple[int, int]]] = {0: [(start[0], 0)]}  # ops run -> (held, cost)
-    heap = [(0, start)]
+    start, first = _closed(masks, (_mask(graph.live_in), 0), room)
+    came: dict[tuple[int, int], tuple[tuple[int, int], tuple[int, ...]] | None] = {start: None}
+    kept: dict[int, list[tuple[int, int]]] = {start[1]: [(start[0], 0)]}  # ops run -> (held, cost)
+    # Of states alike in cost and bound, the one with the most ops run first.
+    heap = [(0, 0, 0, start)]
     taken = 0
     while heap:
-        cost, state = heapq.heappop(heap)
+        _, _, cost, state = heapq.heappop(heap)
         held, done = state
         if (held, cost) not in kept.get(done, ()):
             continue  # a better state replaced it
@@ -84,36 +106,118 @@ def every_schedule(
         if taken > work or time.perf_counter() > deadline:
             return None
         if done == full and held & live_out == live_out:
-            return Exhausted(_steps(came, state), cost, taken)
+            return Exhausted(first + _steps(came, state), cost, taken)
         # Buffers live in are held at the first step, read or not.
-        for v, after, extra in _moves(masks, held, done, room, start[0] if not done else 0):
-            found = (after, done | 1 << v)
+        for ran, after, extra in _moves(masks, held, done, room, start[0] if not done else 0):
+            found, closing = _closed(masks, (after, done | _mask(ran)), room)
             if _better(kept, found, cost + extra):
-                came[found] = (state, v)
-                heapq.heappush(heap, (cost + extra, found))
+                ahead = _ahead(masks, found, live_out)
+                if ahead is not None:
+                    came[found] = (state, ran + closing)
+                    heapq.heappush(heap, (cost + extra + ahead, -found[1].bit_count(), cost + extra, found))
     return Exhausted(None, 0, taken)
 
 
-def _moves(masks: _Masks, held: int, done: int, room: int, pinned: int) -> list[tuple[int, int, int]]:
-    """Steps 1 and 2 from one state: (op, buffers held after it, its extra compute); the
-    `pinned` buffers may not be freed before it."""
+def _closed(masks: _Masks, state: tuple[int, int], room: int) -> tuple[tuple[int, int], tuple[int, ...]]:
+    """`state` after the first runs of every op that makes no buffer and whose reads are
+    held, and the ops so run: such a run needs no byte more than the state holds (where
+    that fits `room`: the buffers live in may not), and one any later is no better (its
+    reads may be gone by then)."""
+    held, done = state
+    ran: list[int] = []
+    progress = masks.bytes(held) <= room
+    while progress:
+        progress = False
+        for v in masks.sinks:
+            if not done >> v & 1 and masks.reads[v] & held == masks.reads[v] and masks.preds[v] & done == masks.preds[v]:
+                done |= 1 << v
+                ran.append(v)
+                progress = True
+    return (held, done), tuple(ran)
+
+
+def _moves(masks: _Masks, held: int, done: int, room: int, pinned: int) -> list[tuple[tuple[int, ...], int, int]]:
+    """Steps 1 and 2 from one state: (ops run, buffers held after them, their extra
+    compute); the `pinned` buffers may not be freed before them. An op that reads nothing
+    and follows no op (a source) runs only just before an op reading its buffers: one run
+    any earlier holds them for nothing."""
     moves = []
+    useful = _useful(masks, done)
     for v, reads in enumerate(masks.reads):
+        if masks.sources >> v & 1:
+            continue
         first = not done >> v & 1
-        if reads & held != reads or (first and masks.preds[v] & done != masks.preds[v]):
+        if not first and (not masks.allowed[v] or not masks.outs[v] & useful & ~held):
+            continue  # a run again that makes what is held, or what nothing will read
+        feeders = _feeders(masks, reads & ~held, done)
+        if feeders is None:
             continue
-        if not first and not masks.allowed[v]:
+        ran = done | _mask(feeders)
+        if first and masks.preds[v] & ran != masks.preds[v]:
             continue
-        outs = masks.outs[v]
-        kept = reads | (held & pinned)
+        fed = _mask([b for u in feeders for b in _bits(masks.outs[u])])
+        outs = masks.outs[v] | fed
+        kept = (reads & held) | (held & pinned)
         spare = held & ~kept & ~outs
-        over = masks.bytes(spare | kept) + masks.bytes(outs) - room
-        if masks.bytes(kept) + masks.bytes(outs) > room:
+        if masks.bytes(kept | outs) > room:
             continue
-        extra = 0 if first else masks.costs[v]
+        over = masks.bytes(spare | kept | outs) - room
+        extra = (0 if first else masks.costs[v]) + sum(masks.costs[u] for u in feeders if done >> u & 1)
         for freed in _least_sets(masks, spare, over):
-            moves.append((v, (spare & ~freed) | kept | outs, extra))
+            moves.append((tuple(feeders) + (v,), (spare & ~freed) | kept | outs, extra))
     return moves
+
+
+def _useful(masks: _Masks, done: int) -> int:
+    """The buffers that may still be read: those an op not yet run reads, those live out,
+    and the buffers any of them is made from, however far back."""
+    useful = masks.live_out
+    for v in _bits(masks.every & ~done):
+        useful |= masks.reads[v]
+    found = 0
+    for b in _bits(useful):
+        found |= masks.sources_of[b]
+    return found
+
+
+def _feeders(masks: _Masks, missing: int, done: int) -> list[int] | None:
+    """The sources to run for the `missing` buffers, or None where one is no source's or
+    its source may not run again."""
+    feeders = []
+    for b in _bits(missing):
+        u = masks.creator[b]
+        if u < 0 or not masks.sources >> u & 1 or (done >> u & 1 and not masks.allowed[u]):
+            return None
+        if u not in feeders:
+            feeders.append(u)
+    return feeders
+
+
+def _ahead(masks: _Masks, state: tuple[int, int], live_out: int) -> int | None:
+    """A lower bound on the extra compute still to pay from `state`: every op run already
+    must run again whose buffer is still to be read (by an op not yet run, or after the
+    block) but is no longer held, or is held but cannot stay held across an op still to
+    run before that read (the op's step with it is over the budget); None where one of
+    them may not run again."""
+    held, done = state
+    pending = masks.every & ~done
+    wanted = live_out
+    for v in _bits(pending):
+        wanted |= masks.reads[v]
+    again = wanted & ~held
+    for b in _bits(wanted & held):
+        before = pending if live_out >> b & 1 else 0
+        for r in _bits(masks.readers[b] & pending):
+            before |= masks.before[r]
+        if before & pending & masks.evicts[b]:
+            again |= 1 << b
+    if again & masks.made_before:
+        return None
+    runs = {masks.creator[b] for b in _bits(again)}
+    runs = {v for v in runs if done >> v & 1}
+    if any(not masks.allowed[v] for v in runs):
+        return None
+    return sum(masks.costs[v] for v in runs)
 
 
 def _least_sets(masks: _Masks, spare: int, over: int) -> list[int]:
@@ -155,17 +259,30 @@ def _better(kept: dict[int, list[tuple[int, int]]], state: tuple[int, int], cost
     return True
 
 
-def _steps(came: dict[tuple[int, int], tuple[tuple[int, int], int] | None], state: tuple[int, int]) -> tuple[int, ...]:
-    steps = []
+def _steps(came: dict[tuple[int, int], tuple[tuple[int, int], tuple[int, ...]] | None], state: tuple[int, int]) -> tuple[int, ...]:
+    runs = []
     link = came[state]
     while link is not None:
-        state, v = link
-        steps.append(v)
+        state, ran = link
+        runs.append(ran)
         link = came[state]
-    return tuple(reversed(steps))
+    return tuple(v for ran in reversed(runs) for v in ran)
 
 
-def _masks(graph: Graph, recomputable: Sequence[bool]) -> _Masks:
+def _masks(graph: Graph, recomputable: Sequence[bool], room: int) -> _Masks:
+    creator = [-1] * len(graph.sizes)
+    for v, outs in enumerate(graph.creates):
+        for b in outs:
+            creator[b] = v
+    read = {b for reads in graph.reads for b in reads}
+    # An op that follows a source without reading its buffers would wait for it forever.
+    ordered = {u for v in range(graph.ops) for u in graph.preds[v] if not set(graph.creates[u]) & set(graph.reads[v])}
+    sources = [
+        v
+        for v in range(graph.ops)
+        if not graph.reads[v] and not graph.preds[v] and graph.creates[v] and v not in ordered
+        and set(graph.creates[v]) <= read and not set(graph.creates[v]) & graph.live_out
+    ]
     return _Masks(
         tuple(_mask(reads) for reads in graph.reads),
         tuple(_mask(outs) for outs in graph.creates),
@@ -173,7 +290,52 @@ def _masks(graph: Graph, recomputable: Sequence[bool]) -> _Masks:
         graph.sizes,
         graph.costs or (1,) * graph.ops,
         tuple(recomputable),
+        _mask(graph.live_in),
+        tuple(creator),
+        _mask(sources),
+        tuple(v for v in range(graph.ops) if not graph.creates[v]),
+        (1 << graph.ops) - 1,
+        *_order_masks(graph, room),
+        _mask(graph.live_out),
+        _made_from(graph, creator),
     )
+
+
+def _made_from(graph: Graph, creator: list[int]) -> tuple[int, ...]:
+    """`_Masks.sources_of`."""
+    found: list[int | None] = [None] * len(graph.sizes)
+
+    def of(b: int) -> int:
+        # The graph's order is acyclic where the search runs: its first runs need it.
+        if found[b] is None:
+            found[b] = 1 << b
+            c = creator[b]
+            for a in graph.reads[c] if c >= 0 else ():
+                found[b] |= of(a)  # type: ignore[operator]
+        return found[b]  # type: ignore[return-value]
+
+    return tuple(of(b) for b in range(len(graph.sizes)))
+
+
+def _order_masks(graph: Graph, room: int) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """`_Masks`'s readers, before and evicts."""
+    readers = [0] * len(graph.sizes)
+    for v, reads in enumerate(graph.reads):
+        for b in reads:
+            readers[b] |= 1 << v
+    after = followers(graph) or [set() for _ in range(graph.ops)]
+    before = [0] * graph.ops
+    for v, later in enumerate(after):
+        for w in later:
+            before[w] |= 1 << v
+    evicts = [0] * len(graph.sizes)
+    for v in range(graph.ops):
+        own = set(graph.reads[v]) | set(graph.creates[v])
+        direct = sum(graph.sizes[b] for b in own)
+        for b in range(len(graph.sizes)):
+            if b not in own and direct + graph.sizes[b] > room:
+                evicts[b] |= 1 << v
+    return tuple(readers), tuple(before), tuple(evicts)
 
 
 def _mask(items: Sequence[int] | frozenset[int]) -> int:
