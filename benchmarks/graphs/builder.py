@@ -87,6 +87,13 @@ class Builder:
     def transpose(self, x: str) -> str:
         return self.op("permute_dims", x, axes=(1, 0))
 
+    def alias(self, x: str) -> str:
+        """A second name for `x` (a binding of a variable, as TVM's gradient pass writes)."""
+        name = f"v{len(self.bindings)}"
+        self.bindings.append(Binding(Var(name), Var(x)))
+        self.shapes[name] = self.shapes[x]
+        return name
+
     def reshape(self, x: str, shape: tuple[int, ...]) -> str:
         return self.op("reshape", x, ShapeExpr(shape))
 

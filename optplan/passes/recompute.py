@@ -6,7 +6,8 @@ Steps of `recompute(program, capacity_bytes)`, on the entry function:
    (`block_graphs`), each op costed from the op table (`ops.compute_cost`: FLOPs for
    matmul and convolution, bytes read and written for the rest). An op may run again
    when it is a call of a pure op (no effect, not in place, not a view) that makes one
-   tensor, read only through its own variable and not after the block.
+   tensor, read only through its own variable or names bound to it (`a = x`) and not
+   after the block.
 2. A block whose program order already fits keeps it. The others are scheduled by
    `schedule.remat.rematerialise` with the capacity as budget: order, what to compute
    again, and a proof that it fits (offsets of the block's tensors).
@@ -156,10 +157,24 @@ def _blocks(seq: SeqExpr) -> list[Block]:
     return found
 
 
+def _aliases(block: Block) -> dict[str, set[str]]:
+    """Per variable, the other names bound to it in the block (`a = x`, `b = a`)."""
+    source: dict[str, str] = {}
+    for binding in block.bindings:
+        if isinstance(binding.value, Var):
+            name = binding.value.name
+            source[binding.var.name] = source.get(name, name)
+    found: dict[str, set[str]] = {}
+    for alias, name in source.items():
+        found.setdefault(name, set()).add(alias)
+    return found
+
+
 def _recomputable(graph: Graph, block: Block, allow: Callable[[str], bool] | None) -> list[bool]:
     """Step 1's rule, per binding of the block."""
     readers = graph.readers()
     names = graph.names
+    aliases = _aliases(block)
     out = []
     for v, binding in enumerate(block.bindings):
         value, name = binding.value, binding.var.name
@@ -178,7 +193,8 @@ def _recomputable(graph: Graph, block: Block, allow: Callable[[str], bool] | Non
         )
         if ok:
             b = graph.creates[v][0]
-            ok = all(name in {var.name for var in free_vars(block.bindings[w].value)} for w in readers[b])
+            known = {name} | aliases.get(name, set())
+            ok = all(known & {var.name for var in free_vars(block.bindings[w].value)} for w in readers[b])
         out.append(ok)
     return out
 
@@ -254,6 +270,7 @@ class _Rewrite:
         return dataclasses.replace(block, bindings=self._rewritten(block, schedule.steps))
 
     def _rewritten(self, block: Block, steps: tuple[int, ...]) -> tuple[Binding, ...]:
+        aliases = _aliases(block)
         latest: dict[str, str] = {}
         runs = [0] * len(block.bindings)
         out = []
@@ -265,7 +282,8 @@ class _Rewrite:
             if runs[v] > 1:
                 fresh = fresh_name(f"{name}_rc{runs[v]}", self.names, "_")
                 self.copies[fresh] = name
-                latest[name] = fresh
+                # A later read through a second name reads the new variable.
+                latest.update(dict.fromkeys({name} | aliases.get(name, set()), fresh))
                 binding = dataclasses.replace(binding, var=dataclasses.replace(binding.var, name=fresh))
             out.append(dataclasses.replace(binding, value=value))
         return tuple(out)
