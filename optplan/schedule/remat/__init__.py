@@ -21,8 +21,10 @@ extra compute (the cost of every run after an op's first). Steps:
    peak, under each of its three ranks of moves; `walk`: evict and make again on
    demand), the cheapest schedule packed for real offsets (greedy, a search over its
    placement sequence, CP-SAT on the smaller ones); a packing above the budget
-   tightens the live-bytes target and goes on with the heuristic that found it. For
-   graphs above `exact_ops` ops this is the anytime path.
+   tightens the live-bytes target and goes on with the heuristic that found it. Where
+   nothing is found from any of them, the heuristics go on from first-run orders drawn
+   at random (`restarts`) until their share of the time is spent. For graphs above
+   `exact_ops` ops this is the anytime path.
 4. The exact model (`model`) in Checkmate's and MOCCASIN's stages, once with the first
    runs in the searched order and once in the program order (MOCCASIN's own space),
    hinted with the best so far: first on live bytes, then its schedule packed; where
@@ -55,6 +57,7 @@ from optplan.schedule.remat.bounds import MemoryBound, is_valid_steps, memory_bo
 from optplan.schedule.remat.exhaustive import Exhausted, every_schedule
 from optplan.schedule.remat.heuristic import RANKS, extra_cost, greedy, prune
 from optplan.schedule.remat.model import ModelResult, solve_model
+from optplan.schedule.remat.restarts import freeing_orders
 from optplan.schedule.remat.walk import evict
 
 CPSAT_PACKS = 500  # the most instances `pack` gives CP-SAT whatever greedy's gap
@@ -220,6 +223,19 @@ def _heuristics(
                 return best
         if best is not None:
             break
+    return best or _restarts(graph, options, allowed, deadline)
+
+
+def _restarts(graph: Graph, options: Remat, allowed: list[bool], deadline: float) -> _Found | None:
+    """Step 3's last resort: the heuristics from orders drawn at random
+    (`restarts.freeing_orders`) until the deadline, the cheapest schedule that packs."""
+    best: _Found | None = None
+    for order in freeing_orders(graph):
+        if time.perf_counter() > deadline:
+            break
+        found = _fit(graph, order, options, allowed, deadline, RANKS)
+        if found is not None and (best is None or found.extra < best.extra):
+            best = found
     return best
 
 
