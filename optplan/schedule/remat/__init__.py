@@ -21,10 +21,10 @@ extra compute (the cost of every run after an op's first). Steps:
    peak, under each of its three ranks of moves; `walk`: evict and make again on
    demand), the cheapest schedule packed for real offsets (greedy, a search over its
    placement sequence, CP-SAT on the smaller ones); a packing above the budget
-   tightens the live-bytes target and goes on with the heuristic that found it. Where
-   nothing is found from any of them, the heuristics go on from first-run orders drawn
-   at random (`restarts`) until their share of the time is spent. For graphs above
-   `exact_ops` ops this is the anytime path.
+   tightens the live-bytes target and goes on with the heuristic that found it. Then
+   the heuristics go on from first-run orders drawn at random (`restarts`) until their
+   share of the time is spent, keeping the cheapest. For graphs above `exact_ops` ops
+   this is the anytime path.
 4. The exact model (`model`) in Checkmate's and MOCCASIN's stages, once with the first
    runs in the searched order and once in the program order (MOCCASIN's own space),
    hinted with the best so far: first on live bytes, then its schedule packed; where
@@ -34,8 +34,10 @@ extra compute (the cost of every run after an op's first). Steps:
    Its bound on the extra compute holds among schedules in those stages (first runs in
    one of those orders, each op at most as often as the model allowed, the runs again
    before a first run in that order's order); a space it proves empty bounds nothing.
-   OPTIMAL means the least over every space searched (over every schedule where the
-   exhaustive search ran to its end).
+   OPTIMAL means the least over every space the model searched (over every schedule
+   where the exhaustive search ran to its end). A schedule cheaper than the model's
+   bound lies outside its spaces (first runs in an order drawn at random), and that
+   bound says nothing of it: FEASIBLE, bounded only by the exhaustive search.
 
 The best schedule found is never worse than the heuristics'; its offsets are judged by
 `validate` on `problem_of(graph, steps)` with the budget as capacity.
@@ -151,7 +153,11 @@ def rematerialise(graph: Graph, options: Remat, recomputable: Sequence[bool] | N
         if best is not None or time.perf_counter() > deadline - 0.5:
             break
     # The exhaustive search's least extra compute holds for every schedule.
-    floor = max(min(bounds) if bounds else 0, every.cost if every is not None else 0)
+    floor = every.cost if every is not None else 0
+    if bounds and (best is None or best.extra >= min(bounds)):
+        # A schedule cheaper than the models' bound lies outside their spaces (an order
+        # drawn at random): their bound says nothing of its own.
+        floor = max(floor, min(bounds))
     return _result(graph, options, best, floor, total, bound, began)
 
 
@@ -223,15 +229,15 @@ def _heuristics(
                 return best
         if best is not None:
             break
-    return best or _restarts(graph, options, allowed, deadline)
+    return _restarts(graph, options, allowed, deadline, best)
 
 
-def _restarts(graph: Graph, options: Remat, allowed: list[bool], deadline: float) -> _Found | None:
-    """Step 3's last resort: the heuristics from orders drawn at random
-    (`restarts.freeing_orders`) until the deadline, the cheapest schedule that packs."""
-    best: _Found | None = None
+def _restarts(graph: Graph, options: Remat, allowed: list[bool], deadline: float, best: _Found | None) -> _Found | None:
+    """Step 3's rest: the heuristics from orders drawn at random (`restarts.
+    freeing_orders`) until the deadline; the cheapest schedule that packs, `best` or
+    one of theirs."""
     for order in freeing_orders(graph):
-        if time.perf_counter() > deadline:
+        if time.perf_counter() > deadline or (best is not None and best.extra == 0):
             break
         found = _fit(graph, order, options, allowed, deadline, RANKS)
         if found is not None and (best is None or found.extra < best.extra):
