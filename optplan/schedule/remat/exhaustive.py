@@ -346,10 +346,10 @@ def _mask(items: Sequence[int] | frozenset[int]) -> int:
 
 
 def _bits(mask: int) -> list[int]:
-    out, b = [], 0
+    """The set bits of `mask`, lowest first (one step per set bit, not per position)."""
+    out = []
     while mask:
-        if mask & 1:
-            out.append(b)
-        mask >>= 1
-        b += 1
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
     return out
