@@ -300,14 +300,19 @@ def test_programs_with_skips_recompute_and_replay_bit_for_bit(program: Program, 
 
 
 def test_a_space_the_model_proves_empty_does_not_undo_anothers_proof() -> None:
-    """The MLP training step at 60 %: the exact model proves the optimum of its space
-    with the first runs in the searched order, and proves the space with them in the
-    program order empty. An empty space bounds nothing, so the proof stands (it used to
-    count as a bound of 0 and leave the schedule FEASIBLE, depending on the hints)."""
+    """The MLP training step at 60 %: the exact model proves +42.37 % the optimum of its
+    space with the first runs in the searched order, and proves the space with them in
+    the program order empty. An empty space bounds nothing, so the proof stands (it used
+    to count as a bound of 0 and leave the schedule FEASIBLE, depending on the hints).
+    A schedule cheaper than that, from an order drawn at random, lies outside the
+    model's spaces: FEASIBLE, its bound not the model's."""
     from benchmarks.graphs.training import mlp_train
 
     program = mlp_train()
     capacity = math.ceil(lower_bound(build_memory(program, alignment=64).problem) * 0.6)
     result = recompute(program, capacity, time_limit=30)
+    if result.extra_percent < 42.36:
+        assert result.status is Status.FEASIBLE and result.bound_cost < result.extra_cost
+        return
     assert result.status is Status.OPTIMAL, (result.status, result.extra_percent)
     assert result.bound_cost == result.extra_cost
