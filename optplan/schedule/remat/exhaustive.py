@@ -19,9 +19,11 @@ and the ops run at least once. Steps:
    as soon as its reads are held and the ops it follows have run: its step holds no
    more than the state before it, and later its reads may be gone.
 4. States are taken cheapest first by their extra compute plus a lower bound on what
-   is still to pay (A*): every op run already whose buffer is no longer held, but is
-   still to be read by an op not yet run or after the block, must run again. A state
-   no better than one already found is dropped. The first with every op run and the
+   is still to pay (A*): every op run already must run again whose buffer is still to
+   be read, by an op not yet run or after the block, but is no longer held, or is held
+   but cannot stay held across an op still to run before that read. An op runs again
+   only to make a buffer not held that may still be read (directly, or to make one
+   that is). A state no better than one already found is dropped. The first with every op run and the
    live-out buffers held ends the search: its steps are a schedule of the least extra
    compute of all whose every step holds at most the budget. Every arena of a schedule
    holds at least that, so no schedule that packs within the budget costs less.
@@ -29,9 +31,9 @@ and the ops run at least once. Steps:
 
 The answer holds only for a search run to its end: at `work` states taken or at the
 deadline it stops and proves nothing. On the benchmarks' CNN training step (21 ops) at
-half its peak it ends in 120 states (899 without steps 3 and 4's bound); on TVM's
-attention step (65 ops) at 50 to 90 % of its peak it does not end in 20 s (the orders of its
-first runs are too many: every state found costs nothing extra), nor on MOCCASIN's
+half its peak it ends in 56 states (899 without steps 3 and 4), and on the MLP step
+(35 ops) at 70 % in 1,406; on TVM's attention step (65 ops) at 50 to 90 % of its peak
+it does not end in 20 s (the orders of its first runs are too many), nor on MOCCASIN's
 random graphs.
 """
 
@@ -90,7 +92,6 @@ def every_schedule(
     """The search of the module docstring, or None where it stopped before its end."""
     room = budget - graph.base_bytes
     masks = _masks(graph, recomputable, room)
-    full, live_out = (1 << graph.ops) - 1, _mask(graph.live_out)
     start, first = _closed(masks, (_mask(graph.live_in), 0), room)
     came: dict[tuple[int, int], tuple[tuple[int, int], tuple[int, ...]] | None] = {start: None}
     kept: dict[int, list[tuple[int, int]]] = {start[1]: [(start[0], 0)]}  # ops run -> (held, cost)
@@ -105,13 +106,13 @@ def every_schedule(
         taken += 1
         if taken > work or time.perf_counter() > deadline:
             return None
-        if done == full and held & live_out == live_out:
+        if done == masks.every and held & masks.live_out == masks.live_out:
             return Exhausted(first + _steps(came, state), cost, taken)
         # Buffers live in are held at the first step, read or not.
         for ran, after, extra in _moves(masks, held, done, room, start[0] if not done else 0):
             found, closing = _closed(masks, (after, done | _mask(ran)), room)
             if _better(kept, found, cost + extra):
-                ahead = _ahead(masks, found, live_out)
+                ahead = _ahead(masks, found)
                 if ahead is not None:
                     came[found] = (state, ran + closing)
                     heapq.heappush(heap, (cost + extra + ahead, -found[1].bit_count(), cost + extra, found))
@@ -168,14 +169,19 @@ def _moves(masks: _Masks, held: int, done: int, room: int, pinned: int) -> list[
     return moves
 
 
-def _useful(masks: _Masks, done: int) -> int:
-    """The buffers that may still be read: those an op not yet run reads, those live out,
-    and the buffers any of them is made from, however far back."""
-    useful = masks.live_out
+def _wanted(masks: _Masks, done: int) -> int:
+    """The buffers still to be read: by an op not yet run, or after the block."""
+    wanted = masks.live_out
     for v in _bits(masks.every & ~done):
-        useful |= masks.reads[v]
+        wanted |= masks.reads[v]
+    return wanted
+
+
+def _useful(masks: _Masks, done: int) -> int:
+    """The buffers that may still be read: those `_wanted`, and the buffers any of them
+    is made from, however far back."""
     found = 0
-    for b in _bits(useful):
+    for b in _bits(_wanted(masks, done)):
         found |= masks.sources_of[b]
     return found
 
@@ -193,7 +199,7 @@ def _feeders(masks: _Masks, missing: int, done: int) -> list[int] | None:
     return feeders
 
 
-def _ahead(masks: _Masks, state: tuple[int, int], live_out: int) -> int | None:
+def _ahead(masks: _Masks, state: tuple[int, int]) -> int | None:
     """A lower bound on the extra compute still to pay from `state`: every op run already
     must run again whose buffer is still to be read (by an op not yet run, or after the
     block) but is no longer held, or is held but cannot stay held across an op still to
@@ -201,12 +207,10 @@ def _ahead(masks: _Masks, state: tuple[int, int], live_out: int) -> int | None:
     them may not run again."""
     held, done = state
     pending = masks.every & ~done
-    wanted = live_out
-    for v in _bits(pending):
-        wanted |= masks.reads[v]
+    wanted = _wanted(masks, done)
     again = wanted & ~held
     for b in _bits(wanted & held):
-        before = pending if live_out >> b & 1 else 0
+        before = pending if masks.live_out >> b & 1 else 0
         for r in _bits(masks.readers[b] & pending):
             before |= masks.before[r]
         if before & pending & masks.evicts[b]:
