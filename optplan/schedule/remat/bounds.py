@@ -118,17 +118,14 @@ def _held_fixed(graph: Graph, recomputable: Sequence[bool] | None, creator: dict
     held: list[set[int]] = [set() for _ in range(graph.ops)]
     if after is None:
         return held
-    readers: dict[int, list[int]] = {}
-    for r, reads in enumerate(graph.reads):
-        for b in reads:
-            readers.setdefault(b, []).append(r)
+    readers = graph.readers()
     for b in range(len(graph.sizes)):
         maker = creator.get(b)
         if maker is not None and (recomputable is None or recomputable[maker]):
             continue
         for v in range(graph.ops):
             made = maker is None or v in after[maker]
-            if made and (b in graph.live_out and maker is not None or any(r in after[v] for r in readers.get(b, ()))):
+            if made and (b in graph.live_out and maker is not None or any(r in after[v] for r in readers[b])):
                 held[v].add(b)
     return held
 

@@ -323,10 +323,7 @@ def _made_from(graph: Graph, creator: list[int]) -> tuple[int, ...]:
 
 def _order_masks(graph: Graph, room: int) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """`_Masks`'s readers, before and evicts."""
-    readers = [0] * len(graph.sizes)
-    for v, reads in enumerate(graph.reads):
-        for b in reads:
-            readers[b] |= 1 << v
+    readers = [_mask(ops) for ops in graph.readers()]
     after = followers(graph) or [set() for _ in range(graph.ops)]
     before = [0] * graph.ops
     for v, later in enumerate(after):

@@ -31,10 +31,7 @@ def freeing_orders(graph: Graph, seed: int = 0) -> Iterator[tuple[int, ...]]:
     for v, preds in enumerate(graph.preds):
         for u in preds:
             users[u].add(v)
-    readers: dict[int, set[int]] = {}
-    for v, reads in enumerate(graph.reads):
-        for b in reads:
-            readers.setdefault(b, set()).add(v)
+    readers = [len(ops) for ops in graph.readers()]
     sized = [s for s in graph.sizes if s > 0]
     unit = max(1.0, sum(sized) / len(sized) / 4) if sized else 1.0
     seen: set[tuple[int, ...]] = set()
@@ -52,11 +49,11 @@ def freeing_orders(graph: Graph, seed: int = 0) -> Iterator[tuple[int, ...]]:
 
 
 def _draw(
-    graph: Graph, rng: random.Random, users: list[set[int]], readers: dict[int, set[int]], unit: float
+    graph: Graph, rng: random.Random, users: list[set[int]], readers: list[int], unit: float
 ) -> tuple[int, ...]:
     waiting = [len(set(preds)) for preds in graph.preds]
     ready = [v for v in range(graph.ops) if not waiting[v]]
-    left = {b: len(r) for b, r in readers.items()}
+    left = list(readers)  # per buffer, its readers not yet drawn
     order: list[int] = []
     while ready:
         weights = []
