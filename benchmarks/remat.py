@@ -16,10 +16,13 @@ way networkx 3.1 does: generations of nodes in file order):
    greedy, then cpsat for up to 10 s).
 
     .venv/bin/python benchmarks/remat.py --graphs DIR [--moccasin "PYTHON MAIN.PY"]
-        [--time-limit 30] [--set icml|all] [--shares 0.9,0.8,0.7,0.6,0.5] [--only n100]
-        [--out benchmarks/results/remat.csv]
+        [--time-limit 30] [--retry-limit 120] [--set icml|all] [--shares 0.9,0.8,0.7,0.6,0.5]
+        [--only n100] [--out benchmarks/results/remat.csv]
     .venv/bin/python benchmarks/remat.py --programs   # the training programs alone
     .venv/bin/python benchmarks/remat.py --graphs DIR --reach   # how low each heuristic gets
+
+A case where optplan finds neither a schedule nor a proof at `--time-limit` runs again,
+optplan and MOCCASIN both, at `--retry-limit`, in a row of its own (`limit` says which).
 
 `--reach` bisects the budget from the best order's peak down to the proven memory bound
 for each heuristic alone from the order search's best order (`heuristic.greedy` under
@@ -82,7 +85,7 @@ ICML = (
     "random_layered_n1000_w0.31_nlv0.75_ed0.2_scd0.14",
 )
 COLUMNS = (
-    "graph", "nodes", "share", "budget", "optplan_status", "optplan_extra_pct", "optplan_bound_pct",
+    "graph", "nodes", "share", "budget", "limit", "optplan_status", "optplan_extra_pct", "optplan_bound_pct",
     "optplan_arena", "optplan_fits", "optplan_method", "optplan_seconds", "moccasin_status",
     "moccasin_extra_pct", "moccasin_peak_fits", "moccasin_arena_fits", "moccasin_seconds", "reason",
 )  # fmt: skip
@@ -199,13 +202,17 @@ def graph_rows(args: argparse.Namespace, folder: Path) -> list[dict[str, object]
         peak = peak_bytes(graph, tuple(range(graph.ops)))
         for share in args.shares:
             budget = math.ceil(peak * share)
-            row: dict[str, object] = {"graph": name, "nodes": graph.ops, "share": share, "budget": budget}
-            row.update(run_optplan(graph, budget, args.time_limit))
-            if command:
-                row.update(run_moccasin(command, path, share, args.time_limit, graph, ids, budget))
-            rows.append(row)
-            print(" | ".join(str(row.get(c, "")) for c in COLUMNS[:-1]), flush=True)
-            write(rows, args.out)  # so far: a long run cut short keeps its rows
+            for limit in (args.time_limit, args.retry_limit):
+                row: dict[str, object] = {"graph": name, "nodes": graph.ops, "share": share, "budget": budget}
+                row["limit"] = limit
+                row.update(run_optplan(graph, budget, limit))
+                if command:
+                    row.update(run_moccasin(command, path, share, limit, graph, ids, budget))
+                rows.append(row)
+                print(" | ".join(str(row.get(c, "")) for c in COLUMNS[:-1]), flush=True)
+                write(rows, args.out)  # so far: a long run cut short keeps its rows
+                if row["optplan_status"] != "unknown" or args.retry_limit <= limit:
+                    break
     return rows
 
 
@@ -214,6 +221,9 @@ def main() -> None:
     parser.add_argument("--graphs", default=os.environ.get("OPTPLAN_PEER_GRAPHS", ""))
     parser.add_argument("--moccasin", default="")
     parser.add_argument("--time-limit", type=float, default=30.0)
+    parser.add_argument(
+        "--retry-limit", type=float, default=120.0, help="a case with no answer at --time-limit runs again at this (0: never)"
+    )
     parser.add_argument("--set", choices=("icml", "all"), default="icml")
     parser.add_argument("--only", default="", help="comma-separated parts of graph names")
     parser.add_argument("--shares", type=lambda t: [float(x) for x in t.split(",")], default=[0.9, 0.8, 0.7, 0.6, 0.5])

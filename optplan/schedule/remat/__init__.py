@@ -20,8 +20,10 @@ extra compute (the cost of every run after an op's first). Steps:
 3. The heuristics from each order (`heuristic`: make again what is held across the
    peak, under each of its three ranks of moves; `walk`: evict and make again on
    demand), the cheapest schedule packed for real offsets (greedy, a search over its
-   placement sequence, CP-SAT on the smaller ones); a packing above the budget
-   tightens the live-bytes target and goes on with the heuristic that found it. Then
+   placement sequence, CP-SAT on the smaller ones). Where a packing exceeds the
+   budget, the heuristic that found the schedule goes on from it with the target
+   lowered at the steps where the packing overflowed, by as much (`_relieve`), and
+   failing that, with the whole live-bytes target tightened. Then
    the heuristics go on from first-run orders drawn at random (`restarts`) until their
    share of the time is spent, keeping the cheapest. For graphs above `exact_ops` ops
    this is the anytime path.
@@ -49,8 +51,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from optplan.planners import get_planner
-from optplan.planners.greedy.tries import descend
 from optplan.problem import Problem
 from optplan.problem.plan import Plan, Status, validate
 from optplan.schedule import Scheduler, best_quick
@@ -59,12 +59,10 @@ from optplan.schedule.remat.bounds import MemoryBound, is_valid_steps, memory_bo
 from optplan.schedule.remat.exhaustive import Exhausted, every_schedule
 from optplan.schedule.remat.heuristic import RANKS, extra_cost, greedy, prune
 from optplan.schedule.remat.model import ModelResult, solve_model
+from optplan.schedule.remat.packing import pack, packed, relieve
 from optplan.schedule.remat.restarts import freeing_orders
 from optplan.schedule.remat.walk import evict
 
-CPSAT_PACKS = 500  # the most instances `pack` gives CP-SAT whatever greedy's gap
-DESCENT_WORK = 1_000  # moves of `tries.descend` a packing above the budget is given
-DESCENT_PACKS = 990  # the most instances it is given to (each move places them all)
 # `every_schedule` is tried on graphs of up to 64 ops, for 2,000 states and a tenth of the
 # time at most (the CNN training step at 50 % needs 56 states, the MLP step at 70 % 1,406
 # in 1.4 s; TVM's attention step does not end within them).
@@ -187,7 +185,7 @@ def _every(
         seconds = time.perf_counter() - began
         return RematSchedule(None, Status.INFEASIBLE, 0, 0, 0, total, 0, proof, None, "bound", reason, seconds)
     steps = prune(graph, every.steps, options.budget_bytes)
-    plan = pack(graph, steps, options, began + 0.3 * options.time_limit)
+    plan = pack(graph, steps, options.budget_bytes, options.alignment, began + 0.3 * options.time_limit)
     if plan is None:
         return None
     found = _Found(steps, plan, extra_cost(graph, steps), "exhaustive", True)
@@ -265,7 +263,7 @@ def _fit(
     if peak_bytes(graph, order) <= target:
         # An order that fits needs no recomputation: packing it is worth a little time
         # even where the heuristics' share is spent (a loaded machine).
-        plan = pack(graph, order, options, max(deadline, time.perf_counter() + 2.0))
+        plan = pack(graph, order, options.budget_bytes, options.alignment, max(deadline, time.perf_counter() + 2.0))
         if plan is not None:
             return _Found(order, plan, 0, "order", True)
     floor = graph.base_bytes  # below every target the heuristics may still meet
@@ -279,10 +277,14 @@ def _fit(
             # Nothing at this target from here: try halfway back to the one met.
             floor, target = target, (target + missed) // 2
             continue
-        plan, over = _packed(graph, found[0], options, deadline)
+        plan, over, tops = packed(graph, found[0], options.budget_bytes, options.alignment, deadline)
         extra = extra_cost(graph, found[0])
         if plan is not None:
             return _Found(found[0], plan, extra, "order" if extra == 0 else "greedy", extra == 0)
+        if found[1] in RANKS:
+            packs = relieve(graph, found, tops, target, options.budget_bytes, options.alignment, allowed, deadline)
+            if packs is not None:
+                return _Found(packs[0], packs[1], extra_cost(graph, packs[0]), "greedy")
         # The packing rounds go on from this schedule with the ranks of the peak heuristic
         # that met this target, cheapest first, lower by what the greedy packing lost to
         # fragmentation (on MOCCASIN's 1,000-node graph at 70 % it was 6.5 %: three 2 %
@@ -313,43 +315,6 @@ def _found_by(
         if walked is not None:
             found.append((prune(graph, walked, target), "walk"))
     return sorted(found, key=lambda f: extra_cost(graph, f[0]))
-
-
-def pack(graph: Graph, steps: Sequence[int], options: Remat, deadline: float) -> Plan | None:
-    """Offsets of every instance within the budget (greedy, then CP-SAT briefly), or None."""
-    return _packed(graph, steps, options, deadline)[0]
-
-
-def _packed(graph: Graph, steps: Sequence[int], options: Remat, deadline: float) -> tuple[Plan | None, int]:
-    """`pack`'s plan, and the bytes by which its packing before CP-SAT exceeds the budget
-    (0 when it fits). Greedy's packing above the budget goes to `tries.descend`, bounded
-    by `DESCENT_WORK` moves (not seconds, so that the rounds after it take the same path
-    on every run), up to `DESCENT_PACKS` instances: on MOCCASIN's 500-node graph at 60 %
-    the rounds reach a schedule of 941 instances that it packs within the budget (their
-    schedules there have up to 988); on its 1,000-node graph, whose every schedule has
-    1,000 instances or more, a move takes about 20 ms: 1,000 of them would take 20 s of
-    the rounds' time on a plain order alone. CP-SAT's few
-    seconds are tried where there are at most `CPSAT_PACKS` instances, or where the
-    search was not run and greedy is within 2 % of the budget: on MOCCASIN's 250-node
-    graph at 70 % (265 instances) they close more than 10 %; on its 500-node graph at
-    60 % (674) 0.4 % of 12.3 % in 10 s, and after the search 5 s of it did not bring a
-    schedule of 988 instances, 1.9 % over, within the budget; on its
-    1,000-node graph at 90 % and 80 % they pack schedules the rounds would otherwise
-    take lower (+0.57 and +4.20 % extra compute against +0.77 and +4.70 %)."""
-    room = options.budget_bytes - graph.base_bytes
-    buffers = problem_of(graph, steps, options.alignment).buffers
-    problem = Problem(buffers, capacity=room)
-    plan = get_planner("greedy")(Problem(buffers))
-    searched = plan.arena > room and len(buffers) <= DESCENT_PACKS
-    if searched:
-        plan = descend(problem, plan, deadline, work=DESCENT_WORK)
-    over = max(0, plan.arena - room)
-    if over and (len(buffers) <= CPSAT_PACKS or (not searched and over <= room // 50)):
-        left = min(5.0, deadline - time.perf_counter())
-        if left > 0.2:
-            plan = get_planner("cpsat", time_limit=left)(problem)
-    fits = plan.status.has_plan and plan.arena <= room and not validate(problem, plan)
-    return (plan if fits else None), over
 
 
 def _exact(
@@ -394,7 +359,7 @@ def _exact(
         extra = extra_cost(graph, result.steps)
         if best is not None and extra >= best.extra:
             break
-        plan = _model_plan(graph, options, result) if offsets else pack(graph, result.steps, options, end)
+        plan = _model_plan(graph, options, result) if offsets else pack(graph, result.steps, options.budget_bytes, options.alignment, end)
         if plan is not None:
             return _Found(result.steps, plan, extra, "cp-sat", result.optimal and room == options.budget_bytes), bound
         # The live bytes fit but the instances do not pack: ask again a little lower.

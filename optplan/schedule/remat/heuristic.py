@@ -22,6 +22,10 @@ From a start order (a plain schedule) under a memory target, steps:
     step:     0    1    2    3    4    5         a is read at 1 and at 5
     a:        [=========================]        held across the peak at 3
     after:    [=========]          [====]        a made again just before step 5
+
+`relieved` lowers the target at chosen steps (each step counts its `relief` beyond the
+bytes it holds, and a step made again before step r counts r's): the packing rounds
+lower it where a packing of the schedule overflowed the budget.
 """
 
 from __future__ import annotations
@@ -52,14 +56,16 @@ class _State:
     profile: np.ndarray  # bytes held at each step
     crossing: np.ndarray  # bytes held from step r - 1 into step r (index r)
     first: np.ndarray  # op -> the step of its first run
+    relief: np.ndarray  # bytes counted at each step beyond those held (`greedy`'s `relief`)
 
     def readers(self, k: int) -> np.ndarray:
         return self.read_steps[self.read_ptr[k] : self.read_ptr[k + 1]]
 
 
-def evaluate(graph: Graph, steps: Sequence[int], flat: Flat | None = None) -> _State:
+def evaluate(graph: Graph, steps: Sequence[int], flat: Flat | None = None, relief: np.ndarray | None = None) -> _State:
     flat = flat or Flat(graph)
     array = np.array(steps, dtype=np.int64)
+    relief = np.zeros(len(array), dtype=np.int64) if relief is None else relief
     buffer, start, end, read_ptr, read_steps, made_ptr, made, ok = flat.instances(array)
     if not ok:
         instances(graph, steps)  # raises with the step and the buffer
@@ -68,7 +74,7 @@ def evaluate(graph: Graph, steps: Sequence[int], flat: Flat | None = None) -> _S
     change = np.zeros(n + 2, dtype=np.int64)
     np.add.at(change, start, sizes)
     np.add.at(change, end, -sizes)
-    profile = graph.base_bytes + np.cumsum(change)[:n]
+    profile = graph.base_bytes + np.cumsum(change)[:n] + relief
     across = np.zeros(n + 2, dtype=np.int64)
     long = end > start + 1
     np.add.at(across, start[long] + 1, sizes[long])
@@ -77,7 +83,9 @@ def evaluate(graph: Graph, steps: Sequence[int], flat: Flat | None = None) -> _S
     first = np.full(graph.ops, -1, dtype=np.int64)
     ran, at = np.unique(array, return_index=True)
     first[ran] = at
-    return _State(tuple(steps), array, buffer, start, end, read_ptr, read_steps, made_ptr, made, profile, crossing, first)
+    return _State(
+        tuple(steps), array, buffer, start, end, read_ptr, read_steps, made_ptr, made, profile, crossing, first, relief
+    )
 
 
 def profile_of(graph: Graph, steps: Sequence[int]) -> np.ndarray:
@@ -127,20 +135,36 @@ def greedy(
     unit of compute; "key", the nearest, whatever it costs. No one of them reaches every
     budget the others do: on MOCCASIN's graphs, "cost" alone meets the 1,000-node graph
     at 50 %, "key" alone the 100-node graph at 60 % and the 500-node one at 55 %."""
+    found = relieved(graph, start, target, recomputable, deadline, rank, np.zeros(len(start), dtype=np.int64))
+    return None if found is None else found[0]
+
+
+def relieved(
+    graph: Graph,
+    start: Sequence[int],
+    target: int,
+    recomputable: Sequence[bool],
+    deadline: float,
+    rank: str,
+    relief: np.ndarray,
+) -> tuple[tuple[int, ...], np.ndarray] | None:
+    """`greedy` with a target lower by `relief[t]` at step t of `start` (the bytes by
+    which a packing of `start` exceeded the budget there): the schedule, and the relief
+    of each of its steps (the steps a move makes again before step r take r's)."""
     allowed = np.array(recomputable, dtype=np.bool_).reshape(graph.ops)
     search = _Search(graph, Flat(graph), target, allowed, deadline, rank)
-    state = evaluate(graph, start, search.flat)
+    state = evaluate(graph, start, search.flat, relief)
     while int(state.profile.max(initial=0)) > target:
         if time.perf_counter() > deadline:
             return None
         found = _best_move(search, state)
         if found is None:
             return None
-        state = evaluate(graph, found, search.flat)
-    return prune(graph, state.steps, target, search.flat)
+        state = evaluate(graph, found[0], search.flat, found[1])
+    return _pruned(graph, state.steps, target, search.flat, state.relief)
 
 
-def _best_move(search: _Search, state: _State) -> tuple[int, ...] | None:
+def _best_move(search: _Search, state: _State) -> tuple[tuple[int, ...], np.ndarray] | None:
     """Steps 2 and 3: the steps after the best move, or None when no move helps. The
     best-ranked candidates are tried first; where none of them helps, every other one
     (on MOCCASIN's 500-node graph at 60 %, the first six stop helping long before the
@@ -168,13 +192,16 @@ def _best_move(search: _Search, state: _State) -> tuple[int, ...] | None:
     return None
 
 
-def _chosen(search: _Search, state: _State, tried: list[tuple[int, int]]) -> tuple[int, ...] | None:
+def _chosen(
+    search: _Search, state: _State, tried: list[tuple[int, int]]
+) -> tuple[tuple[int, ...], np.ndarray] | None:
     """Of making instance k again before step r, for each (k, r) of `tried`, with its
     dead inputs' ops made again to each depth: the steps of the one `search.rank`
     prefers among those that bring the profile nearer the target, or None."""
     graph = search.graph
     before = distance(state.profile, search.target)
-    best: tuple[tuple[float, ...], np.ndarray] | None = None
+    relieved = bool(state.relief.any())
+    best: tuple[tuple[float, ...], np.ndarray, int] | None = None
     for k, r in tried:
         if time.perf_counter() > search.deadline:
             break
@@ -188,13 +215,23 @@ def _chosen(search: _Search, state: _State, tried: list[tuple[int, int]]) -> tup
             upto = ops[: ptr[min(depth, len(ptr) - 1)]]
             chain = upto[np.argsort(state.first[upto], kind="stable")].tolist() + [v]
             steps = np.concatenate((state.array[:r], np.array(chain, dtype=np.int64), state.array[r:]))
-            key = search.flat.key(steps, search.target)
+            profile = search.flat(steps)
+            if relieved:
+                profile += _inserted(state.relief, r, len(chain))
+            key = distance(profile, search.target)
             if key < before:
                 cost = sum(graph.costs[u] if graph.costs else 1 for u in chain)
                 rank = _rank(search.rank, cost, key, before)
                 if best is None or rank < best[0]:
-                    best = (rank, steps)
-    return None if best is None else tuple(best[1].tolist())
+                    best = (rank, steps, r)
+    if best is None:
+        return None
+    return tuple(best[1].tolist()), _inserted(state.relief, best[2], len(best[1]) - len(state.array))
+
+
+def _inserted(relief: np.ndarray, r: int, count: int) -> np.ndarray:
+    """The relief of a schedule with `count` steps inserted before step r: theirs is r's."""
+    return np.concatenate((relief[:r], np.full(count, relief[r], dtype=np.int64), relief[r:]))
 
 
 def _rank(rank: str, cost: int, key: tuple[int, int, int], before: tuple[int, int, int]) -> tuple[float, ...]:
@@ -214,7 +251,7 @@ def _moved(graph: Graph, state: _State, k: int, v: int, r: int, target: int) -> 
     readers = state.readers(k)
     kept = readers[readers < r]
     cut = (int(kept.max()) if len(kept) else int(state.start[k])) + 1
-    new = int(state.crossing[r]) + sum(graph.sizes[b] for b in graph.creates[v] if b != state.buffer[k])
+    new = int(state.crossing[r] + state.relief[r]) + sum(graph.sizes[b] for b in graph.creates[v] if b != state.buffer[k])
     ends, sizes = [], []
     for a in graph.reads[v]:
         end = int(state.end[latest(state.made_ptr, state.made, state.start, a, r)])
@@ -239,7 +276,13 @@ def _levels(search: _Search, state: _State, v: int, r: int) -> tuple[np.ndarray,
 
 def prune(graph: Graph, steps: Sequence[int], target: int, flat: Flat | None = None) -> tuple[int, ...]:
     """Step 4: without each recomputation, dearest first, where the peak stays in target."""
-    flat = flat or Flat(graph)
+    return _pruned(graph, steps, target, flat or Flat(graph), np.zeros(len(steps), dtype=np.int64))[0]
+
+
+def _pruned(
+    graph: Graph, steps: Sequence[int], target: int, flat: Flat, relief: np.ndarray
+) -> tuple[tuple[int, ...], np.ndarray]:
+    """`prune` with each step's relief counted: the steps kept, and theirs."""
     steps = tuple(steps)
     seen: set[int] = set()
     again = []
@@ -249,7 +292,8 @@ def prune(graph: Graph, steps: Sequence[int], target: int, flat: Flat | None = N
         seen.add(v)
     for t in sorted(again, key=lambda t: -(graph.costs[steps[t]] if graph.costs else 1)):
         trial = steps[:t] + (-1,) + steps[t + 1 :]
-        shorter = tuple(v for v in trial if v >= 0)
-        if int(flat(shorter).max(initial=0)) <= target:
+        kept = np.array(trial) >= 0
+        if int((flat(np.array(trial)[kept]) + relief[kept]).max(initial=0)) <= target:
             steps = trial
-    return tuple(v for v in steps if v >= 0)
+    kept = np.array(steps) >= 0
+    return tuple(v for v in steps if v >= 0), relief[kept]

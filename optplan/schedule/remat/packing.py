@@ -1,0 +1,142 @@
+"""Offsets for a schedule's instances within the budget, and the packing rounds.
+
+`pack` places every instance of a schedule (`schedule.graph.problem_of`) in one arena
+of the budget: greedy, `tries.descend` where greedy is over and the schedule small
+enough, CP-SAT briefly where it is smaller still or greedy is near. `relieve` is what
+the recomputation heuristics do when a schedule they met does not pack: where the
+packing overflows at a step, that step's target is lowered, and the heuristic goes on.
+
+    the packing's top at each step
+           │         ▒▒▒▒             ▒: above the budget at steps 3-4, though the
+    budget ┼─────────████────────     bytes held there are within it (the holes
+           │   ┌─────████──┐          between instances are not). Those steps'
+           │ ┌─┘           └──┐       target goes down by the overflow and a little;
+           └─┴────────────────┴──     the heuristic meets it, and the schedule is
+             0  1  2  3  4  5  6  step    packed again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from optplan.planners import get_planner
+from optplan.planners.greedy.tries import descend
+from optplan.problem import Buffer, Problem
+from optplan.problem.plan import Plan, validate
+from optplan.schedule.graph import Graph, problem_of
+from optplan.schedule.remat.heuristic import relieved
+
+CPSAT_PACKS = 500  # the most instances `pack` gives CP-SAT whatever greedy's gap
+DESCENT_WORK = 1_000  # moves of `tries.descend` a packing above the budget is given
+DESCENT_PACKS = 990  # the most instances it is given to (each move places them all)
+# Packing rounds in a row that bring the packing no lower, after which `relieve` stops.
+RELIEF_IDLE = 5
+# In those rounds CP-SAT packs a schedule too large for `tries.descend` only where greedy
+# is within 1/RELIEF_NEAR of the budget (on the 1,000-node graph at 50 % its 5 s at 1-2 %
+# over never closed it, and the next round did).
+RELIEF_NEAR = 200
+
+
+def relieve(
+    graph: Graph,
+    found: tuple[tuple[int, ...], str],
+    tops: np.ndarray,
+    target: int,
+    budget: int,
+    alignment: int,
+    allowed: list[bool],
+    deadline: float,
+) -> tuple[tuple[int, ...], Plan] | None:
+    """Step 3's packing rounds at one target: where a packing of the schedule exceeds
+    the budget at a step (`tops`: the highest byte in use at each), that step's target is
+    lowered by as much and a little more (`heuristic.relieved`), and the heuristic that
+    found it goes on from it; the first schedule that packs, or None once
+    `RELIEF_IDLE` rounds in a row bring no packing lower or a lowered target is not met.
+    A step's target never goes below what its op needs at once (the search would fail
+    on it). On MOCCASIN's 1,000-node graph at 50 %, the schedules met at every target
+    lie 2-5 % above the budget when packed, over a few hundred of their 5,000-7,000
+    steps: rounds bring that to 0.2 %. The schedule that packs and its plan, or None."""
+    steps, rank = found
+    room = budget - graph.base_bytes
+    need = np.array([_op_bytes(graph, v) for v in range(graph.ops)], dtype=np.int64)
+    relief = np.zeros(len(steps), dtype=np.int64)
+    lowest, idle = None, 0
+    while idle < RELIEF_IDLE and time.perf_counter() < deadline:
+        over = np.maximum(0, tops - room)
+        more = over + np.where(over > 0, max(1, room // 200), 0)
+        relief = np.clip(relief + more, 0, np.maximum(0, target - need[list(steps)]))
+        again = relieved(graph, steps, target, allowed, deadline, rank, relief)
+        if again is None:
+            return None
+        steps, relief = again
+        plan, excess, tops = packed(graph, steps, budget, alignment, deadline, near=RELIEF_NEAR)
+        if plan is not None:
+            return steps, plan
+        lowest, idle = (excess, 0) if lowest is None or excess < lowest else (lowest, idle + 1)
+    return None
+
+
+def _op_bytes(graph: Graph, v: int) -> int:
+    """The bytes op v holds while it runs: its inputs and outputs, with the base."""
+    held = set(graph.reads[v]) | set(graph.creates[v])
+    return graph.base_bytes + sum(graph.sizes[b] for b in held)
+
+
+def pack(
+    graph: Graph, steps: Sequence[int], budget: int, alignment: int, deadline: float
+) -> Plan | None:
+    """Offsets of every instance within the budget (greedy, then CP-SAT briefly), or None."""
+    return packed(graph, steps, budget, alignment, deadline)[0]
+
+
+def packed(
+    graph: Graph, steps: Sequence[int], budget: int, alignment: int, deadline: float, near: int = 50
+) -> tuple[Plan | None, int, np.ndarray]:
+    """`pack`'s plan, the bytes by which its packing before CP-SAT exceeds the budget
+    (0 when it fits), and the highest byte that packing uses at each step.
+    Greedy's packing above the budget goes to `tries.descend`, bounded
+    by `DESCENT_WORK` moves (not seconds, so that the rounds after it take the same path
+    on every run), up to `DESCENT_PACKS` instances: on MOCCASIN's 500-node graph at 60 %
+    the rounds reach a schedule of 941 instances that it packs within the budget (their
+    schedules there have up to 988); on its 1,000-node graph, whose every schedule has
+    1,000 instances or more, a move takes about 20 ms: 1,000 of them would take 20 s of
+    the rounds' time on a plain order alone. CP-SAT's few
+    seconds are tried where there are at most `CPSAT_PACKS` instances, or where the
+    search was not run and greedy is within 2 % of the budget: on MOCCASIN's 250-node
+    graph at 70 % (265 instances) they close more than 10 %; on its 500-node graph at
+    60 % (674) 0.4 % of 12.3 % in 10 s, and after the search 5 s of it did not bring a
+    schedule of 988 instances, 1.9 % over, within the budget; on its
+    1,000-node graph at 90 % and 80 % they pack schedules the rounds would otherwise
+    take lower (+0.57 and +4.20 % extra compute against +0.77 and +4.70 %)."""
+    room = budget - graph.base_bytes
+    buffers = problem_of(graph, steps, alignment).buffers
+    problem = Problem(buffers, capacity=room)
+    plan = get_planner("greedy")(Problem(buffers))
+    searched = plan.arena > room and len(buffers) <= DESCENT_PACKS
+    if searched:
+        plan = descend(problem, plan, deadline, work=DESCENT_WORK)
+    over = max(0, plan.arena - room)
+    tops = tops_of(buffers, plan, len(steps))
+    if over and (len(buffers) <= CPSAT_PACKS or (not searched and over <= room // near)):
+        left = min(5.0, deadline - time.perf_counter())
+        if left > 0.2:
+            plan = get_planner("cpsat", time_limit=left)(problem)
+    fits = plan.status.has_plan and plan.arena <= room and not validate(problem, plan)
+    return (plan if fits else None), over, tops
+
+
+def tops_of(buffers: Sequence[Buffer], plan: Plan, steps: int) -> np.ndarray:
+    """The highest byte in use at each step under `plan` (0 where it has no offsets)."""
+    tops = np.zeros(steps + 1, dtype=np.int64)
+    for buffer in buffers:
+        offset = plan.offsets.get(buffer.id)
+        if offset is None:
+            continue
+        for span in buffer.live:
+            np.maximum(
+                tops[span.start : span.end], offset + buffer.size, out=tops[span.start : span.end]
+            )
+    return tops[:steps]
