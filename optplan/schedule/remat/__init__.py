@@ -21,9 +21,9 @@ extra compute (the cost of every run after an op's first). Steps:
    peak, under each of its three ranks of moves; `walk`: evict and make again on
    demand), the cheapest schedule packed for real offsets (greedy, a search over its
    placement sequence, CP-SAT on the smaller ones). Where a packing exceeds the
-   budget, the heuristic that found the schedule goes on from it with the target
-   lowered at the steps where the packing overflowed, by as much (`_relieve`), and
-   failing that, with the whole live-bytes target tightened. Then
+   budget, the heuristic goes on with the whole live-bytes target tightened, and where
+   that finds nothing, from the first schedule that did not pack with the target
+   lowered only at the steps where its packing overflowed (`packing.relieve`). Then
    the heuristics go on from first-run orders drawn at random (`restarts`) until their
    share of the time is spent, keeping the cheapest. For graphs above `exact_ops` ops
    this is the anytime path.
@@ -50,6 +50,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+
+import numpy as np
 
 from optplan.problem import Problem
 from optplan.problem.plan import Plan, Status, validate
@@ -258,14 +260,37 @@ def _fit(
     deadline: float,
     ranks: Sequence[str],
 ) -> _Found | None:
-    """Step 3 from one order: tighten the live-bytes target until the instances pack."""
-    target, steps = options.budget_bytes, order
-    if peak_bytes(graph, order) <= target:
+    """Step 3 from one order: tighten the live-bytes target until the instances pack;
+    where that finds nothing, the packing rounds (`packing.relieve`) from the first
+    schedule met that did not pack."""
+    if peak_bytes(graph, order) <= options.budget_bytes:
         # An order that fits needs no recomputation: packing it is worth a little time
         # even where the heuristics' share is spent (a loaded machine).
         plan = pack(graph, order, options.budget_bytes, options.alignment, max(deadline, time.perf_counter() + 2.0))
         if plan is not None:
             return _Found(order, plan, 0, "order", True)
+    first: list[tuple[tuple[tuple[int, ...], str], np.ndarray, int]] = []
+    found = _tightened(graph, order, options, allowed, deadline, ranks, first)
+    if found is not None or not first:
+        return found
+    met, tops, target = first[0]
+    packs = relieve(graph, met, tops, target, options.budget_bytes, options.alignment, allowed, deadline)
+    return None if packs is None else _Found(packs[0], packs[1], extra_cost(graph, packs[0]), "greedy")
+
+
+def _tightened(
+    graph: Graph,
+    order: tuple[int, ...],
+    options: Remat,
+    allowed: list[bool],
+    deadline: float,
+    ranks: Sequence[str],
+    first: list[tuple[tuple[tuple[int, ...], str], np.ndarray, int]],
+) -> _Found | None:
+    """`_fit`'s tightening of the target; appends to `first` the first schedule met by
+    the peak heuristic that does not pack, with the top of its packing at each step and
+    its target."""
+    target, steps = options.budget_bytes, order
     floor = graph.base_bytes  # below every target the heuristics may still meet
     missed = None  # the lowest target met whose schedule did not pack
     while target > floor:
@@ -281,10 +306,8 @@ def _fit(
         extra = extra_cost(graph, found[0])
         if plan is not None:
             return _Found(found[0], plan, extra, "order" if extra == 0 else "greedy", extra == 0)
-        if found[1] in RANKS:
-            packs = relieve(graph, found, tops, target, options.budget_bytes, options.alignment, allowed, deadline)
-            if packs is not None:
-                return _Found(packs[0], packs[1], extra_cost(graph, packs[0]), "greedy")
+        if found[1] in RANKS and not first:
+            first.append((found, tops, target))
         # The packing rounds go on from this schedule with the ranks of the peak heuristic
         # that met this target, cheapest first, lower by what the greedy packing lost to
         # fragmentation (on MOCCASIN's 1,000-node graph at 70 % it was 6.5 %: three 2 %

@@ -3,8 +3,9 @@
 `pack` places every instance of a schedule (`schedule.graph.problem_of`) in one arena
 of the budget: greedy, `tries.descend` where greedy is over and the schedule small
 enough, CP-SAT briefly where it is smaller still or greedy is near. `relieve` is what
-the recomputation heuristics do when a schedule they met does not pack: where the
-packing overflows at a step, that step's target is lowered, and the heuristic goes on.
+the recomputation heuristics do when a schedule they met does not pack and a lower
+target everywhere brings none that does: where the packing overflows at a step, that
+step's target is lowered, and the heuristic goes on.
 
     the packing's top at each step
            │         ▒▒▒▒             ▒: above the budget at steps 3-4, though the
@@ -56,9 +57,10 @@ def relieve(
     found it goes on from it; the first schedule that packs, or None once
     `RELIEF_IDLE` rounds in a row bring no packing lower or a lowered target is not met.
     A step's target never goes below what its op needs at once (the search would fail
-    on it). On MOCCASIN's 1,000-node graph at 50 %, the schedules met at every target
-    lie 2-5 % above the budget when packed, over a few hundred of their 5,000-7,000
-    steps: rounds bring that to 0.2 %. The schedule that packs and its plan, or None."""
+    on it). On MOCCASIN's 1,000-node graph at 50 %, the first schedule met (2,630
+    steps) packs 11 % over the budget, and no lower target everywhere brings one that
+    packs; six rounds do (33,550 bytes over, then 10,780, 5,369, 5,540, 5,700, 1,070, 0).
+    The schedule that packs and its plan, or None."""
     steps, rank = found
     room = budget - graph.base_bytes
     need = np.array([_op_bytes(graph, v) for v in range(graph.ops)], dtype=np.int64)
