@@ -197,6 +197,16 @@ def _every(
 
 
 @dataclass(frozen=True, slots=True)
+class _Unpacked:
+    """A schedule met at `target` in live bytes, with what met it, whose packing's top
+    at each step (`tops`) is over the budget somewhere."""
+
+    found: tuple[tuple[int, ...], str]
+    tops: np.ndarray
+    target: int
+
+
+@dataclass(frozen=True, slots=True)
 class _Found:
     steps: tuple[int, ...]
     plan: Plan
@@ -271,12 +281,12 @@ def _fit(
         plan = pack(graph, order, options.budget_bytes, options.alignment, max(deadline, time.perf_counter() + 2.0))
         if plan is not None:
             return _Found(order, plan, 0, "order", True)
-    first: list[tuple[tuple[tuple[int, ...], str], np.ndarray, int]] = []
-    found = _tightened(graph, order, options, allowed, deadline, ranks, first)
-    if found is not None or not first:
+    found, unpacked = _tightened(graph, order, options, allowed, deadline, ranks)
+    if found is not None or unpacked is None:
         return found
-    met, tops, target = first[0]
-    packs = relieve(graph, met, tops, target, options.budget_bytes, options.alignment, allowed, deadline)
+    packs = relieve(
+        graph, unpacked.found, unpacked.tops, unpacked.target, options.budget_bytes, options.alignment, allowed, deadline
+    )
     return None if packs is None else _Found(packs[0], packs[1], extra_cost(graph, packs[0]), "greedy")
 
 
@@ -287,12 +297,11 @@ def _tightened(
     allowed: list[bool],
     deadline: float,
     ranks: Sequence[str],
-    first: list[tuple[tuple[tuple[int, ...], str], np.ndarray, int]],
-) -> _Found | None:
-    """`_fit`'s tightening of the target; appends to `first` the first schedule met by
-    the peak heuristic that does not pack, with the top of its packing at each step and
-    its target."""
+) -> tuple[_Found | None, _Unpacked | None]:
+    """`_fit`'s tightening of the target: the schedule that packs, or None; and the first
+    schedule met by the peak heuristic that did not pack, or None."""
     target, steps = options.budget_bytes, order
+    unpacked: _Unpacked | None = None
     floor = graph.base_bytes  # below every target the heuristics may still meet
     missed = None  # the lowest target met whose schedule did not pack
     while target > floor:
@@ -300,16 +309,16 @@ def _tightened(
         found = every[0] if every else None
         if found is None:
             if missed is None or missed - floor <= max(1, options.budget_bytes // 1000):
-                return None
+                return None, unpacked
             # Nothing at this target from here: try halfway back to the one met.
             floor, target = target, (target + missed) // 2
             continue
         plan, over, tops = packed(graph, found[0], options.budget_bytes, options.alignment, deadline)
         extra = extra_cost(graph, found[0])
         if plan is not None:
-            return _Found(found[0], plan, extra, "order" if extra == 0 else "greedy", extra == 0)
-        if found[1] in RANKS and not first:
-            first.append((found, tops, target))
+            return _Found(found[0], plan, extra, "order" if extra == 0 else "greedy", extra == 0), unpacked
+        if found[1] in RANKS and unpacked is None:
+            unpacked = _Unpacked(found, tops, target)
         # The packing rounds go on from this schedule with the ranks of the peak heuristic
         # that met this target, cheapest first, lower by what the greedy packing lost to
         # fragmentation (on MOCCASIN's 1,000-node graph at 70 % it was 6.5 %: three 2 %
@@ -319,9 +328,9 @@ def _tightened(
         room = target - graph.base_bytes
         lower = max(floor + 1, target - max(1, room // 50, min(over, room // 10)))
         if lower >= target or time.perf_counter() > deadline:
-            return None  # met at every target tried, packed at none
+            return None, unpacked  # met at every target tried, packed at none
         target = lower
-    return None
+    return None, unpacked
 
 
 def _found_by(
