@@ -57,10 +57,6 @@ class Flat:
             steps, self.reads_ptr, self.reads_idx, self.creates_ptr, self.creates_idx, self.live_in, self.live_out
         )
 
-    def key(self, steps: np.ndarray, target: int) -> tuple[int, int, int]:
-        """`distance` of the profile of `steps` from `target`."""
-        return distance(self(steps), target)
-
 
 def distance(profile: np.ndarray, target: int) -> tuple[int, int, int]:
     """How far a profile is from `target`: its peak, the steps at the peak, the bytes
@@ -267,7 +263,7 @@ def warm_kernels() -> None:
     graph = Graph(sizes=(2, 1, 3), creates=((0,), (1,), (2,)), reads=((), (0,), (0, 1)), preds=((), (0,), (0, 1)))
     flat = Flat(graph)
     steps = np.array((0, 1, 0, 2), dtype=np.int64)
-    flat.key(steps, 4)
+    distance(flat(steps), 4)
     moved_distance(flat(steps), 1, 2, 1, [0], [2], 3, 4)
     found = flat.instances(steps)
     levels(2, 3, flat.reads_ptr, flat.reads_idx, flat.creator, np.ones(3, dtype=np.bool_), found[5], found[6], found[1], found[2])
