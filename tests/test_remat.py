@@ -30,7 +30,7 @@ from optplan.schedule.graph import Graph, peak_bytes, problem_of, step_bytes
 from optplan.schedule.remat import Remat, is_valid_steps, memory_bound, rematerialise
 from optplan.schedule.remat.bounds import traced
 from optplan.schedule.remat.heuristic import RANKS, evaluate, greedy, profile_of, relieved
-from optplan.schedule.remat.packing import packed, relieve
+from optplan.schedule.remat.packing import Unpacked, packed, relieve
 from optplan.strategies.programs import programs
 
 
@@ -210,7 +210,7 @@ def test_packing_rounds_give_offsets_the_judge_accepts(graph: Graph, share: floa
     assert len(tops) == len(met)
     if over == 0:  # greedy's packing fits: its top at every step is within the budget
         assert plan is not None and int(tops.max(initial=0)) <= budget
-    found = relieve(graph, (met, rank), tops, budget, budget, alignment, [True] * graph.ops, time.perf_counter() + 10)
+    found = relieve(graph, Unpacked((met, rank), tops, budget), budget, alignment, [True] * graph.ops, time.perf_counter() + 10)
     if found is None:
         return
     steps, plan = found

@@ -51,8 +51,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-import numpy as np
-
 from optplan.problem import Problem
 from optplan.problem.plan import Plan, Status, validate
 from optplan.schedule import Scheduler, best_quick
@@ -61,7 +59,7 @@ from optplan.schedule.remat.bounds import MemoryBound, is_valid_steps, memory_bo
 from optplan.schedule.remat.exhaustive import Exhausted, every_schedule
 from optplan.schedule.remat.heuristic import RANKS, extra_cost, greedy, prune
 from optplan.schedule.remat.model import ModelResult, solve_model
-from optplan.schedule.remat.packing import pack, packed, relieve
+from optplan.schedule.remat.packing import Unpacked, pack, packed, relieve
 from optplan.schedule.remat.restarts import freeing_orders
 from optplan.schedule.remat.walk import evict
 
@@ -197,16 +195,6 @@ def _every(
 
 
 @dataclass(frozen=True, slots=True)
-class _Unpacked:
-    """A schedule met at `target` in live bytes, with what met it, whose packing's top
-    at each step (`tops`) is over the budget somewhere."""
-
-    found: tuple[tuple[int, ...], str]
-    tops: np.ndarray
-    target: int
-
-
-@dataclass(frozen=True, slots=True)
 class _Found:
     steps: tuple[int, ...]
     plan: Plan
@@ -284,9 +272,7 @@ def _fit(
     found, unpacked = _tightened(graph, order, options, allowed, deadline, ranks)
     if found is not None or unpacked is None:
         return found
-    packs = relieve(
-        graph, unpacked.found, unpacked.tops, unpacked.target, options.budget_bytes, options.alignment, allowed, deadline
-    )
+    packs = relieve(graph, unpacked, options.budget_bytes, options.alignment, allowed, deadline)
     return None if packs is None else _Found(packs[0], packs[1], extra_cost(graph, packs[0]), "greedy")
 
 
@@ -297,11 +283,11 @@ def _tightened(
     allowed: list[bool],
     deadline: float,
     ranks: Sequence[str],
-) -> tuple[_Found | None, _Unpacked | None]:
+) -> tuple[_Found | None, Unpacked | None]:
     """`_fit`'s tightening of the target: the schedule that packs, or None; and the first
     schedule met by the peak heuristic that did not pack, or None."""
     target, steps = options.budget_bytes, order
-    unpacked: _Unpacked | None = None
+    unpacked: Unpacked | None = None
     floor = graph.base_bytes  # below every target the heuristics may still meet
     missed = None  # the lowest target met whose schedule did not pack
     while target > floor:
@@ -318,7 +304,7 @@ def _tightened(
         if plan is not None:
             return _Found(found[0], plan, extra, "order" if extra == 0 else "greedy", extra == 0), unpacked
         if found[1] in RANKS and unpacked is None:
-            unpacked = _Unpacked(found, tops, target)
+            unpacked = Unpacked(found, tops, target)
         # The packing rounds go on from this schedule with the ranks of the peak heuristic
         # that met this target, cheapest first, lower by what the greedy packing lost to
         # fragmentation (on MOCCASIN's 1,000-node graph at 70 % it was 6.5 %: three 2 %

@@ -84,13 +84,14 @@ def memory_bound(graph: Graph, recomputable: Sequence[bool] | None = None) -> Me
     return best
 
 
-def _direct(graph: Graph, v: int) -> int:
+def direct_bytes(graph: Graph, v: int) -> int:
+    """The bytes op v holds while it runs: its inputs and outputs (without the base)."""
     return sum(graph.sizes[b] for b in set(graph.reads[v]) | set(graph.creates[v]))
 
 
 def _need(graph: Graph, v: int, creator: dict[int, int]) -> tuple[int, str]:
     """Steps 1 to 3 of the module docstring for op v: bytes and the reason."""
-    direct = _direct(graph, v)
+    direct = direct_bytes(graph, v)
     label = _label(graph, v)
     found = (direct, f"{label} needs its inputs and outputs at once: {direct} bytes")
     makers = sorted({creator[b] for b in graph.reads[v] if b in creator})
@@ -99,11 +100,11 @@ def _need(graph: Graph, v: int, creator: dict[int, int]) -> tuple[int, str]:
     least: tuple[int, str] | None = None
     for w in makers:
         others = [b for b in graph.reads[v] if creator.get(b) != w and b not in graph.reads[w]]
-        total = _direct(graph, w) + sum(graph.sizes[b] for b in others)
+        total = direct_bytes(graph, w) + sum(graph.sizes[b] for b in others)
         if least is None or total < least[0]:
             reason = (
                 f"while the last of {label}'s inputs is made (by {_label(graph, w)} at best: "
-                f"{_direct(graph, w)} bytes for its inputs and outputs), its other inputs are held: "
+                f"{direct_bytes(graph, w)} bytes for its inputs and outputs), its other inputs are held: "
                 f"{total} bytes"
             )
             least = (total, reason)
@@ -159,12 +160,12 @@ def _fixed_need(graph: Graph, v: int, fixed: set[int]) -> tuple[int, str]:
     extra = sorted(fixed - own)
     if not extra:
         return 0, ""
-    total = _direct(graph, v) + sum(graph.sizes[b] for b in extra)
+    total = direct_bytes(graph, v) + sum(graph.sizes[b] for b in extra)
     names = ", ".join(graph.names[b] if graph.names else f"buffer {b}" for b in extra[:4])
     more = f" and {len(extra) - 4} more" if len(extra) > 4 else ""
     verb = "is" if len(extra) == 1 else "are"
     reason = (
-        f"{_label(graph, v)} needs its inputs and outputs ({_direct(graph, v)} bytes) while {names}{more} {verb} "
+        f"{_label(graph, v)} needs its inputs and outputs ({direct_bytes(graph, v)} bytes) while {names}{more} {verb} "
         f"held (live in, or made by an op that may not run again, and read after it): {total} bytes"
     )
     return total, reason

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from optplan.planners.greedy.tries import descend
 from optplan.problem import Buffer, Problem
 from optplan.problem.plan import Plan, validate
 from optplan.schedule.graph import Graph, problem_of
+from optplan.schedule.remat.bounds import direct_bytes
 from optplan.schedule.remat.heuristic import relieved
 
 CPSAT_PACKS = 500  # the most instances `pack` gives CP-SAT whatever greedy's gap
@@ -41,18 +43,26 @@ RELIEF_IDLE = 5
 RELIEF_NEAR = 200
 
 
+@dataclass(frozen=True, slots=True)
+class Unpacked:
+    """A schedule met at `target` in live bytes, with the rank of moves that met it,
+    whose packing's top at each step (`tops`) is over the budget somewhere."""
+
+    found: tuple[tuple[int, ...], str]
+    tops: np.ndarray
+    target: int
+
+
 def relieve(
     graph: Graph,
-    found: tuple[tuple[int, ...], str],
-    tops: np.ndarray,
-    target: int,
+    unpacked: Unpacked,
     budget: int,
     alignment: int,
     allowed: list[bool],
     deadline: float,
 ) -> tuple[tuple[int, ...], Plan] | None:
-    """Step 3's packing rounds at one target: where a packing of the schedule exceeds
-    the budget at a step (`tops`: the highest byte in use at each), that step's target is
+    """Step 3's packing rounds from a schedule met at a target that did not pack: where
+    a packing of it exceeds the budget at a step, that step's target is
     lowered by as much and a little more (`heuristic.relieved`), and the heuristic that
     found it goes on from it; the first schedule that packs, or None once
     `RELIEF_IDLE` rounds in a row bring no packing lower or a lowered target is not met.
@@ -61,9 +71,9 @@ def relieve(
     steps) packs 11 % over the budget, and no lower target everywhere brings one that
     packs; six rounds do (33,550 bytes over, then 10,780, 5,369, 5,540, 5,700, 1,070, 0).
     The schedule that packs and its plan, or None."""
-    steps, rank = found
+    (steps, rank), tops, target = unpacked.found, unpacked.tops, unpacked.target
     room = budget - graph.base_bytes
-    need = np.array([_op_bytes(graph, v) for v in range(graph.ops)], dtype=np.int64)
+    need = graph.base_bytes + np.array([direct_bytes(graph, v) for v in range(graph.ops)], dtype=np.int64)
     relief = np.zeros(len(steps), dtype=np.int64)
     lowest, idle = None, 0
     while idle < RELIEF_IDLE and time.perf_counter() < deadline:
@@ -79,12 +89,6 @@ def relieve(
             return steps, plan
         lowest, idle = (excess, 0) if lowest is None or excess < lowest else (lowest, idle + 1)
     return None
-
-
-def _op_bytes(graph: Graph, v: int) -> int:
-    """The bytes op v holds while it runs: its inputs and outputs, with the base."""
-    held = set(graph.reads[v]) | set(graph.creates[v])
-    return graph.base_bytes + sum(graph.sizes[b] for b in held)
 
 
 def pack(
