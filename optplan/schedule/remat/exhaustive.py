@@ -39,6 +39,7 @@ random graphs.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import time
 from collections.abc import Sequence
@@ -255,11 +256,15 @@ def _better(kept: dict[int, list[tuple[int, int]]], state: tuple[int, int], cost
     """Whether `state` at `cost` is no worse than every kept state with its ops run
     (step 3); if so it is kept, and those it is better than are dropped."""
     held, done = state
-    others = kept.get(done, [])
-    if any(other & held == held and paid <= cost for other, paid in others):
-        return False
-    kept[done] = [(other, paid) for other, paid in others if not (held & other == other and cost <= paid)]
-    kept[done].append((held, cost))
+    others = kept.setdefault(done, [])  # sorted by cost: only the cheaper ones can rule
+    at = bisect.bisect_right(others, cost, key=lambda kept_state: kept_state[1])
+    for i in range(at):
+        if others[i][0] & held == held:
+            return False
+    later = [(other, paid) for other, paid in others[at:] if held & other != other]
+    start = bisect.bisect_left(others, cost, hi=at, key=lambda kept_state: kept_state[1])
+    equal = [(other, paid) for other, paid in others[start:at] if held & other != other]
+    others[start:] = equal + [(held, cost)] + later
     return True
 
 
