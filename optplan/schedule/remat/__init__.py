@@ -67,7 +67,7 @@ from optplan.schedule.remat.walk import evict
 
 # `every_schedule` is tried on graphs of up to 64 ops, for 3,000 states and a quarter of
 # the time at most (the CNN training step at 50 % needs 56 states, the MLP step at 70 %
-# 1,406 in 1.1 s and at 60 % 2,761 in 2.6 s; TVM's attention step does not end within
+# 1,406 in about 1 s and at 60 % 2,761 in 2.4 s; TVM's attention step does not end within
 # them). A block gets part of the program's time: at 30 s the MLP step's has 15 s, and a
 # tenth of that (1.5 s) tipped the MLP step at 70 % to +10.9 % in two benchmark runs.
 EXHAUSTIVE_OPS = 64
