@@ -14,8 +14,8 @@ extra compute (the cost of every run after an op's first). Steps:
    of any schedule: OPTIMAL where its schedule packs, else a bound on what follows.
    Where it does not end, it is run at budgets a fifth lower each time until one ends:
    that schedule, packed within the budget, is one more to beat (not optimal: the
-   least at a lower budget). Where steps 2 to 4 find nothing, the traced bound (`bounds.traced`) may still prove
-   that nothing fits: INFEASIBLE, with its reason.
+   least at a lower budget). Where steps 2 to 4 find nothing, the traced bound
+   (`bounds.traced`) may still prove that nothing fits: INFEASIBLE, with its reason.
 2. Orders: the program order, the quick orders and the order search's best (at its
    work and at a thirtieth of it). One whose
    instances pack within the budget needs no recomputation: extra compute 0, optimal.

@@ -281,13 +281,13 @@ class _Kept:
                 return False
         start = bisect.bisect_left(others, cost, hi=at, key=_paid)
         kept = [(held, cost)]
-        for other, paid in others[start:]:
+        for other, dearer in others[start:]:
             if held & other == other:
                 del self.cost[(other, done)]
-            elif paid == cost:
-                kept.insert(len(kept) - 1, (other, paid))
+            elif dearer == cost:
+                kept.insert(len(kept) - 1, (other, dearer))
             else:
-                kept.append((other, paid))
+                kept.append((other, dearer))
         others[start:] = kept
         self.cost[state] = cost
         return True
