@@ -142,12 +142,13 @@ def rematerialise(graph: Graph, options: Remat, recomputable: Sequence[bool] | N
     if options.budget_bytes < bound.bytes:
         reason = f"no schedule fits {options.budget_bytes} bytes: at least {bound.bytes} are needed ({bound.reason})"
         return RematSchedule(None, Status.INFEASIBLE, 0, 0, 0, total, 0, bound, None, "bound", reason, time.perf_counter() - began)
-    every = _exhaustive(graph, options, allowed, began)
+    searched = _searched(graph, options)
+    every = _exhaustive(graph, options, allowed, began) if searched else None
     if every is not None:
         found = _every(graph, options, every, total, bound, began)
         if found is not None:
             return found
-    lower = _lower(graph, options, allowed, bound, began) if every is None and _searched(graph, options) else None
+    lower = _lower(graph, options, allowed, bound, began) if searched and every is None else None
     orders = _orders(graph, options)
     exact = graph.ops <= options.exact_ops
     share = began + (0.4 if exact else 1.0) * options.time_limit
@@ -178,10 +179,7 @@ def rematerialise(graph: Graph, options: Remat, recomputable: Sequence[bool] | N
 
 
 def _exhaustive(graph: Graph, options: Remat, allowed: list[bool], began: float) -> Exhausted | None:
-    """Step 1's search of every schedule, on a small graph that no quick order fits
-    (where one does, none need be searched), or None where it did not end."""
-    if not _searched(graph, options):
-        return None
+    """Step 1's search of every schedule, or None where it did not end."""
     return every_schedule(graph, options.budget_bytes, allowed, began + 0.25 * options.time_limit, EXHAUSTIVE_WORK)
 
 
@@ -206,6 +204,8 @@ def _lower(graph: Graph, options: Remat, allowed: list[bool], bound: MemoryBound
 
 
 def _searched(graph: Graph, options: Remat) -> bool:
+    """Whether step 1's search runs: on a small graph that no quick order fits (where
+    one does, none need be searched)."""
     return graph.ops <= EXHAUSTIVE_OPS and peak_bytes(graph, best_quick(graph)) > options.budget_bytes
 
 

@@ -200,7 +200,7 @@ def _chosen(
     prefers among those that bring the profile nearer the target, or None."""
     graph = search.graph
     before = distance(state.profile, search.target)
-    relieved = bool(state.relief.any())
+    has_relief = bool(state.relief.any())
     best: tuple[tuple[float, ...], np.ndarray, int] | None = None
     for k, r in tried:
         if time.perf_counter() > search.deadline:
@@ -216,7 +216,7 @@ def _chosen(
             chain = upto[np.argsort(state.first[upto], kind="stable")].tolist() + [v]
             steps = np.concatenate((state.array[:r], np.array(chain, dtype=np.int64), state.array[r:]))
             profile = search.flat(steps)
-            if relieved:
+            if has_relief:
                 profile += _inserted(state.relief, r, len(chain))
             key = distance(profile, search.target)
             if key < before:
@@ -292,8 +292,9 @@ def _pruned(
         seen.add(v)
     for t in sorted(again, key=lambda t: -(graph.costs[steps[t]] if graph.costs else 1)):
         trial = steps[:t] + (-1,) + steps[t + 1 :]
-        kept = np.array(trial) >= 0
-        if int((flat(np.array(trial)[kept]) + relief[kept]).max(initial=0)) <= target:
+        array = np.array(trial)
+        kept = array >= 0
+        if int((flat(array[kept]) + relief[kept]).max(initial=0)) <= target:
             steps = trial
     kept = np.array(steps) >= 0
     return tuple(v for v in steps if v >= 0), relief[kept]
