@@ -65,13 +65,14 @@ from optplan.schedule.remat.packing import Unpacked, pack, packed, relieve
 from optplan.schedule.remat.restarts import freeing_orders
 from optplan.schedule.remat.walk import evict
 
-# `every_schedule` is tried on graphs of up to 64 ops, for 3,000 states and a quarter of
+# `every_schedule` is tried on graphs of up to 64 ops, for 20,000 states and a quarter of
 # the time at most (the CNN training step at 50 % needs 56 states, the MLP step at 70 %
-# 1,406 in about 1 s and at 60 % 2,761 in 2.4 s; TVM's attention step does not end within
-# them). A block gets part of the program's time: at 30 s the MLP step's has 15 s, and a
-# tenth of that (1.5 s) tipped the MLP step at 70 % to +10.9 % in two benchmark runs.
+# 1,406 in about 0.4 s, at 60 % 2,761 in 0.8 s and at 50 % 15,964 in 2.5 s; TVM's
+# attention step does not end within them). A block gets part of the program's time: at
+# 30 s the MLP step's has 15 s, and a tenth of that (1.5 s) tipped the MLP step at 70 %
+# to +10.9 % in two benchmark runs.
 EXHAUSTIVE_OPS = 64
-EXHAUSTIVE_WORK = 3_000
+EXHAUSTIVE_WORK = 20_000
 # Where the search does not end at the budget, it is run at budgets a fifth lower each
 # time, for `LOWER_WORK` states each, until one ends: a larger budget lets more sets of
 # buffers fit, and the MLP step at 90 % and 80 % does not end in 20,000 and 5,091 states,
