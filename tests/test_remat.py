@@ -10,7 +10,6 @@ for bit.
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 
@@ -69,12 +68,26 @@ def moccasin_profile(graph: Graph, steps: tuple[int, ...]) -> list[int]:
 
 
 def schedules(graph: Graph, extra: int) -> list[tuple[int, ...]]:
-    """Every valid schedule with at most `extra` runs again and two runs per op."""
-    found = []
+    """Every valid schedule with at most `extra` runs again and two runs per op, shortest
+    first, each length in lexicographic order. A prefix with a read of a buffer not made
+    before it starts no valid schedule, so it is not extended (every product of the ops
+    checked instead took a minute for 200 graphs of 6 ops)."""
+    found: list[tuple[int, ...]] = []
+    makers = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
+
+    def extend(steps: list[int], length: int) -> None:
+        if len(steps) == length:
+            if is_valid_steps(graph, tuple(steps)):
+                found.append(tuple(steps))
+            return
+        for v in range(graph.ops):
+            if steps.count(v) < 2 and all(b not in makers or makers[b] in steps for b in graph.reads[v]):
+                steps.append(v)
+                extend(steps, length)
+                steps.pop()
+
     for length in range(graph.ops, graph.ops + extra + 1):
-        for steps in itertools.product(range(graph.ops), repeat=length):
-            if all(steps.count(v) <= 2 for v in range(graph.ops)) and is_valid_steps(graph, steps):
-                found.append(steps)
+        extend([], length)
     return found
 
 
