@@ -20,13 +20,15 @@ from optplan.cli import main
 from optplan.frontends.script import parse
 from optplan.fuzz import Budget, TargetSpec, run_campaign
 from optplan.fuzz.brute import brute_force
+from optplan.fuzz.properties import Failure
 from optplan.fuzz.relax import use_after_kill
-from optplan.fuzz.targets import over_time
+from optplan.fuzz.targets import over_time, problem_reproducer
 from optplan.planners import get_planner
 from optplan.problem import (
     Alias,
     Buffer,
     Interval,
+    Memory,
     Problem,
     alias_classes,
     lower_bound,
@@ -94,6 +96,24 @@ def test_python_reproducer_rejudges_the_problem(tmp_path: Path) -> None:
         assert isinstance(namespace["problem"], Problem)
     else:
         assert read_csv(found.path).buffers is not None
+
+
+@pytest.mark.parametrize(
+    "problem",
+    [
+        Problem((Buffer("a", 4, (Interval(0, 1),)),), capacity=8),
+        Problem(
+            (Buffer("a", 4, (Interval(0, 2),), memories=("sram", "dram")),),
+            memories=(Memory("sram", 4, cost=1), Memory("dram", None, 8, cost=10)),
+        ),
+    ],
+    ids=["capacity", "two-memories"],
+)
+def test_a_python_reproducer_rebuilds_its_problem(tmp_path: Path, problem: Problem) -> None:
+    suffix, text = problem_reproducer(problem, Failure("overlap", "a and b"), "planner greedy")
+    path = tmp_path / f"found{suffix}"
+    path.write_text(text)
+    assert suffix == ".py" and runpy.run_path(str(path))["problem"] == problem
 
 
 @pytest.mark.parametrize("planner", ["naive", "greedy", "cpsat"])

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 
 from optplan.errors import InputError
 from optplan.fuzz.properties import Failure, judge_plan, plan_from_offsets
-from optplan.problem import Problem, read_csv, write_csv
+from optplan.problem import MAIN, Problem, read_csv, write_csv
 from optplan.problem.plan import Plan
 
 
@@ -142,7 +142,7 @@ def over_time(started: float, time_limit: float) -> Failure | None:
 
 def problem_reproducer(problem: Problem, failure: Failure, label: str) -> tuple[str, str]:
     """(suffix, text): a CSV when the format holds the whole problem, else Python."""
-    plain = not problem.aliases and problem.capacity is None
+    plain = problem.memories == (MAIN,) and not problem.aliases  # what a CSV reads back
     if plain and all(len(b.live) == 1 for b in problem.buffers):
         return ".csv", write_csv(problem)
     lines = [
@@ -150,7 +150,7 @@ def problem_reproducer(problem: Problem, failure: Failure, label: str) -> tuple[
         "",
         "from optplan.fuzz.properties import judge_plan",
         "from optplan.fuzz.targets import make_target, TargetSpec",
-        "from optplan.problem import Alias, Buffer, Interval, Problem",
+        "from optplan.problem import Alias, Buffer, Interval, Memory, Problem",
         "",
         f"problem = {problem!r}",
         "",
