@@ -49,7 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import executorch_banked
 import executorch_models
 from executorch_fake import FakeSpec
-from tiers_brute import least_traffic
+
+from optplan.fuzz.tiers_brute import least_traffic
 
 SLOW_COST = 10
 

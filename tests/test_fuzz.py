@@ -123,6 +123,40 @@ def test_own_planners_run_clean(tmp_path: Path, planner: str) -> None:
     assert outcome.examples == 40
 
 
+@pytest.mark.parametrize("planner", ["naive", "greedy", "spill", "cpsat"])
+def test_own_planners_run_clean_on_several_memories(tmp_path: Path, planner: str) -> None:
+    spec = TargetSpec("planner", planner, memories=True)
+    outcome = run_campaign(spec, Budget(examples=60), tmp_path)
+    assert [str(f.failure) for f in outcome.found] == []
+    assert outcome.examples == 60
+
+
+@pytest.mark.parametrize(
+    ("function", "kinds"),
+    [
+        ("boastful_naive", {"beaten-optimum"}),
+        ("overclaiming", {"bound-above-a-plan"}),
+        ("defeatist", {"false-infeasible"}),
+        # Offsets alone cannot say which memory holds a buffer.
+        ("all_at_zero", {"bad-result"}),
+        ("all_at_zero_first", {"overlap", "memory", "capacity", "alignment"}),
+    ],
+)
+def test_wrong_callables_are_caught_on_several_memories(tmp_path: Path, function: str, kinds: set[str]) -> None:
+    spec = TargetSpec("callable", f"tests.fixtures.planners:{function}", memories=True)
+    (found,) = run_campaign(spec, Budget(examples=300), tmp_path).found
+    assert found.failure.kind in kinds, found.failure
+    assert found.path.suffix == ".py" and found.size <= 2
+    rejudged = runpy.run_path(str(found.path))["problem"]
+    assert not rejudged.plain
+
+
+def test_memories_refuse_targets_of_one_arena(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["fuzz", "--memories", "--command", "prog {input} {output}"]
+    assert main(argv) == 2
+    assert "--memories needs a planner or module:function target" in capsys.readouterr().err
+
+
 def test_workers_share_the_examples(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["fuzz", "naive", "--examples", "30", "--workers", "2", "--out", str(tmp_path)]
     assert main(argv) == 0

@@ -1,16 +1,15 @@
 """Several memories: the problem, the judge, and every planner judged by it and by a
-brute force (`tests/tiers_brute.py`) on random tiny problems."""
+brute force (`optplan.fuzz.tiers_brute`) on random tiny problems."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import pytest
 from hypothesis import given, settings
-from tiers_brute import least_traffic
 
 from optplan import Buffer, Interval, Memory, Problem, get_planner, validate
+from optplan.fuzz.tiers_brute import BRUTE_PLANS, least_traffic, plans_to_weigh
 from optplan.planners import PLANNERS
 from optplan.problem.plan import Copy, Plan, Residence, Status, traffic
 from optplan.strategies.memories import memory_problems
@@ -161,16 +160,10 @@ def test_spill_is_greedy_on_one_arena() -> None:
     assert (spill.offsets, spill.arena, spill.status) == (greedy.offsets, greedy.arena, greedy.status)
 
 
-def _combinations(problem: Problem) -> int:
-    """How many plans the brute force weighs, at most."""
-    per_point = 2 ** len(problem.memories) - 1
-    return math.prod(per_point ** sum(iv.end - iv.start for iv in b.live) for b in problem.buffers)
-
-
 @settings(max_examples=120)
 @given(memory_problems())
 def test_every_planner_is_valid_and_never_beats_the_brute_force(problem: Problem) -> None:
-    least = least_traffic(problem) if _combinations(problem) <= 20_000 else "skip"
+    least = least_traffic(problem) if plans_to_weigh(problem) <= BRUTE_PLANS else "skip"
     for name in sorted(PLANNERS):
         planner = get_planner(name, time_limit=10) if name == "cpsat" else get_planner(name)
         plan = planner(problem)

@@ -21,6 +21,13 @@ def add(commands: Commands) -> None:
         help='a MiniMalloc-CSV planner: "prog --capacity={capacity} '
         '--input={input} --output={output}"',
     )
+    fuzz.add_argument(
+        "--memories",
+        action="store_true",
+        help="draw problems of several memories (capacities, costs, spills and prefetches), "
+        "judged on residences, copies and traffic; for a planner or module:function target "
+        "returning a Plan",
+    )
     budget = fuzz.add_mutually_exclusive_group()
     budget.add_argument("--examples", type=int, help="examples to try in all (default: 1000)")
     budget.add_argument("--time", type=float, help="seconds to run instead of --examples")
@@ -61,7 +68,7 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value is not None and value <= 0:
             raise InputError(f"--{name.replace('_', '-')} must be positive, got {value:g}")
-    spec = parse_target(args.target, args.command, args.time_limit)
+    spec = parse_target(args.target, args.command, args.time_limit, args.memories)
     examples = args.examples if args.examples or args.time else 1000
     cluster = RayCluster(args.ray_address) if args.ray or args.ray_address else None
     workers = args.workers or (0 if cluster else 1)

@@ -4,7 +4,8 @@ A campaign (`optplan.fuzz.campaign`) draws inputs with hypothesis
 (`optplan.strategies`), hands each to a target (`optplan.fuzz.targets`: an optplan
 planner, a Python function, an external command speaking MiniMalloc's CSV, or TVM's own
 passes in `optplan.fuzz.relax`), judges the result (`optplan.fuzz.properties`), and
-shrinks every failure to a small reproducer written to a file.
+shrinks every failure to a small reproducer written to a file. Problems of several
+memories (`TargetSpec(..., memories=True)`) are judged by `optplan.fuzz.memories`.
 
     >>> from optplan.fuzz import Budget, TargetSpec, run_campaign
     >>> outcome = run_campaign(TargetSpec("planner", "greedy"), Budget(examples=200), out)

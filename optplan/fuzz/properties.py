@@ -18,26 +18,18 @@ accuses a right planner.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from optplan.fuzz.brute import BRUTE_CLASSES, brute_force
+from optplan.fuzz.failure import Failure
+from optplan.fuzz.memories import judge_memories
 from optplan.problem import Problem, alias_classes, lower_bound
 from optplan.problem.plan import Plan, Status, validate
 
 
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """A violated property: its name (`overlap`, `beaten-optimum`, ...) and one line."""
-
-    kind: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.kind}: {self.message}"
-
-
 def judge_plan(problem: Problem, plan: Plan) -> Failure | None:
-    """The first property (2-5) that `plan` violates, or None."""
+    """The first property (2-5) that `plan` violates, or None; a problem of several
+    memories is judged by `optplan.fuzz.memories`."""
+    if not problem.plain:
+        return judge_memories(problem, plan)
     if plan.status.has_plan:
         faults = validate(problem, plan)
         if faults:

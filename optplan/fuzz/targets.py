@@ -39,11 +39,13 @@ from optplan.problem.plan import Plan
 
 @dataclass(frozen=True, slots=True)
 class TargetSpec:
-    """How to build a target: `kind` is planner, callable, command or tvm."""
+    """How to build a target: `kind` is planner, callable, command or tvm; `memories`
+    draws problems of several memories (planners and callables only)."""
 
     kind: str
     name: str
     time_limit: float = 10.0
+    memories: bool = False
 
 
 class Target(Protocol):
@@ -61,10 +63,13 @@ class Target(Protocol):
 
 def make_target(spec: TargetSpec) -> Target:
     """The target of `spec`; InputError when it names nothing that exists."""
+    if spec.memories and spec.kind not in ("planner", "callable"):
+        what = "a MiniMalloc-CSV command plans" if spec.kind == "command" else "TVM's passes plan"
+        raise InputError(f"--memories needs a planner or module:function target: {what} one arena")
     if spec.kind == "planner":
-        return PlannerTarget(spec.name, spec.time_limit)
+        return PlannerTarget(spec.name, spec.time_limit, spec.memories)
     if spec.kind == "callable":
-        return CallableTarget(spec.name, spec.time_limit)
+        return CallableTarget(spec.name, spec.time_limit, spec.memories)
     if spec.kind == "command":
         return CommandTarget(spec.name, spec.time_limit)
     if spec.kind == "tvm":
@@ -74,7 +79,9 @@ def make_target(spec: TargetSpec) -> Target:
     raise InputError(f"unknown fuzz target kind {spec.kind!r}")
 
 
-def parse_target(target: str | None, command: str | None, time_limit: float) -> TargetSpec:
+def parse_target(
+    target: str | None, command: str | None, time_limit: float, memories: bool = False
+) -> TargetSpec:
     """The spec for `optplan fuzz TARGET` or `optplan fuzz --command CMD`."""
     from optplan.planners import PLANNERS
 
@@ -84,15 +91,15 @@ def parse_target(target: str | None, command: str | None, time_limit: float) -> 
         for field in ("{input}", "{output}"):
             if field not in command:
                 raise InputError(f"--command must name {field} (and may name {{capacity}})")
-        return TargetSpec("command", command, time_limit)
+        return TargetSpec("command", command, time_limit, memories)
     if target is None:
         raise InputError("give a TARGET (a planner, module:function, or tvm) or --command")
     if target == "tvm":
-        return TargetSpec("tvm", "tvm", time_limit)
+        return TargetSpec("tvm", "tvm", time_limit, memories)
     if ":" in target:
-        return TargetSpec("callable", target, time_limit)
+        return TargetSpec("callable", target, time_limit, memories)
     if target in PLANNERS:
-        return TargetSpec("planner", target, time_limit)
+        return TargetSpec("planner", target, time_limit, memories)
     choices = ", ".join(sorted(PLANNERS))
     raise InputError(
         f"unknown fuzz target {target!r}; give a planner ({choices}), "
@@ -108,11 +115,20 @@ class _ProblemTarget:
 
     label = "problem"
     stem = "problem"
+    memories = False
 
     def strategy(self) -> st.SearchStrategy[Problem]:
         from optplan.strategies import fuzz_problems
+        from optplan.strategies.memories import memory_problems
 
-        return fuzz_problems()
+        if not self.memories:
+            return fuzz_problems()
+        # Tiny ones the brute force weighs, and larger ones judged by the references.
+        return st.one_of(
+            memory_problems(3, max_points=3),
+            memory_problems(4, max_points=4, bounded_last=True),
+            memory_problems(10, max_points=6),
+        )
 
     def size(self, example: Problem) -> int:
         return len(example.buffers)
@@ -126,6 +142,8 @@ class _ProblemTarget:
         if isinstance(result, Plan):
             return judge_plan(problem, result)
         if isinstance(result, dict):
+            if not problem.plain:
+                return Failure("bad-result", f"{name} returned offsets; several memories need a Plan")
             return judge_plan(problem, plan_from_offsets(problem, result, name))
         return Failure("bad-result", f"{name} returned {type(result).__name__}, not offsets")
 
@@ -169,6 +187,7 @@ def _spec_args(label: str) -> tuple[str, str]:
 class PlannerTarget(_ProblemTarget):
     name: str
     time_limit: float
+    memories: bool = False
 
     def __post_init__(self) -> None:
         from optplan.planners import PLANNERS, get_planner
@@ -191,6 +210,7 @@ class PlannerTarget(_ProblemTarget):
 class CallableTarget(_ProblemTarget):
     name: str
     time_limit: float = 10.0
+    memories: bool = False
 
     def __post_init__(self) -> None:
         module_name, _, attribute = self.name.partition(":")

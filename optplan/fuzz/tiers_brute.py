@@ -25,6 +25,17 @@ from optplan.problem import Alias, Buffer, Interval, Problem, alias_classes
 
 Option = tuple[int, dict[str, dict[str, tuple[int, ...]]]]  # traffic, memory -> buffer -> points
 
+# The most plans the fuzz judge lets the brute force weigh (`plans_to_weigh`): problems of
+# three buffers over three points in two or three memories, a few seconds at most.
+BRUTE_PLANS = 20_000
+
+
+def plans_to_weigh(problem: Problem) -> int:
+    """How many plans the brute force weighs, at most: a non-empty set of memories per
+    buffer per live point."""
+    per_point = 2 ** len(problem.memories) - 1
+    return math.prod(per_point ** sum(iv.end - iv.start for iv in b.live) for b in problem.buffers)
+
 
 def least_traffic(problem: Problem, *, copies: bool = True) -> int | None:
     """Without `copies`, every buffer stays in one memory all its life (step 1 for all)."""
@@ -59,10 +70,10 @@ def _options(
     for held in itertools.product(subsets, repeat=len(points)):
         if any(len(h) > 1 and p in single for h, p in zip(held, points)):
             continue
-        copies = _copies(held, cost)
-        if copies is None:
+        per_byte = _copies(held, cost)
+        if per_byte is None:
             continue
-        traffic = copies * b.size
+        traffic = per_byte * b.size
         at = dict(zip(points, held))
         traffic += sum(b.size * cost[at[p][0]] for p in b.written_at)
         traffic += sum(b.size * min(cost[m] for m in at[p]) for p in b.read_at)
