@@ -84,9 +84,10 @@ class _Masks:
     live_out: int
     sources_of: tuple[int, ...]  # of each buffer, it and the buffers it is made from
     # Bytes of every set of 8 buffers in turn (buffers 8i to 8i+7 by mask); `_wanted`,
-    # `_useful` and `_unkept` by the ops run, and `_least_sets` by its arguments. Profiled on the MLP
-    # step at 50 %, counting the bits of masks took a fifth of the search; of its calls
-    # of `_least_sets`, 95 % had been made before, and most sets of ops run recur.
+    # `_useful` and `_unkept` by the ops run, and `_least_sets` by its arguments.
+    # Profiled on the MLP step at 50 %, counting the bits of masks took a fifth of the
+    # search; of its calls of `_least_sets`, 95 % had been made before, and most sets
+    # of ops run recur.
     octets: tuple[tuple[int, ...], ...]
     wanted: dict[int, int] = field(default_factory=dict, compare=False)
     useful: dict[int, int] = field(default_factory=dict, compare=False)
