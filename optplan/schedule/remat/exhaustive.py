@@ -214,12 +214,12 @@ def _useful(masks: _Masks, done: int) -> int:
 
 
 def _feeders(masks: _Masks, missing: int, done: int) -> list[int] | None:
-    """The sources to run for the `missing` buffers, or None where one is no source's or
-    its source may not run again."""
+    """The sources to run for the `missing` buffers, every one a source's (`_moves`
+    drops a move where one is not), or None where a source may not run again."""
     feeders = []
     for b in _bits(missing):
         u = masks.creator[b]
-        if u < 0 or not masks.sources >> u & 1 or (done >> u & 1 and not masks.allowed[u]):
+        if done >> u & 1 and not masks.allowed[u]:
             return None
         if u not in feeders:
             feeders.append(u)
