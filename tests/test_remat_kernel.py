@@ -9,8 +9,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from optplan.schedule.graph import Graph, instances
-from optplan.schedule.remat.heuristic import _moved, evaluate, profile_of
-from optplan.schedule.remat.kernel import distance
+from optplan.schedule.remat.heuristic import evaluate, profile_of
+from optplan.schedule.remat.kernel import Flat, chain_key, distance, move_keys
 from tests.test_remat import graphs
 
 
@@ -65,4 +65,65 @@ def test_a_moves_distance_is_that_of_the_moved_schedule(case: tuple[Graph, tuple
     v = int(np.nonzero([state.buffer[k] in graph.creates[u] for u in range(graph.ops)])[0][0])
     moved = steps[:r] + (v,) + steps[r:]
     target = data.draw(st.integers(0, 40))
-    assert _moved(graph, state, k, v, r, target) == distance(profile_of(graph, moved), target)
+    # At step r - 1, k is held, not read, and read next at r: one of the moves there.
+    flat = Flat(graph)
+    keys, ks, rs = move_keys(
+        r - 1, state.profile, state.crossing, state.relief, state.buffer, state.start, state.end, state.read_ptr,
+        state.read_steps, state.made_ptr, state.made, flat.creator, np.ones(graph.ops, dtype=np.bool_), flat.sizes,
+        flat.reads_ptr, flat.reads_idx, flat.creates_ptr, flat.creates_idx, target,
+    )
+    assert k in ks.tolist()
+    at = ks.tolist().index(k)
+    assert int(rs[at]) == r
+    assert tuple(keys[at].tolist()) == distance(profile_of(graph, moved), target)
+
+
+@st.composite
+def chained(draw: st.DrawFn) -> tuple[Graph, tuple[int, ...], int, list[int], np.ndarray]:
+    """A graph with buffers live in and live out, ops that make two buffers and bytes
+    held throughout; a valid schedule of it with ops run again; a step r; a chain of
+    distinct ops whose reads are made before r or earlier in the chain; a relief."""
+    live_in = draw(st.integers(0, 2))
+    made, creates, reads, preds = live_in, [], [], []
+    for v in range(draw(st.integers(1, 7))):
+        chosen = sorted(draw(st.sets(st.integers(0, made - 1), max_size=3))) if made else []
+        reads.append(tuple(chosen))
+        count = draw(st.integers(1, 2))
+        creates.append(tuple(range(made, made + count)))
+        made += count
+        preds.append(tuple(sorted({u for u in range(v) for b in chosen if b in creates[u]})))
+    sizes = tuple(draw(st.lists(st.integers(0, 9), min_size=made, max_size=made)))
+    live_out = frozenset(draw(st.sets(st.integers(live_in, made - 1), max_size=2)))
+    graph = Graph(sizes, tuple(creates), tuple(reads), tuple(preds), tuple(range(live_in)), live_out, draw(st.integers(0, 5)))
+    steps = list(range(graph.ops))
+    for _ in range(draw(st.integers(0, 5))):
+        v = draw(st.integers(0, graph.ops - 1))
+        steps.insert(draw(st.integers(steps.index(v) + 1, len(steps))), v)
+    r = draw(st.integers(1, len(steps) - 1)) if len(steps) > 1 else 0
+    have = set(graph.live_in) | {b for v in steps[:r] for b in graph.creates[v]}
+    chain: list[int] = []
+    for v in draw(st.permutations(range(graph.ops))):
+        if set(graph.reads[v]) <= have and draw(st.booleans()):
+            chain.append(v)
+            have |= set(graph.creates[v])
+    assume(chain and r > 0)
+    relief = np.array(draw(st.lists(st.integers(0, 4), min_size=len(steps), max_size=len(steps))), dtype=np.int64)
+    return graph, tuple(steps), r, chain, relief
+
+
+@settings(max_examples=400, deadline=None)
+@given(chained(), st.integers(0, 60))
+def test_a_chains_distance_is_that_of_the_schedule_with_it(
+    case: tuple[Graph, tuple[int, ...], int, list[int], np.ndarray], target: int
+) -> None:
+    graph, steps, r, chain, relief = case
+    flat = Flat(graph)
+    state = evaluate(graph, steps, flat, relief)
+    key = chain_key(
+        np.array(chain, dtype=np.int64), r, state.profile, state.crossing, state.relief, state.buffer, state.start,
+        state.end, state.read_ptr, state.read_steps, state.made_ptr, state.made, flat.sizes, flat.reads_ptr,
+        flat.reads_idx, flat.creates_ptr, flat.creates_idx, flat.live_out, target,
+    )
+    moved = steps[:r] + tuple(chain) + steps[r:]
+    inserted = np.concatenate((relief[:r], np.full(len(chain), relief[r]), relief[r:]))
+    assert tuple(int(x) for x in key) == distance(profile_of(graph, moved) + inserted, target)

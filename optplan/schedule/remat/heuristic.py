@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from optplan.schedule.graph import Graph, instances
-from optplan.schedule.remat.kernel import Flat, distance, latest, levels, moved_distance
+from optplan.schedule.remat.kernel import Flat, chain_key, distance, levels, move_keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,24 +169,19 @@ def _best_move(search: _Search, state: _State) -> tuple[tuple[int, ...], np.ndar
     best-ranked candidates are tried first; where none of them helps, every other one
     (on MOCCASIN's 500-node graph at 60 %, the first six stop helping long before the
     budget is met, and the rest reach it)."""
-    graph, target = search.graph, search.target
     p = int(np.argmax(state.profile))
-    scored: list[tuple[tuple[int, int, int], int, int]] = []
-    for k in np.nonzero((state.start < p) & (p < state.end))[0].tolist():
-        v = int(search.flat.creator[state.buffer[k]])
-        if v < 0 or not search.recomputable[v]:
-            continue
-        readers = state.readers(k)
-        later = readers[readers > p]
-        if not len(later) or p in readers:
-            continue
-        # Ranked by making v alone again; a move that does not help may once v's inputs
-        # are made again too, so the first few are tried with those as well.
-        r = int(later[0])
-        scored.append((_moved(graph, state, k, v, r, target), k, r))
-    scored.sort()
+    flat = search.flat
+    keys, ks, rs = move_keys(
+        p, state.profile, state.crossing, state.relief, state.buffer, state.start, state.end, state.read_ptr,
+        state.read_steps, state.made_ptr, state.made, flat.creator, search.recomputable, flat.sizes, flat.reads_ptr,
+        flat.reads_idx, flat.creates_ptr, flat.creates_idx, search.target,
+    )
+    # Ranked by making v alone again; a move that does not help may once v's inputs are
+    # made again too, so the first few are tried with those as well.
+    ranked = np.lexsort((ks, keys[:, 2], keys[:, 1], keys[:, 0]))
+    scored = list(zip(ks[ranked].tolist(), rs[ranked].tolist()))
     for tried in (scored[:6], scored[6:]):
-        found = _chosen(search, state, [(k, r) for _, k, r in tried])
+        found = _chosen(search, state, tried)
         if found is not None:
             return found
     return None
@@ -198,14 +193,13 @@ def _chosen(
     """Of making instance k again before step r, for each (k, r) of `tried`, with its
     dead inputs' ops made again to each depth: the steps of the one `search.rank`
     prefers among those that bring the profile nearer the target, or None."""
-    graph = search.graph
+    graph, flat = search.graph, search.flat
     before = distance(state.profile, search.target)
-    has_relief = bool(state.relief.any())
-    best: tuple[tuple[float, ...], np.ndarray, int] | None = None
+    best: tuple[tuple[float, ...], list[int], int] | None = None
     for k, r in tried:
         if time.perf_counter() > search.deadline:
             break
-        v = int(search.flat.creator[state.buffer[k]])
+        v = int(flat.creator[state.buffer[k]])
         ops, ptr = _levels(search, state, v, r)
         previous = 0
         for depth in (0, 1, 2, 4, 8, 64):
@@ -214,19 +208,21 @@ def _chosen(
             previous = depth
             upto = ops[: ptr[min(depth, len(ptr) - 1)]]
             chain = upto[np.argsort(state.first[upto], kind="stable")].tolist() + [v]
-            steps = np.concatenate((state.array[:r], np.array(chain, dtype=np.int64), state.array[r:]))
-            profile = search.flat(steps)
-            if has_relief:
-                profile += _inserted(state.relief, r, len(chain))
-            key = distance(profile, search.target)
+            peak, count, over = chain_key(
+                np.array(chain, dtype=np.int64), r, state.profile, state.crossing, state.relief, state.buffer,
+                state.start, state.end, state.read_ptr, state.read_steps, state.made_ptr, state.made, flat.sizes,
+                flat.reads_ptr, flat.reads_idx, flat.creates_ptr, flat.creates_idx, flat.live_out, search.target,
+            )
+            key = (int(peak), int(count), int(over))
             if key < before:
                 cost = sum(graph.costs[u] if graph.costs else 1 for u in chain)
                 rank = _rank(search.rank, cost, key, before)
                 if best is None or rank < best[0]:
-                    best = (rank, steps, r)
+                    best = (rank, chain, r)
     if best is None:
         return None
-    return tuple(best[1].tolist()), _inserted(state.relief, best[2], len(best[1]) - len(state.array))
+    _, chain, r = best
+    return state.steps[:r] + tuple(chain) + state.steps[r:], _inserted(state.relief, r, len(chain))
 
 
 def _inserted(relief: np.ndarray, r: int, count: int) -> np.ndarray:
@@ -241,25 +237,6 @@ def _rank(rank: str, cost: int, key: tuple[int, int, int], before: tuple[int, in
     if rank == "key":
         return (*key, cost)
     return (-(before[2] - key[2]) / (cost + 1), *key)
-
-
-def _moved(graph: Graph, state: _State, k: int, v: int, r: int, target: int) -> tuple[int, int, int]:
-    """The distance from `target` of the profile after instance k's readers from step r
-    on read a new instance made by running v again just before step r (no other op made
-    again)."""
-    size = graph.sizes[state.buffer[k]]
-    readers = state.readers(k)
-    kept = readers[readers < r]
-    cut = (int(kept.max()) if len(kept) else int(state.start[k])) + 1
-    new = int(state.crossing[r] + state.relief[r]) + sum(graph.sizes[b] for b in graph.creates[v] if b != state.buffer[k])
-    ends, sizes = [], []
-    for a in graph.reads[v]:
-        end = int(state.end[latest(state.made_ptr, state.made, state.start, a, r)])
-        if end <= r:
-            ends.append(end)
-            sizes.append(graph.sizes[a])
-            new += graph.sizes[a]
-    return moved_distance(state.profile, cut, r, size, ends, sizes, new, target)
 
 
 def _levels(search: _Search, state: _State, v: int, r: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,15 +1,21 @@
 """The recomputation heuristics' hot loops, compiled: the bytes held at each step of a
 schedule whose steps may run an op more than once (`heuristic.profile_of`'s meaning), a
 schedule's instances and their readers (`instances`), the ops to make again before one
-(`levels`), and how far the profile of one move is from a target (`moved_distance`).
+(`levels`), how far the profile after each move at a step is from a target
+(`move_keys`), and how far that of a schedule with a chain of ops inserted is
+(`chain_key`), both from the instances of the schedule before.
 
 The peak heuristic tries tens of schedules a move and hundreds of moves on MOCCASIN's
 graphs of 500 and 1,000 nodes. Profiled on the 1,000-node graph at 60 %, the profile
 count in Python took half of its 34 s; with it compiled (`Flat`), the same heuristic at
 50 % spent 35 % of its time listing levels, 27 % evaluating schedules and 15 % making
 the profile of each candidate move, all in Python: compiled, the peak heuristic gives
-the same schedules 1.8 to 3.9 times faster on those graphs. `Flat` holds the graph as
-the arrays the kernels read, built once a search.
+the same schedules 1.8 to 3.9 times faster on those graphs. Profiled again on the
+1,000-node graph at 50 % (one run of the cheapest moves from the searched order, 9.2 s),
+half of the time went to ranking the moves one call at a time in Python, and a quarter
+to counting every trial schedule's profile from its steps: with both from the instances
+of the schedule before (`move_keys`, `chain_key`), the same run gives the same schedule
+in 3.3 s. `Flat` holds the graph as the arrays the kernels read, built once a search.
 """
 
 from __future__ import annotations
@@ -65,19 +71,6 @@ def distance(profile: np.ndarray, target: int) -> tuple[int, int, int]:
     return int(peak), int(count), int(over)
 
 
-def moved_distance(
-    profile: np.ndarray, cut: int, r: int, size: int, ends: list[int], sizes: list[int], new: int, target: int
-) -> tuple[int, int, int]:
-    """`distance` from `target` of `profile` less `size` over steps [cut, r), plus each
-    `sizes[i]` over [ends[i], r), with one step holding `new` more: the profile after one
-    move of `heuristic._moved`, without making it (the distance does not depend on where
-    the new step goes)."""
-    peak, count, over = _moved_key(
-        profile, cut, r, size, np.array(ends, dtype=np.int64), np.array(sizes, dtype=np.int64), new, target
-    )
-    return int(peak), int(count), int(over)
-
-
 def _csr(rows: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
     ptr = np.zeros(len(rows) + 1, dtype=np.int64)
     ptr[1:] = np.cumsum([len(row) for row in rows])
@@ -121,16 +114,9 @@ def _profile(steps, reads_ptr, reads_idx, creates_ptr, creates_idx, sizes, live_
 
 @njit(cache=True)
 def _key(profile, target):  # type: ignore[no-untyped-def]
-    peak = profile[0] if profile.shape[0] else 0
-    count = over = 0
-    for held in profile:
-        if held > peak:
-            peak, count = held, 0
-        if held == peak:
-            count += 1
-        if held > target:
-            over += held - target
-    return peak, count, over
+    if not profile.shape[0]:
+        return 0, 0, 0
+    return _inserted_key(np.zeros(profile.shape[0] + 1, dtype=np.int64), profile, 0, profile.shape[0], 0, target)
 
 
 @njit(cache=True)
@@ -240,21 +226,149 @@ def levels(v, r, reads_ptr, reads_idx, creator, recomputable, made_ptr, made, st
 
 
 @njit(cache=True)
-def _moved_key(profile, cut, r, size, ends, sizes, new, target):  # type: ignore[no-untyped-def]
-    change = np.zeros(profile.shape[0] + 1, dtype=np.int64)
-    if cut < r:
-        change[cut] -= size
-        change[r] += size
-    for i in range(ends.shape[0]):
-        change[ends[i]] += sizes[i]
-        change[r] -= sizes[i]
-    moved = np.empty(profile.shape[0] + 1, dtype=np.int64)
-    held = 0
-    for t in range(profile.shape[0]):
-        held += change[t]
-        moved[t] = profile[t] + held
-    moved[profile.shape[0]] = new
-    return _key(moved, target)
+def move_keys(  # type: ignore[no-untyped-def]
+    p, profile, crossing, relief, buffer, start, end, read_ptr, read_steps, made_ptr, made, creator, recomputable,
+    sizes, reads_ptr, reads_idx, creates_ptr, creates_idx, target,
+):
+    """Every move of `heuristic._best_move` at step p and how near each brings the profile
+    to `target`: instance k held across p (not read there, read after it, its op may run
+    again) is made again just before its first reader after p, r. The keys (`distance`
+    of the moved profile, one row a move), the ks and the rs, in the order of k. The
+    moved profile holds k less over [its last read before r, r), each of the op's inputs
+    whose instance is dead by r more from that instance's end to r, and one new step (the
+    key does not depend on where that step goes)."""
+    n = profile.shape[0]
+    change = np.zeros(n + 2, dtype=np.int64)
+    keys = np.empty((buffer.shape[0], 3), dtype=np.int64)
+    ks = np.empty(buffer.shape[0], dtype=np.int64)
+    rs = np.empty(buffer.shape[0], dtype=np.int64)
+    count = 0
+    for k in range(buffer.shape[0]):
+        v = creator[buffer[k]]
+        if not start[k] < p < end[k] or v < 0 or not recomputable[v]:
+            continue
+        r, cut, read_at_p = -1, start[k], False
+        for i in range(read_ptr[k], read_ptr[k + 1]):  # ascending
+            t = read_steps[i]
+            read_at_p = read_at_p or t == p
+            if t > p:
+                r = t
+                break
+            cut = t
+        if r < 0 or read_at_p:
+            continue
+        cut += 1
+        new = crossing[r] + relief[r]
+        for i in range(creates_ptr[v], creates_ptr[v + 1]):
+            if creates_idx[i] != buffer[k]:
+                new += sizes[creates_idx[i]]
+        if cut < r:
+            change[cut] -= sizes[buffer[k]]
+            change[r] += sizes[buffer[k]]
+        for i in range(reads_ptr[v], reads_ptr[v + 1]):
+            a = reads_idx[i]
+            ended = end[latest(made_ptr, made, start, a, r)]
+            if ended <= r:
+                change[ended] += sizes[a]
+                change[r] -= sizes[a]
+                new += sizes[a]
+        keys[count, 0], keys[count, 1], keys[count, 2] = _inserted_key(change, profile, new, n, 1, target)
+        change[:] = 0
+        ks[count], rs[count] = k, r
+        count += 1
+    return keys[:count], ks[:count], rs[:count]
+
+
+@njit(cache=True)
+def chain_key(  # type: ignore[no-untyped-def]
+    chain, r, profile, crossing, relief, buffer, start, end, read_ptr, read_steps, made_ptr, made, sizes, reads_ptr,
+    reads_idx, creates_ptr, creates_idx, live_out, target,
+):
+    """`distance` from `target` of the profile after the ops of `chain` run just before
+    step r (the chain's steps count r's relief), from the instances of the schedule
+    before (`instances`) without counting it again: the instances the chain reads live
+    on to its reads; those current at r whose buffer the chain makes again end at their
+    last read before r, and their reads from r on (and the end, for one live out) go to
+    the chain's new instance."""
+    n, m = profile.shape[0], chain.shape[0]
+    until, read_to, taken, touched = _chain_runs(chain, r, start, made_ptr, made, sizes, reads_ptr, reads_idx, creates_ptr, creates_idx)
+    delta = np.zeros(n + m + 1, dtype=np.int64)
+    for k in touched:
+        b, size = buffer[k], sizes[buffer[k]]
+        was = end[k] if end[k] <= r else end[k] + m
+        now = max(was, read_to[k])
+        if taken[k]:
+            kept = start[k]
+            for i in range(read_ptr[k], read_ptr[k + 1]):
+                t = read_steps[i]
+                if t < r:
+                    kept = t
+                else:
+                    until[b] = max(until[b], t + m + 1)
+            now = max(kept + 1, read_to[k])
+            if live_out[b] and made[made_ptr[b + 1] - 1] == k:
+                until[b] = n + m
+        delta[min(was, now)] += size if now > was else -size
+        delta[max(was, now)] -= size if now > was else -size
+    for j in range(m):
+        for i in range(creates_ptr[chain[j]], creates_ptr[chain[j] + 1]):
+            b = creates_idx[i]
+            delta[r + j] += sizes[b]
+            delta[until[b]] -= sizes[b]
+    return _inserted_key(delta, profile, crossing[r] + relief[r], r, m, target)
+
+
+@njit(cache=True)
+def _chain_runs(chain, r, start, made_ptr, made, sizes, reads_ptr, reads_idx, creates_ptr, creates_idx):  # type: ignore[no-untyped-def]
+    """`chain_key`'s walk of the chain: each buffer it makes, its new instance's end so
+    far (`until`, by buffer); each instance of the schedule before that it reads, the
+    step after its last read in the chain (`read_to`, by instance), and whether the
+    chain makes its buffer again (`taken`); the instances of the schedule before that
+    it touches, each once."""
+    until = np.full(sizes.shape[0], -1, dtype=np.int64)
+    read_to = np.full(start.shape[0], -1, dtype=np.int64)
+    taken = np.zeros(start.shape[0], dtype=np.bool_)
+    touched = np.empty(reads_idx.shape[0] + creates_idx.shape[0], dtype=np.int64)
+    count = 0
+    for j in range(chain.shape[0]):
+        u = chain[j]
+        for i in range(reads_ptr[u], reads_ptr[u + 1]):
+            a = reads_idx[i]
+            if until[a] >= 0:  # made earlier in the chain
+                until[a] = max(until[a], r + j + 1)
+                continue
+            k = latest(made_ptr, made, start, a, r)
+            if read_to[k] < 0 and not taken[k]:
+                touched[count] = k
+                count += 1
+            read_to[k] = max(read_to[k], r + j + 1)
+        for i in range(creates_ptr[u], creates_ptr[u + 1]):
+            b = creates_idx[i]
+            until[b] = r + j + 1
+            k = latest(made_ptr, made, start, b, r)
+            if start[k] < r:
+                if read_to[k] < 0 and not taken[k]:
+                    touched[count] = k
+                    count += 1
+                taken[k] = True
+    return until, read_to, taken, touched[:count]
+
+
+@njit(cache=True)
+def _inserted_key(delta, profile, held_there, r, m, target):  # type: ignore[no-untyped-def]
+    """`_key` of `profile` with m steps holding `held_there` inserted before step r, plus
+    the running sum of `delta`."""
+    peak, at_peak, over, held = -1, 0, 0, 0
+    for t in range(profile.shape[0] + m):
+        held += delta[t]
+        value = held + (profile[t] if t < r else held_there if t < r + m else profile[t - m])
+        if value > peak:
+            peak, at_peak = value, 0
+        if value == peak:
+            at_peak += 1
+        if value > target:
+            over += value - target
+    return peak, at_peak, over
 
 
 def warm_kernels() -> None:
@@ -263,7 +377,13 @@ def warm_kernels() -> None:
     graph = Graph(sizes=(2, 1, 3), creates=((0,), (1,), (2,)), reads=((), (0,), (0, 1)), preds=((), (0,), (0, 1)))
     flat = Flat(graph)
     steps = np.array((0, 1, 0, 2), dtype=np.int64)
-    distance(flat(steps), 4)
-    moved_distance(flat(steps), 1, 2, 1, [0], [2], 3, 4)
-    found = flat.instances(steps)
-    levels(2, 3, flat.reads_ptr, flat.reads_idx, flat.creator, np.ones(3, dtype=np.bool_), found[5], found[6], found[1], found[2])
+    profile = flat(steps)
+    distance(profile, 4)
+    buffer, start, end, read_ptr, read_steps, made_ptr, made, _ = flat.instances(steps)
+    everyone = np.ones(3, dtype=np.bool_)
+    levels(2, 3, flat.reads_ptr, flat.reads_idx, flat.creator, everyone, made_ptr, made, start, end)
+    move_keys(
+        1, profile, np.zeros(5, dtype=np.int64), np.zeros(4, dtype=np.int64), buffer, start, end, read_ptr, read_steps,
+        made_ptr, made, flat.creator, everyone, flat.sizes, flat.reads_ptr, flat.reads_idx, flat.creates_ptr,
+        flat.creates_idx, 4,
+    )
