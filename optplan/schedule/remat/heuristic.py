@@ -260,7 +260,8 @@ def _pruned(
     graph: Graph, steps: Sequence[int], target: int, flat: Flat, relief: np.ndarray
 ) -> tuple[tuple[int, ...], np.ndarray]:
     """`prune` with each step's relief counted: the steps kept, and theirs."""
-    steps = tuple(steps)
+    array = np.array(steps, dtype=np.int64)
+    kept = np.ones(len(array), dtype=np.bool_)
     seen: set[int] = set()
     again = []
     for t, v in enumerate(steps):
@@ -268,10 +269,7 @@ def _pruned(
             again.append(t)
         seen.add(v)
     for t in sorted(again, key=lambda t: -(graph.costs[steps[t]] if graph.costs else 1)):
-        trial = steps[:t] + (-1,) + steps[t + 1 :]
-        array = np.array(trial)
-        kept = array >= 0
-        if int((flat(array[kept]) + relief[kept]).max(initial=0)) <= target:
-            steps = trial
-    kept = np.array(steps) >= 0
-    return tuple(v for v in steps if v >= 0), relief[kept]
+        kept[t] = False
+        if int((flat(array[kept]) + relief[kept]).max(initial=0)) > target:
+            kept[t] = True
+    return tuple(array[kept].tolist()), relief[kept]
