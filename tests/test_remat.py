@@ -29,7 +29,7 @@ from optplan.runtime.replay import compare, make_inputs, planned_run, reference_
 from optplan.schedule.graph import Graph, peak_bytes, problem_of, step_bytes
 from optplan.schedule.remat import Remat, is_valid_steps, memory_bound, rematerialise
 from optplan.schedule.remat.bounds import traced
-from optplan.schedule.remat.heuristic import RANKS, evaluate, greedy, profile_of, relieved
+from optplan.schedule.remat.heuristic import RANKS, TABU, evaluate, greedy, profile_of, relieved
 from optplan.schedule.remat.packing import Unpacked, packed, relieve
 from optplan.strategies.programs import programs
 
@@ -158,7 +158,7 @@ def test_schedules_fit_and_claims_hold(graph: Graph, share: float) -> None:
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(graphs(max_ops=12), st.floats(0.2, 1.0), st.sampled_from(RANKS))
+@given(graphs(max_ops=12), st.floats(0.2, 1.0), st.sampled_from((*RANKS, TABU)))
 def test_peak_heuristic_under_every_rank_meets_its_target(graph: Graph, share: float, rank: str) -> None:
     # Graphs too big for the brute force: each schedule judged by MOCCASIN's definition
     # of its peak, computed apart, and by the validity of its steps.
@@ -171,8 +171,25 @@ def test_peak_heuristic_under_every_rank_meets_its_target(graph: Graph, share: f
     assert profile_of(graph, steps).tolist() == evaluate(graph, steps).profile.tolist()
 
 
+STUCK = Graph(
+    sizes=(7, 5, 7, 8, 1, 7, 9, 4, 8),
+    creates=tuple((v,) for v in range(9)),
+    reads=((), (0,), (0, 1), (0, 1, 2), (), (0, 3), (1, 2, 4), (), (3, 7)),
+    preds=((), (0,), (0, 1), (0, 1, 2), (), (0, 3), (1, 2, 4), (), (3, 7)),
+    costs=(5, 0, 5, 4, 1, 3, 0, 5, 1),
+)  # at 29 bytes, no move helps under any rank from the program order
+
+
+def test_the_tabu_search_goes_on_where_no_move_helps() -> None:
+    order = tuple(range(STUCK.ops))
+    assert all(greedy(STUCK, order, 29, [True] * STUCK.ops, time.perf_counter() + 30, rank) is None for rank in RANKS)
+    steps = greedy(STUCK, order, 29, [True] * STUCK.ops, time.perf_counter() + 30, TABU)
+    assert steps is not None and is_valid_steps(STUCK, steps)
+    assert moccasin_peak(STUCK, steps) <= 29 < moccasin_peak(STUCK, order)
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(graphs(max_ops=12), st.floats(0.5, 1.0), st.sampled_from(RANKS), st.data())
+@given(graphs(max_ops=12), st.floats(0.5, 1.0), st.sampled_from((*RANKS, TABU)), st.data())
 def test_relieved_schedules_meet_the_target_less_each_steps_relief(
     graph: Graph, share: float, rank: str, data: st.DataObject
 ) -> None:
@@ -209,7 +226,7 @@ ROUNDS_CHANGE = Graph(
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(graphs(max_ops=10), st.floats(0.5, 1.0), st.sampled_from(RANKS), st.sampled_from((1, 3, 8)))
+@given(graphs(max_ops=10), st.floats(0.5, 1.0), st.sampled_from((*RANKS, TABU)), st.sampled_from((1, 3, 8)))
 @example(ROUNDS_CHANGE, 33.5 / 38, "cost", 8)
 def test_packing_rounds_give_offsets_the_judge_accepts(graph: Graph, share: float, rank: str, alignment: int) -> None:
     # Odd alignments make packings overflow where the bytes held fit, so the rounds lower

@@ -20,7 +20,8 @@ extra compute (the cost of every run after an op's first). Steps:
    work and at a thirtieth of it). One whose
    instances pack within the budget needs no recomputation: extra compute 0, optimal.
 3. The heuristics from each order (`heuristic`: make again what is held across the
-   peak, under each of its three ranks of moves; `walk`: evict and make again on
+   peak, under each of its three ranks of moves, and where none of those finds a
+   schedule from any order, its tabu search; `walk`: evict and make again on
    demand), the cheapest schedule packed for real offsets (greedy, a search over its
    placement sequence, CP-SAT on the smaller ones). Where a packing exceeds the
    budget, the heuristic goes on with the whole live-bytes target tightened, and where
@@ -59,7 +60,7 @@ from optplan.schedule import Scheduler, best_quick
 from optplan.schedule.graph import Graph, peak_bytes, problem_of
 from optplan.schedule.remat.bounds import MemoryBound, is_valid_steps, memory_bound, traced
 from optplan.schedule.remat.exhaustive import Exhausted, every_schedule
-from optplan.schedule.remat.heuristic import RANKS, extra_cost, greedy, prune
+from optplan.schedule.remat.heuristic import RANKS, TABU, extra_cost, greedy, prune
 from optplan.schedule.remat.model import ModelResult, solve_model
 from optplan.schedule.remat.packing import Unpacked, pack, packed, relieve
 from optplan.schedule.remat.restarts import freeing_orders
@@ -259,9 +260,10 @@ def _heuristics(
 ) -> _Found | None:
     """Step 3 from every order, the cheapest schedule: first the peak heuristic's
     cheapest moves (and the walk), and only where that finds nothing from any order,
-    its other ranks (which reach lower budgets at a dearer extra compute)."""
+    its other ranks (which reach lower budgets at a dearer extra compute), and only
+    where those find nothing either, its tabu search (dearer still)."""
     best: _Found | None = None
-    for ranks in (RANKS[:1], RANKS[1:]):
+    for ranks in (RANKS[:1], RANKS[1:], (TABU,)):
         for order in orders:
             found = _fit(graph, order, options, allowed, deadline, ranks)
             if found is not None and (best is None or found.extra < best.extra):
@@ -340,14 +342,14 @@ def _tightened(
         extra = extra_cost(graph, found[0])
         if plan is not None:
             return _Found(found[0], plan, extra, "order" if extra == 0 else "greedy", extra == 0), unpacked
-        if found[1] in RANKS and unpacked is None:
+        if found[1] in (*RANKS, TABU) and unpacked is None:
             unpacked = Unpacked(found, tops, target)
         # The packing rounds go on from this schedule with the ranks of the peak heuristic
         # that met this target, cheapest first, lower by what the greedy packing lost to
         # fragmentation (on MOCCASIN's 1,000-node graph at 70 % it was 6.5 %: three 2 %
         # steps of 8-15 s each), at most a tenth.
         missed, steps = target, found[0]
-        ranks = [rank for _, rank in every if rank in RANKS] or RANKS[:1]
+        ranks = [rank for _, rank in every if rank in (*RANKS, TABU)] or RANKS[:1]
         room = target - graph.base_bytes
         lower = max(floor + 1, target - max(1, room // 50, min(over, room // 10)))
         if lower >= target or time.perf_counter() > deadline:
