@@ -188,6 +188,19 @@ def test_the_tabu_search_goes_on_where_no_move_helps() -> None:
     assert moccasin_peak(STUCK, steps) <= 29 < moccasin_peak(STUCK, order)
 
 
+def test_the_tabu_searchs_schedule_is_packed_and_judged_like_every_other() -> None:
+    # `rematerialise`'s step 3 from one order under the rank "tabu" (the last pass above
+    # `exact_ops` ops): where no other rank finds anything, its schedule is packed.
+    from optplan.schedule.remat import _fit
+
+    order = tuple(range(STUCK.ops))
+    found = _fit(STUCK, order, Remat(29, exact_ops=0), [True] * STUCK.ops, time.perf_counter() + 5, (TABU,))
+    assert found is not None and is_valid_steps(STUCK, found.steps) and len(found.steps) > STUCK.ops
+    problem = Problem(problem_of(STUCK, found.steps).buffers, capacity=29)
+    assert validate(problem, found.plan) == []
+    assert replay(STUCK, found.steps, dict(found.plan.offsets), 29)
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graphs(max_ops=12), st.floats(0.5, 1.0), st.sampled_from((*RANKS, TABU)), st.data())
 def test_relieved_schedules_meet_the_target_less_each_steps_relief(
