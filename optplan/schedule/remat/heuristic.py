@@ -48,7 +48,6 @@ class _State:
     """One schedule evaluated (step 1): `kernel.instances` of its steps, and the bytes."""
 
     steps: tuple[int, ...]
-    array: np.ndarray  # the steps, for the trial schedules
     buffer: np.ndarray  # instance -> its buffer
     start: np.ndarray
     end: np.ndarray
@@ -87,7 +86,7 @@ def evaluate(graph: Graph, steps: Sequence[int], flat: Flat | None = None, relie
     ran, at = np.unique(array, return_index=True)
     first[ran] = at
     return _State(
-        tuple(steps), array, buffer, start, end, read_ptr, read_steps, made_ptr, made, profile, crossing, first, relief
+        tuple(steps), buffer, start, end, read_ptr, read_steps, made_ptr, made, profile, crossing, first, relief
     )
 
 
