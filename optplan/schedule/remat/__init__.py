@@ -59,7 +59,7 @@ from optplan.schedule import Scheduler, best_quick
 from optplan.schedule.graph import Graph, peak_bytes, problem_of
 from optplan.schedule.remat.bounds import MemoryBound, is_valid_steps, memory_bound, traced
 from optplan.schedule.remat.exhaustive import Exhausted, every_schedule
-from optplan.schedule.remat.heuristic import RANKS, TABU, extra_cost, greedy, prune
+from optplan.schedule.remat.heuristic import RANKS, extra_cost, greedy, prune
 from optplan.schedule.remat.model import ModelResult, solve_model
 from optplan.schedule.remat.packing import Unpacked, pack, packed, relieve
 from optplan.schedule.remat.restarts import freeing_orders
@@ -344,14 +344,14 @@ def _tightened(
         extra = extra_cost(graph, found[0])
         if plan is not None:
             return _Found(found[0], plan, extra, "order" if extra == 0 else "greedy", extra == 0), unpacked
-        if found[1] in (*RANKS, TABU) and unpacked is None:
+        if found[1] != "walk" and unpacked is None:  # met by the peak heuristic
             unpacked = Unpacked(found, tops, target)
         # The packing rounds go on from this schedule with the ranks of the peak heuristic
         # that met this target, cheapest first, lower by what the greedy packing lost to
         # fragmentation (on MOCCASIN's 1,000-node graph at 70 % it was 6.5 %: three 2 %
         # steps of 8-15 s each), at most a tenth.
         missed, steps = target, found[0]
-        ranks = [rank for _, rank in every if rank in (*RANKS, TABU)] or RANKS[:1]
+        ranks = [rank for _, rank in every if rank != "walk"] or RANKS[:1]
         room = target - graph.base_bytes
         lower = max(floor + 1, target - max(1, room // 50, min(over, room // 10)))
         if lower >= target or time.perf_counter() > deadline:

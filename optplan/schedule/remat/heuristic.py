@@ -168,9 +168,10 @@ def relieved(
     while state is not None and int(state.profile.max(initial=0)) > target:
         if time.perf_counter() > deadline:
             return None
-        found = _best_move(search, state)
+        ranked = _ranked_moves(search, state)
+        found = _best_move(search, state, ranked)
         if found is None and tabu is not None:
-            found = tabu.move(search, state)
+            found = tabu.move(search, state, ranked)
         if found is None:
             return None
         state = evaluate(graph, found[0], search.flat, found[1])
@@ -189,10 +190,12 @@ class _Tabu:
     nearest: tuple[int, int, int] | None = None
     since: int = 0
 
-    def move(self, search: _Search, state: _State) -> tuple[tuple[int, ...], np.ndarray] | None:
-        """The nearest move of the best 30 by their op alone whose op may be made again,
-        near or not: its steps and relief."""
-        ks, rs = _ranked_moves(search, state)
+    def move(
+        self, search: _Search, state: _State, ranked: tuple[list[int], list[int]]
+    ) -> tuple[tuple[int, ...], np.ndarray] | None:
+        """The nearest move of the best 30 of `ranked` (by their op alone) whose op may be
+        made again, near or not: its steps and relief."""
+        ks, rs = ranked
         creator, buffer = search.flat.creator, state.buffer
         tried = [(k, r) for k, r in zip(ks[:30], rs[:30]) if self.until.get(int(creator[buffer[k]]), -1) < self.moves]
         found = _chosen(search, state, tried, nearer=False)
@@ -218,15 +221,16 @@ class _Tabu:
         return state
 
 
-def _best_move(search: _Search, state: _State) -> tuple[tuple[int, ...], np.ndarray] | None:
+def _best_move(
+    search: _Search, state: _State, ranked: tuple[list[int], list[int]]
+) -> tuple[tuple[int, ...], np.ndarray] | None:
     """Steps 2 and 3: the steps after the best move, or None when no move helps. The
     best-ranked candidates are tried first; where none of them helps, every other one
     (on MOCCASIN's 500-node graph at 60 %, the first six stop helping long before the
     budget is met, and the rest reach it)."""
-    ks, rs = _ranked_moves(search, state)
-    # Ranked by making v alone again; a move that does not help may once v's inputs are
-    # made again too, so the first few are tried with those as well.
-    scored = list(zip(ks, rs))
+    # `ranked` (`_ranked_moves`) by making v alone again; a move that does not help may
+    # once v's inputs are made again too, so the first few are tried with those as well.
+    scored = list(zip(*ranked))
     for tried in (scored[:6], scored[6:]):
         found = _chosen(search, state, tried)
         if found is not None:
