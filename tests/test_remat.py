@@ -191,10 +191,12 @@ def test_the_tabu_search_goes_on_where_no_move_helps() -> None:
 def test_the_tabu_searchs_schedule_is_packed_and_judged_like_every_other() -> None:
     # `rematerialise`'s step 3 from one order under the rank "tabu" (the last pass above
     # `exact_ops` ops): where no other rank finds anything, its schedule is packed.
-    from optplan.schedule.remat import _fit
+    from optplan.schedule.remat.anytime import Call, fit
+    from optplan.schedule.remat.packing import Nearest
 
     order = tuple(range(STUCK.ops))
-    found = _fit(STUCK, order, Remat(29, exact_ops=0), [True] * STUCK.ops, time.perf_counter() + 5, (TABU,))
+    call = Call(STUCK, 29, 1, [True] * STUCK.ops, Nearest(STUCK, 1))
+    found = fit(call, order, time.perf_counter() + 5, (TABU,))
     assert found is not None and is_valid_steps(STUCK, found.steps) and len(found.steps) > STUCK.ops
     problem = Problem(problem_of(STUCK, found.steps).buffers, capacity=29)
     assert validate(problem, found.plan) == []

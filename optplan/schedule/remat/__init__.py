@@ -27,8 +27,9 @@ extra compute (the cost of every run after an op's first). Steps:
    that finds nothing, from the first schedule that did not pack with the target
    lowered only at the steps where its packing overflowed (`packing.relieve`). Then
    the heuristics go on from first-run orders drawn at random (`restarts`) until their
-   share of the time is spent, keeping the cheapest. For graphs above `exact_ops` ops
-   this is the anytime path.
+   share of the time is spent, keeping the cheapest (`anytime`). For graphs above
+   `exact_ops` ops this is the anytime path. Where nothing fits, the reason gives the
+   arena of the nearest schedule found, with real offsets, and its extra compute.
 4. The exact model (`model`) in Checkmate's and MOCCASIN's stages, once with the first
    runs in the searched order and once in the program order (MOCCASIN's own space),
    hinted with the best so far: first on live bytes, then its schedule packed; where
@@ -57,13 +58,12 @@ from optplan.problem import Problem
 from optplan.problem.plan import Plan, Status, validate
 from optplan.schedule import Scheduler, best_quick
 from optplan.schedule.graph import Graph, peak_bytes, problem_of
+from optplan.schedule.remat.anytime import Call, Found, heuristics
 from optplan.schedule.remat.bounds import MemoryBound, is_valid_steps, memory_bound, traced
 from optplan.schedule.remat.exhaustive import Exhausted, every_schedule
-from optplan.schedule.remat.heuristic import RANKS, extra_cost, greedy, prune
+from optplan.schedule.remat.heuristic import extra_cost, prune
 from optplan.schedule.remat.model import ModelResult, solve_model
-from optplan.schedule.remat.packing import Unpacked, pack, packed, relieve
-from optplan.schedule.remat.restarts import freeing_orders
-from optplan.schedule.remat.walk import evict
+from optplan.schedule.remat.packing import Nearest, pack
 
 # `every_schedule` is tried on graphs of up to 64 ops, for 20,000 states and a quarter of
 # the time at most (the CNN training step at 50 % needs 56 states, the MLP step at 70 %
@@ -79,10 +79,6 @@ EXHAUSTIVE_WORK = 20_000
 # while at 72 % and 64 % it ends in 1,406, and its schedule (+0.76 %) fits 90 % and 80 %
 # as well (the heuristics alone gave +2.04 % and +2.80 % there).
 LOWER_WORK = 1_500
-# Orders drawn in a row without a cheaper schedule, after which the draws stop: on
-# mlp_train the cheapest came within a few dozen, and where nothing better is found
-# (FCN-8 at 90-70 %) the draws otherwise take the heuristics' whole share of the time.
-RESTARTS_IDLE = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +149,8 @@ def rematerialise(graph: Graph, options: Remat, recomputable: Sequence[bool] | N
     orders = _orders(graph, options)
     exact = graph.ops <= options.exact_ops
     share = began + (0.4 if exact else 1.0) * options.time_limit
-    best = _heuristics(graph, orders, options, allowed, max(share, time.perf_counter() + 0.1 * options.time_limit))
+    call = Call(graph, options.budget_bytes, options.alignment, allowed, Nearest(graph, options.alignment))
+    best = heuristics(call, orders, max(share, time.perf_counter() + 0.1 * options.time_limit))
     if lower is not None and (best is None or lower.extra < best.extra):
         best = lower
     bounds: list[int] = []
@@ -176,7 +173,7 @@ def rematerialise(graph: Graph, options: Remat, recomputable: Sequence[bool] | N
         # A schedule cheaper than the models' bound lies outside their spaces (an order
         # drawn at random): their bound says nothing of its own.
         floor = max(floor, min(bounds))
-    return _result(graph, options, best, floor, total, bound, began)
+    return _result(graph, options, best, floor, total, bound, began, call.nearest)
 
 
 def _exhaustive(graph: Graph, options: Remat, allowed: list[bool], began: float) -> Exhausted | None:
@@ -184,7 +181,7 @@ def _exhaustive(graph: Graph, options: Remat, allowed: list[bool], began: float)
     return every_schedule(graph, options.budget_bytes, allowed, began + 0.25 * options.time_limit, EXHAUSTIVE_WORK)
 
 
-def _lower(graph: Graph, options: Remat, allowed: list[bool], bound: MemoryBound, began: float) -> _Found | None:
+def _lower(graph: Graph, options: Remat, allowed: list[bool], bound: MemoryBound, began: float) -> Found | None:
     """Where the search did not end at the budget: the search at budgets a fifth lower
     each time (`LOWER_WORK`), down to the memory bound; the first that ends with a
     schedule gives it, without the runs the budget does not need, packed within the
@@ -199,7 +196,7 @@ def _lower(graph: Graph, options: Remat, allowed: list[bool], bound: MemoryBound
                 return None
             steps = prune(graph, every.steps, options.budget_bytes)
             plan = pack(graph, steps, options.budget_bytes, options.alignment, deadline + 1.0)
-            return None if plan is None else _Found(steps, plan, extra_cost(graph, steps), "exhaustive")
+            return None if plan is None else Found(steps, plan, extra_cost(graph, steps), "exhaustive")
         budget -= max(1, options.budget_bytes // 5)
     return None
 
@@ -227,17 +224,8 @@ def _every(
     plan = pack(graph, steps, options.budget_bytes, options.alignment, began + 0.3 * options.time_limit)
     if plan is None:
         return None
-    found = _Found(steps, plan, extra_cost(graph, steps), "exhaustive", True)
+    found = Found(steps, plan, extra_cost(graph, steps), "exhaustive", True)
     return _result(graph, options, found, every.cost, total, bound, began)
-
-
-@dataclass(frozen=True, slots=True)
-class _Found:
-    steps: tuple[int, ...]
-    plan: Plan
-    extra: int
-    method: str
-    optimal: bool = False
 
 
 def _orders(graph: Graph, options: Remat) -> list[tuple[int, ...]]:
@@ -254,138 +242,14 @@ def _orders(graph: Graph, options: Remat) -> list[tuple[int, ...]]:
     return sorted(orders, key=lambda order: peak_bytes(graph, order))
 
 
-def _heuristics(
-    graph: Graph, orders: list[tuple[int, ...]], options: Remat, allowed: list[bool], deadline: float
-) -> _Found | None:
-    """Step 3 from every order, the cheapest schedule: first the peak heuristic's
-    cheapest moves (and the walk), and only where that finds nothing from any order,
-    its other ranks (which reach lower budgets at a dearer extra compute). Its tabu
-    search (`heuristic.TABU`) is not a pass here: run before the orders drawn at random
-    on MOCCASIN's 500-node graph, it took the time in which they meet 60 % (+86.3 % at
-    30 s, met then only at 120 s), and at 50 %, where it alone meets the budget in live
-    bytes, none of its schedules packed."""
-    best: _Found | None = None
-    for ranks in (RANKS[:1], RANKS[1:]):
-        for order in orders:
-            found = _fit(graph, order, options, allowed, deadline, ranks)
-            if found is not None and (best is None or found.extra < best.extra):
-                best = found
-            if best is not None and best.extra == 0:
-                return best
-        if best is not None:
-            break
-    return _restarts(graph, options, allowed, deadline, best)
-
-
-def _restarts(graph: Graph, options: Remat, allowed: list[bool], deadline: float, best: _Found | None) -> _Found | None:
-    """Step 3's rest: the heuristics from orders drawn at random (`restarts.
-    freeing_orders`) until the deadline; the cheapest schedule that packs, `best` or
-    one of theirs; once there is one, they stop after `RESTARTS_IDLE` orders in a row
-    that give none cheaper."""
-    idle = 0
-    for order in freeing_orders(graph):
-        if time.perf_counter() > deadline or (best is not None and (best.extra == 0 or idle >= RESTARTS_IDLE)):
-            break
-        found = _fit(graph, order, options, allowed, deadline, RANKS)
-        idle += 1
-        if found is not None and (best is None or found.extra < best.extra):
-            best, idle = found, 0
-    return best
-
-
-def _fit(
-    graph: Graph,
-    order: tuple[int, ...],
-    options: Remat,
-    allowed: list[bool],
-    deadline: float,
-    ranks: Sequence[str],
-) -> _Found | None:
-    """Step 3 from one order: tighten the live-bytes target until the instances pack;
-    where that finds nothing, the packing rounds (`packing.relieve`) from the first
-    schedule met that did not pack."""
-    if peak_bytes(graph, order) <= options.budget_bytes:
-        # An order that fits needs no recomputation: packing it is worth a little time
-        # even where the heuristics' share is spent (a loaded machine).
-        plan = pack(graph, order, options.budget_bytes, options.alignment, max(deadline, time.perf_counter() + 2.0))
-        if plan is not None:
-            return _Found(order, plan, 0, "order", True)
-    found, unpacked = _tightened(graph, order, options, allowed, deadline, ranks)
-    if found is not None or unpacked is None:
-        return found
-    packs = relieve(graph, unpacked, options.budget_bytes, options.alignment, allowed, deadline)
-    return None if packs is None else _Found(packs[0], packs[1], extra_cost(graph, packs[0]), "greedy")
-
-
-def _tightened(
-    graph: Graph,
-    order: tuple[int, ...],
-    options: Remat,
-    allowed: list[bool],
-    deadline: float,
-    ranks: Sequence[str],
-) -> tuple[_Found | None, Unpacked | None]:
-    """`_fit`'s tightening of the target: the schedule that packs, or None; and the first
-    schedule met by the peak heuristic that did not pack, or None."""
-    target, steps = options.budget_bytes, order
-    unpacked: Unpacked | None = None
-    floor = graph.base_bytes  # below every target the heuristics may still meet
-    missed = None  # the lowest target met whose schedule did not pack
-    while target > floor:
-        every = _found_by(graph, steps, target, allowed, deadline, ranks)
-        found = every[0] if every else None
-        if found is None:
-            if missed is None or missed - floor <= max(1, options.budget_bytes // 1000):
-                return None, unpacked
-            # Nothing at this target from here: try halfway back to the one met.
-            floor, target = target, (target + missed) // 2
-            continue
-        plan, over, tops = packed(graph, found[0], options.budget_bytes, options.alignment, deadline)
-        extra = extra_cost(graph, found[0])
-        if plan is not None:
-            return _Found(found[0], plan, extra, "order" if extra == 0 else "greedy", extra == 0), unpacked
-        if found[1] != "walk" and unpacked is None:  # met by the peak heuristic
-            unpacked = Unpacked(found, tops, target)
-        # The packing rounds go on from this schedule with the ranks of the peak heuristic
-        # that met this target, cheapest first, lower by what the greedy packing lost to
-        # fragmentation (on MOCCASIN's 1,000-node graph at 70 % it was 6.5 %: three 2 %
-        # steps of 8-15 s each), at most a tenth.
-        missed, steps = target, found[0]
-        ranks = [rank for _, rank in every if rank != "walk"] or RANKS[:1]
-        room = target - graph.base_bytes
-        lower = max(floor + 1, target - max(1, room // 50, min(over, room // 10)))
-        if lower >= target or time.perf_counter() > deadline:
-            return None, unpacked  # met at every target tried, packed at none
-        target = lower
-    return None, unpacked
-
-
-def _found_by(
-    graph: Graph, steps: tuple[int, ...], target: int, allowed: list[bool], deadline: float, ranks: Sequence[str]
-) -> list[tuple[tuple[int, ...], str]]:
-    """The schedules the heuristics find from `steps` (the peak heuristic under each of
-    `ranks`, and the walk from a plain order where "cost" is among them), cheapest first, each with what found it.
-    Each stops at the deadline, so a later one may not run at all."""
-    found: list[tuple[tuple[int, ...], str]] = []
-    for rank in ranks:
-        schedule = greedy(graph, steps, target, allowed, deadline, rank)
-        if schedule is not None:
-            found.append((schedule, rank))
-    if len(steps) == graph.ops and RANKS[0] in ranks:
-        walked = evict(graph, steps, target, allowed, deadline)
-        if walked is not None:
-            found.append((prune(graph, walked, target), "walk"))
-    return sorted(found, key=lambda f: extra_cost(graph, f[0]))
-
-
 def _exact(
     graph: Graph,
     options: Remat,
     allowed: list[bool],
-    best: _Found | None,
+    best: Found | None,
     order: tuple[int, ...],
     seconds: float,
-) -> tuple[_Found | None, int | None]:
+) -> tuple[Found | None, int | None]:
     """Step 4 with the first runs in `order`: the better schedule and the model's bound
     (None where the model proves that its space holds no schedule within the budget: an
     empty space bounds nothing, and the model with offsets, a restriction of it, need
@@ -422,7 +286,7 @@ def _exact(
             break
         plan = _model_plan(graph, options, result) if offsets else pack(graph, result.steps, options.budget_bytes, options.alignment, end)
         if plan is not None:
-            return _Found(result.steps, plan, extra, "cp-sat", result.optimal and room == options.budget_bytes), bound
+            return Found(result.steps, plan, extra, "cp-sat", result.optimal and room == options.budget_bytes), bound
         # The live bytes fit but the instances do not pack: ask again a little lower.
         room -= max(1, (peak_bytes(graph, result.steps) - graph.base_bytes) // 50)
     return best, bound
@@ -439,7 +303,18 @@ def _model_plan(graph: Graph, options: Remat, result: ModelResult) -> Plan | Non
     return None if validate(problem, plan) else plan
 
 
-def _instance_offsets(graph: Graph, found: _Found) -> list[int]:
+def _nearest_words(graph: Graph, nearest: Nearest | None) -> str:
+    """What the nearest schedule found that did not pack needs, for the reason where
+    nothing fits: its arena with real offsets and its extra compute."""
+    if nearest is None or nearest.steps is None or nearest.plan is None:
+        return ""
+    total = sum(graph.costs) if graph.costs else graph.ops
+    extra = 100.0 * extra_cost(graph, nearest.steps) / total if total else 0.0
+    arena = nearest.plan.arena + graph.base_bytes
+    return f"; the nearest schedule found fits {arena} bytes with real offsets, at +{extra:.3f} % extra compute"
+
+
+def _instance_offsets(graph: Graph, found: Found) -> list[int]:
     problem = problem_of(graph, found.steps)
     return [found.plan.offsets.get(b.id, 0) for b in problem.buffers]
 
@@ -447,11 +322,12 @@ def _instance_offsets(graph: Graph, found: _Found) -> list[int]:
 def _result(
     graph: Graph,
     options: Remat,
-    best: _Found | None,
+    best: Found | None,
     model_bound: int,
     total: int,
     bound: MemoryBound,
     began: float,
+    nearest: Nearest | None = None,
 ) -> RematSchedule:
     if best is None:
         # Nothing found: perhaps nothing fits, which the traced bound may prove (within
@@ -466,7 +342,7 @@ def _result(
         reason = (
             f"no schedule within {options.budget_bytes} bytes found in {seconds:.1f} s of the "
             f"{options.time_limit:.1f} s limit (the proven memory bound is {bound.bytes})"
-        )
+        ) + _nearest_words(graph, nearest)
         return RematSchedule(None, Status.UNKNOWN, 0, 0, 0, total, model_bound, bound, None, "none", reason, seconds)
     # The least of the models' bounds holds over every space they searched; a model that
     # proved its own space optimal says nothing of the other. No recomputation is optimal.

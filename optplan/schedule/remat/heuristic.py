@@ -34,7 +34,7 @@ lower it where a packing of the schedule overflowed the budget.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -138,14 +138,17 @@ def greedy(
     recomputable: Sequence[bool],
     deadline: float,
     rank: str = "cost",
+    stuck: Callable[[tuple[int, ...]], None] | None = None,
 ) -> tuple[int, ...] | None:
     """A schedule from `start` whose peak is at most `target` (module docstring), or None.
     `rank` is how step 3 chooses among the moves that bring the profile nearer the
     target: "cost", the cheapest; "ratio", the most bytes over the target removed per
     unit of compute; "key", the nearest, whatever it costs. No one of them reaches every
     budget the others do: on MOCCASIN's graphs, "cost" alone meets the 1,000-node graph
-    at 50 %, "key" alone the 100-node graph at 60 % and the 500-node one at 55 %."""
-    found = relieved(graph, start, target, recomputable, deadline, rank, np.zeros(len(start), dtype=np.int64))
+    at 50 %, "key" alone the 100-node graph at 60 % and the 500-node one at 55 %.
+    Where it gives up, the schedule it reached goes to `stuck`."""
+    relief = np.zeros(len(start), dtype=np.int64)
+    found = relieved(graph, start, target, recomputable, deadline, rank, relief, stuck)
     return None if found is None else found[0]
 
 
@@ -157,22 +160,24 @@ def relieved(
     deadline: float,
     rank: str,
     relief: np.ndarray,
+    stuck: Callable[[tuple[int, ...]], None] | None = None,
 ) -> tuple[tuple[int, ...], np.ndarray] | None:
     """`greedy` with a target lower by `relief[t]` at step t of `start` (the bytes by
     which a packing of `start` exceeded the budget there): the schedule, and the relief
-    of each of its steps (the steps a move makes again before step r take r's)."""
+    of each of its steps (the steps a move makes again before step r take r's). Where
+    no move helps or the deadline passes, the schedule reached goes to `stuck`."""
     allowed = np.array(recomputable, dtype=np.bool_).reshape(graph.ops)
     search = _Search(graph, Flat(graph), target, allowed, deadline, rank)
     state: _State | None = evaluate(graph, start, search.flat, relief)
     tabu = _Tabu() if rank == TABU else None
     while state is not None and int(state.profile.max(initial=0)) > target:
-        if time.perf_counter() > deadline:
-            return None
-        ranked = _ranked_moves(search, state)
+        ranked = _ranked_moves(search, state) if time.perf_counter() < deadline else ([], [])
         found = _best_move(search, state, ranked)
-        if found is None and tabu is not None:
+        if found is None and tabu is not None and ranked[0]:
             found = tabu.move(search, state, ranked)
         if found is None:
+            if stuck is not None:
+                stuck(state.steps)
             return None
         state = evaluate(graph, found[0], search.flat, found[1])
         state = tabu.kept(search, state) if tabu is not None else state

@@ -1,0 +1,174 @@
+"""Step 3 of `rematerialise` (the anytime path): the heuristics from each start order,
+their schedules packed for real offsets, and the orders drawn at random after them.
+
+From one order (`fit`): the peak heuristic meets the live-bytes target under its ranks
+(and the walk evicts on demand); the schedule met is packed (`packing.packed`). Where
+it does not pack, the whole target is tightened (`tightened`), and where that finds
+nothing, the packing rounds lower it only at the steps where the packing overflowed
+(`packing.relieve`). Every packing that did not fit, every start order's own packing and
+every schedule a heuristic gave up on is offered to `Call.nearest`: where nothing fits,
+the caller reports how much memory the nearest schedule found needs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from optplan.problem.plan import Plan
+from optplan.schedule.graph import Graph, peak_bytes
+from optplan.schedule.remat.heuristic import RANKS, extra_cost, greedy, prune
+from optplan.schedule.remat.packing import Nearest, Unpacked, packed, relieve
+from optplan.schedule.remat.restarts import freeing_orders
+from optplan.schedule.remat.walk import evict
+
+# Orders drawn in a row without a cheaper schedule, after which the draws stop: on
+# mlp_train the cheapest came within a few dozen, and where nothing better is found
+# (FCN-8 at 90-70 %) the draws otherwise take the heuristics' whole share of the time.
+RESTARTS_IDLE = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """What every step of one `rematerialise` call shares: the graph, the budget in bytes
+    (`base_bytes` included), the alignment of every offset, which ops may run again,
+    and the nearest schedule found that did not pack."""
+
+    graph: Graph
+    budget: int
+    alignment: int
+    allowed: list[bool]
+    nearest: Nearest
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A schedule that packs within the budget: its steps, plan, extra compute, what
+    found it, and whether it is the least there is."""
+
+    steps: tuple[int, ...]
+    plan: Plan
+    extra: int
+    method: str
+    optimal: bool = False
+
+
+def heuristics(call: Call, orders: list[tuple[int, ...]], deadline: float) -> Found | None:
+    """Step 3 from every order, the cheapest schedule: first the peak heuristic's
+    cheapest moves (and the walk), and only where that finds nothing from any order,
+    its other ranks (which reach lower budgets at a dearer extra compute). Its tabu
+    search (`heuristic.TABU`) is not a pass here: run before the orders drawn at random
+    on MOCCASIN's 500-node graph, it took the time in which they meet 60 % (+86.3 % at
+    30 s, met then only at 120 s), and at 50 %, where it alone meets the budget in live
+    bytes, none of its schedules packed."""
+    best: Found | None = None
+    for order in orders:
+        if peak_bytes(call.graph, order) > call.budget:
+            call.nearest.pack(order)
+    for ranks in (RANKS[:1], RANKS[1:]):
+        for order in orders:
+            found = fit(call, order, deadline, ranks)
+            if found is not None and (best is None or found.extra < best.extra):
+                best = found
+            if best is not None and best.extra == 0:
+                return best
+        if best is not None:
+            break
+    return _restarts(call, deadline, best)
+
+
+def _restarts(call: Call, deadline: float, best: Found | None) -> Found | None:
+    """Step 3's rest: the heuristics from orders drawn at random (`restarts.
+    freeing_orders`) until the deadline; the cheapest schedule that packs, `best` or
+    one of theirs; once there is one, they stop after `RESTARTS_IDLE` orders in a row
+    that give none cheaper."""
+    idle = 0
+    for order in freeing_orders(call.graph):
+        if time.perf_counter() > deadline or (best is not None and (best.extra == 0 or idle >= RESTARTS_IDLE)):
+            break
+        found = fit(call, order, deadline, RANKS)
+        idle += 1
+        if found is not None and (best is None or found.extra < best.extra):
+            best, idle = found, 0
+    return best
+
+
+def fit(call: Call, order: tuple[int, ...], deadline: float, ranks: Sequence[str]) -> Found | None:
+    """Step 3 from one order: tighten the live-bytes target until the instances pack;
+    where that finds nothing, the packing rounds (`packing.relieve`) from the first
+    schedule met that did not pack."""
+    graph = call.graph
+    if peak_bytes(graph, order) <= call.budget:
+        # An order that fits needs no recomputation: packing it is worth a little time
+        # even where the heuristics' share is spent (a loaded machine).
+        plan, _, _ = packed(
+            graph, order, call.budget, call.alignment, max(deadline, time.perf_counter() + 2.0),
+            nearest=call.nearest,
+        )
+        if plan is not None:
+            return Found(order, plan, 0, "order", True)
+    found, unpacked = _tightened(call, order, deadline, ranks)
+    if found is not None or unpacked is None:
+        return found
+    packs = relieve(graph, unpacked, call.budget, call.alignment, call.allowed, deadline, call.nearest)
+    return None if packs is None else Found(packs[0], packs[1], extra_cost(graph, packs[0]), "greedy")
+
+
+def _tightened(
+    call: Call, order: tuple[int, ...], deadline: float, ranks: Sequence[str]
+) -> tuple[Found | None, Unpacked | None]:
+    """`fit`'s tightening of the target: the schedule that packs, or None; and the first
+    schedule met by the peak heuristic that did not pack, or None."""
+    graph = call.graph
+    target, steps = call.budget, order
+    unpacked: Unpacked | None = None
+    floor = graph.base_bytes  # below every target the heuristics may still meet
+    missed = None  # the lowest target met whose schedule did not pack
+    while target > floor:
+        every = _found_by(call, steps, target, deadline, ranks)
+        found = every[0] if every else None
+        if found is None:
+            if missed is None or missed - floor <= max(1, call.budget // 1000):
+                return None, unpacked
+            # Nothing at this target from here: try halfway back to the one met.
+            floor, target = target, (target + missed) // 2
+            continue
+        plan, over, tops = packed(graph, found[0], call.budget, call.alignment, deadline, nearest=call.nearest)
+        extra = extra_cost(graph, found[0])
+        if plan is not None:
+            return Found(found[0], plan, extra, "order" if extra == 0 else "greedy", extra == 0), unpacked
+        if found[1] != "walk" and unpacked is None:  # met by the peak heuristic
+            unpacked = Unpacked(found, tops, target)
+        # The packing rounds go on from this schedule with the ranks of the peak heuristic
+        # that met this target, cheapest first, lower by what the greedy packing lost to
+        # fragmentation (on MOCCASIN's 1,000-node graph at 70 % it was 6.5 %: three 2 %
+        # steps of 8-15 s each), at most a tenth.
+        missed, steps = target, found[0]
+        ranks = [rank for _, rank in every if rank != "walk"] or RANKS[:1]
+        room = target - graph.base_bytes
+        lower = max(floor + 1, target - max(1, room // 50, min(over, room // 10)))
+        if lower >= target or time.perf_counter() > deadline:
+            return None, unpacked  # met at every target tried, packed at none
+        target = lower
+    return None, unpacked
+
+
+def _found_by(
+    call: Call, steps: tuple[int, ...], target: int, deadline: float, ranks: Sequence[str]
+) -> list[tuple[tuple[int, ...], str]]:
+    """The schedules the heuristics find from `steps` (the peak heuristic under each of
+    `ranks`, and the walk from a plain order where "cost" is among them), cheapest first,
+    each with what found it. Each stops at the deadline, so a later one may not run at
+    all. A schedule the peak heuristic gives up on is offered to `call.nearest`."""
+    graph, allowed = call.graph, call.allowed
+    found: list[tuple[tuple[int, ...], str]] = []
+    for rank in ranks:
+        schedule = greedy(graph, steps, target, allowed, deadline, rank, call.nearest.pack)
+        if schedule is not None:
+            found.append((schedule, rank))
+    if len(steps) == graph.ops and RANKS[0] in ranks:
+        walked = evict(graph, steps, target, allowed, deadline)
+        if walked is not None:
+            found.append((prune(graph, walked, target), "walk"))
+    return sorted(found, key=lambda f: extra_cost(graph, f[0]))
