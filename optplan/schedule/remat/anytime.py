@@ -3,11 +3,11 @@ their schedules packed for real offsets, and the orders drawn at random after th
 
 From one order (`fit`): the peak heuristic meets the live-bytes target under its ranks
 (and the walk evicts on demand); the schedule met is packed (`packing.packed`). Where
-it does not pack, the whole target is tightened (`tightened`), and where that finds
+it does not pack, the whole target is tightened (`_tightened`), and where that finds
 nothing, the packing rounds lower it only at the steps where the packing overflowed
 (`packing.relieve`). Every packing that did not fit, every start order's own packing and
-every schedule a heuristic gave up on is offered to `Call.nearest`: where nothing fits,
-the caller reports how much memory the nearest schedule found needs.
+every schedule the peak heuristic gave up on is offered to `Call.nearest`: where nothing
+fits, the caller reports how much memory the nearest schedule found needs.
 """
 
 from __future__ import annotations
