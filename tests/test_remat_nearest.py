@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -28,14 +29,13 @@ def test_where_nothing_packs_the_reason_gives_the_nearest_arena() -> None:
     assert "the nearest schedule found fits 13 bytes with real offsets, at +0.000 % extra compute" in result.reason
 
 
+@dataclass
 class Counted(Nearest):
     """`Nearest` that also keeps the arena of every packing offered to it."""
 
-    offered: list[int]
+    offered: list[int] = field(default_factory=list)
 
     def offer(self, steps: Sequence[int], plan: Plan) -> None:
-        if not hasattr(self, "offered"):
-            self.offered = []
         self.offered.append(plan.arena)
         super().offer(steps, plan)
 

@@ -303,12 +303,11 @@ def _model_plan(graph: Graph, options: Remat, result: ModelResult) -> Plan | Non
     return None if validate(problem, plan) else plan
 
 
-def _nearest_words(graph: Graph, nearest: Nearest | None) -> str:
+def _nearest_words(graph: Graph, nearest: Nearest | None, total: int) -> str:
     """What the nearest schedule found that did not pack needs, for the reason where
-    nothing fits: its arena with real offsets and its extra compute."""
+    nothing fits: its arena with real offsets and its extra compute (of `total`)."""
     if nearest is None or nearest.steps is None or nearest.plan is None:
         return ""
-    total = sum(graph.costs) if graph.costs else graph.ops
     extra = 100.0 * extra_cost(graph, nearest.steps) / total if total else 0.0
     arena = nearest.plan.arena + graph.base_bytes
     return f"; the nearest schedule found fits {arena} bytes with real offsets, at +{extra:.3f} % extra compute"
@@ -342,7 +341,7 @@ def _result(
         reason = (
             f"no schedule within {options.budget_bytes} bytes found in {seconds:.1f} s of the "
             f"{options.time_limit:.1f} s limit (the proven memory bound is {bound.bytes})"
-        ) + _nearest_words(graph, nearest)
+        ) + _nearest_words(graph, nearest, total)
         return RematSchedule(None, Status.UNKNOWN, 0, 0, 0, total, model_bound, bound, None, "none", reason, seconds)
     # The least of the models' bounds holds over every space they searched; a model that
     # proved its own space optimal says nothing of the other. No recomputation is optimal.

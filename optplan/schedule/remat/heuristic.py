@@ -171,10 +171,7 @@ def relieved(
     state: _State | None = evaluate(graph, start, search.flat, relief)
     tabu = _Tabu() if rank == TABU else None
     while state is not None and int(state.profile.max(initial=0)) > target:
-        ranked = _ranked_moves(search, state) if time.perf_counter() < deadline else ([], [])
-        found = _best_move(search, state, ranked)
-        if found is None and tabu is not None and ranked[0]:
-            found = tabu.move(search, state, ranked)
+        found = _next_move(search, state, tabu) if time.perf_counter() < deadline else None
         if found is None:
             if stuck is not None:
                 stuck(state.steps)
@@ -224,6 +221,16 @@ class _Tabu:
             steps, relief = _pruned(graph, state.steps, peak, search.flat, state.relief)
             state = evaluate(graph, steps, search.flat, relief)
         return state
+
+
+def _next_move(search: _Search, state: _State, tabu: _Tabu | None) -> tuple[tuple[int, ...], np.ndarray] | None:
+    """The steps and relief after the move taken from `state`: the best that helps, else
+    under the rank "tabu" its move; None where there is none."""
+    ranked = _ranked_moves(search, state)
+    found = _best_move(search, state, ranked)
+    if found is None and tabu is not None:
+        found = tabu.move(search, state, ranked)
+    return found
 
 
 def _best_move(

@@ -162,7 +162,8 @@ def packed(
     searched = plan.arena > room and len(buffers) <= DESCENT_PACKS
     if searched:
         plan = descend(problem, plan, deadline, work=DESCENT_WORK)
-    over, before = max(0, plan.arena - room), plan  # the packing before CP-SAT
+    over = max(0, plan.arena - room)
+    before = plan  # the packing before CP-SAT, offered to `nearest` where nothing fits
     tops = tops_of(buffers, plan, len(steps))
     if over and (len(buffers) <= CPSAT_PACKS or (not searched and over <= room // near)):
         left = min(5.0, deadline - time.perf_counter())
