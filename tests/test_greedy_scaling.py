@@ -101,3 +101,27 @@ def test_large_parts_make_only_the_large_runs(monkeypatch: pytest.MonkeyPatch) -
     _, detail = best_offsets(form)
     assert set(detail["arenas"]) <= {"naive", "size/first"}  # type: ignore[arg-type]
     assert greedy_runs._runs(300, ("start",), ("best",)) == [("start", "best")]
+
+
+def recomputed(count: int, seed: int) -> Problem:
+    """Shaped like a schedule with recomputation: lifetimes of 1-3 steps, and every
+    twentieth across an eighth to a quarter of the run."""
+    rng = random.Random(seed)
+    buffers = []
+    for index in range(count):
+        start = rng.randrange(count)
+        length = rng.randrange(count // 8, count // 4) if index % 20 == 0 else rng.randrange(1, 4)
+        buffers.append(Buffer(f"b{index}", rng.randrange(1, 100), (Interval(start, start + length),)))
+    return Problem(tuple(buffers))
+
+
+def test_lifetimes_across_many_buckets_take_the_tree() -> None:
+    # A query here reads about 400 listed intervals, few enough for buckets, but merges
+    # them from about 200 buckets: all of greedy's runs took 1.4 s with buckets and
+    # 0.14 s with the tree. Short lifetimes alone (the generated CSVs) still take buckets.
+    (part,) = split(rectangles(recomputed(3000, 1)))
+    compiled = greedy_kernel.Compiled.build(part)
+    assert compiled is not None and not compiled.buckets
+    short = [rect for rect in rectangles(dense(600, 0)) if rect.live[0].end - rect.live[0].start < 10]
+    compiled = greedy_kernel.Compiled.build(short)
+    assert compiled is not None and compiled.buckets

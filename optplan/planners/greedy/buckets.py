@@ -20,8 +20,9 @@ This is `greedy.place` compiled, line for line:
    those of `greedy.place` for every order and fit (`tests/test_greedy_scaling.py`).
 
 `reads(...)` is what a run costs: the mean number of listed intervals a query reads at
-the end of a run (a bound on any moment of it). `greedy.kernel.Compiled` takes buckets
-when that is small (`BUCKET_READS`) and the tree otherwise.
+the end of a run (a bound on any moment of it), and with `merged` those reads times the
+buckets each query merges. `greedy.kernel.Compiled` takes buckets when both are small
+(`BUCKET_READS`, `BUCKET_MERGES`) and the tree otherwise.
 """
 
 from __future__ import annotations
@@ -39,9 +40,11 @@ def shift_for(starts: np.ndarray, ends: np.ndarray) -> int:
     return max(typical, 1).bit_length() - 1
 
 
-def reads(starts: np.ndarray, ends: np.ndarray, shift: int) -> float:
+def reads(starts: np.ndarray, ends: np.ndarray, shift: int, merged: bool = False) -> float:
     """The mean number of listed intervals one interval's query reads once every
-    interval is listed: the occupancy of its buckets, summed."""
+    interval is listed: the occupancy of its buckets, summed. With `merged`, each
+    query's reads times the buckets it merges, since `_hole` picks every entry among
+    them: what a query really costs where some lifetimes span many buckets."""
     if not len(starts):
         return 0.0
     first, last = starts >> shift, (ends - 1) >> shift
@@ -50,7 +53,8 @@ def reads(starts: np.ndarray, ends: np.ndarray, shift: int) -> float:
     np.add.at(change, last + 1, -1)
     occupancy = np.cumsum(change)
     before = np.concatenate(([0], np.cumsum(occupancy)))
-    return float((before[last + 1] - before[first]).mean())
+    read = (before[last + 1] - before[first]).astype(np.float64)
+    return float((read * (last - first + 1) if merged else read).mean())
 
 
 @njit(cache=True)

@@ -34,7 +34,8 @@ offsets are those of `greedy.place` for every order and fit
 `Compiled.build(part)` (or `Compiled.from_columns`) also picks the loop: this tree, or
 `greedy.buckets`' sorted buckets when a query would read fewer than BUCKET_READS listed
 intervals there (short lifetimes, about a hundred live at once), where the tree's node
-lists repeat the same few hundred ranges and cost 6x more.
+lists repeat the same few hundred ranges and cost 6x more, unless some lifetimes span so
+many buckets that merging them costs more (BUCKET_MERGES).
 
 `Compiled.build(part)` returns None, and greedy uses `greedy.place`, when numba is
 missing or some number (offsets up to the naive stack, size x lifetime for the `area`
@@ -59,6 +60,13 @@ _LIMIT = 1 << 62  # numbers at or above this could overflow an int64 sum or prod
 # Buckets when a query reads fewer listed intervals than this, on average (module
 # docstring of `greedy.buckets`; measured in `benchmarks/idealloc.py`'s stage table).
 BUCKET_READS = 2000
+# Nor when a query's reads times the buckets it merges (`reads(..., merged=True)`) reach
+# this, on average. A schedule of MOCCASIN's 500-node graph with recomputation (3,036
+# instances: many short lifetimes and some across the whole run) reads 990 but merges 11
+# buckets a query (103,377): all of greedy's runs took 1.7 s with buckets, 0.28 s with the
+# tree. Every trace on which buckets won is below 8,500 (idealloc's G_1 1,890, the
+# generated CSVs 1,070), and idealloc's resnet50 (6,040) takes the same time with either.
+BUCKET_MERGES = 20_000
 
 
 def _fits(size: np.ndarray, modulus: np.ndarray, pin: np.ndarray, length: np.ndarray) -> bool:
@@ -196,8 +204,8 @@ def _assemble(
     kernel: str,
 ) -> Compiled | None:
     """Ranks of the interval ends, and the loop for the trace's shape: buckets when a
-    query would read fewer than BUCKET_READS listed intervals (`greedy.buckets.reads`),
-    else the tree."""
+    query would read fewer than BUCKET_READS listed intervals (`greedy.buckets.reads`)
+    and merge them from few enough buckets (BUCKET_MERGES), else the tree."""
     size, residue, modulus, pin = shape
     if not _fits(size, modulus, pin, length):
         return None
@@ -207,7 +215,8 @@ def _assemble(
     starts, ends = ranks[: len(start)], ranks[len(start) :]
     shift = shift_for(starts, ends)
     if kernel == "auto":
-        kernel = "buckets" if reads(starts, ends, shift) < BUCKET_READS else "tree"
+        few = reads(starts, ends, shift) < BUCKET_READS
+        kernel = "buckets" if few and reads(starts, ends, shift, merged=True) < BUCKET_MERGES else "tree"
     return Compiled(
         first=first,
         starts=starts,
