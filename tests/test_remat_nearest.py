@@ -21,12 +21,15 @@ from tests.test_remat import graphs, replay
 
 
 def test_where_nothing_packs_the_reason_gives_the_nearest_arena() -> None:
-    # Two buffers of 5 bytes held together fit 10 bytes, but offsets on a multiple of 8
-    # put the second at 8: every packing needs 13.
-    graph = Graph((5, 5), ((0,), (1,)), ((), (0,)), ((), (0,)), costs=(1, 1))
-    result = rematerialise(graph, Remat(10, time_limit=2, alignment=8))
+    # Five ops whose bound is 41 bytes at offsets on multiples of 8. In half a second,
+    # every schedule found within it in live bytes needs 43 with real offsets; one that
+    # packs within 41 is found only after about 1.5 s (at a limit of 4 s).
+    reads = ((), (0,), (0, 1), (0, 2), (1, 3))
+    graph = Graph((3, 12, 3, 12, 9), tuple((v,) for v in range(5)), reads, reads, costs=(1,) * 5)
+    result = rematerialise(graph, Remat(41, time_limit=0.5, alignment=8))
     assert result.status is Status.UNKNOWN and result.steps is None
-    assert "the nearest schedule found fits 13 bytes with real offsets, at +0.000 % extra compute" in result.reason
+    assert "the proven memory bound is 41" in result.reason
+    assert "the nearest schedule found fits 43 bytes with real offsets, at +0.000 % extra compute" in result.reason
 
 
 @dataclass

@@ -70,8 +70,7 @@ def _what_fits(args: argparse.Namespace, loaded: Loaded, capacity: int) -> str:
     reordered = max(Scheduler("auto", time_limit=seconds)(g).peak_bytes for g in graphs)
     if reordered <= capacity and not getattr(args, "reorder", None):
         return f"another order would fit it (--reorder: {reordered} bytes)"
-    floor = max(graphs, key=lambda g: memory_bound(g).bytes)
-    bound = memory_bound(floor)
+    bound = max((memory_bound(g, alignment=args.alignment) for g in graphs), key=lambda found: found.bytes)
     if bound.bytes <= capacity:
         command = "optplan run" if args.command == "run" else "optplan reorder"
         return (

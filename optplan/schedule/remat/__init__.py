@@ -107,7 +107,8 @@ class RematSchedule:
     of every op; `bound_cost`: proven lower bound on the extra compute, among schedules
     that run each op at most `copies` times where the exact model proved it, among all
     where the exhaustive search ran to its end;
-    `memory_bound`: no schedule holds less at its peak; `method`: what found it.
+    `memory_bound`: no schedule holds less at its peak (no arena at the alignment is
+    smaller, `base_bytes` added); `method`: what found it.
     """
 
     steps: tuple[int, ...] | None
@@ -135,7 +136,7 @@ def rematerialise(graph: Graph, options: Remat, recomputable: Sequence[bool] | N
     deadline = began + options.time_limit
     allowed = list(recomputable) if recomputable is not None else [True] * graph.ops
     total = sum(graph.costs) if graph.costs else graph.ops
-    bound = memory_bound(graph, allowed)
+    bound = memory_bound(graph, allowed, options.alignment)
     if options.budget_bytes < bound.bytes:
         reason = f"no schedule fits {options.budget_bytes} bytes: at least {bound.bytes} are needed ({bound.reason})"
         return RematSchedule(None, Status.INFEASIBLE, 0, 0, 0, total, 0, bound, None, "bound", reason, time.perf_counter() - began)
@@ -215,7 +216,7 @@ def _every(
     if every.steps is None:
         # The traced bound's reason, where it finds one, is one a reader can follow.
         searched = f"a search of every schedule ({every.states} sets of buffers held after a step) finds none"
-        proof = traced(graph, options.budget_bytes, deadline=time.perf_counter() + 1.0)
+        proof = traced(graph, options.budget_bytes, deadline=time.perf_counter() + 1.0, alignment=options.alignment)
         proof = proof or MemoryBound(options.budget_bytes + 1, searched)
         reason = f"no schedule fits {options.budget_bytes} bytes: {proof.reason}"
         seconds = time.perf_counter() - began
@@ -331,7 +332,7 @@ def _result(
     if best is None:
         # Nothing found: perhaps nothing fits, which the traced bound may prove (within
         # a second of the limit: on MOCCASIN's 1,000-node graph its work took 6 s).
-        proof = traced(graph, options.budget_bytes, deadline=max(began + options.time_limit, time.perf_counter()) + 1.0)
+        proof = traced(graph, options.budget_bytes, deadline=max(began + options.time_limit, time.perf_counter()) + 1.0, alignment=options.alignment)
         if proof is not None:
             reason = f"no schedule fits {options.budget_bytes} bytes: {proof.reason}"
             seconds = time.perf_counter() - began

@@ -20,7 +20,10 @@ The bound, per op v (every op runs at least once, so the largest over ops holds)
    for a buffer live out), it is held beside v's reads and new buffers.
 
 The bound is `base_bytes` plus the largest of these over all ops; the op (and the w, or
-the buffers held) that sets it is the reason printed when a budget is below it.
+the buffers held) that sets it is the reason printed when a budget is below it. Where
+every offset is a multiple of an alignment a, buffers held at once need more than their
+bytes: in offset order, each but the highest takes its size rounded up to a, since the
+next offset is a multiple of a at or above its end (`aligned_bytes`).
 
 `traced(graph, budget, work)` goes on from 2 where no schedule was found: a set T of
 buffers held at once at some step, all made before it (at first an op's reads). Of
@@ -38,6 +41,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from optplan.schedule.graph import Graph, instances
@@ -45,8 +49,9 @@ from optplan.schedule.graph import Graph, instances
 
 @dataclass(frozen=True, slots=True)
 class MemoryBound:
-    """`bytes`: no schedule of the graph, with any recomputation, holds less at its peak;
-    `reason`: why, in words a reader can check."""
+    """`bytes`: no schedule of the graph, with any recomputation, holds less at its peak
+    (with offsets at the alignment, no arena plus `base_bytes` is smaller); `reason`:
+    why, in words a reader can check."""
 
     bytes: int
     reason: str
@@ -71,13 +76,15 @@ def is_valid_steps(graph: Graph, steps: Sequence[int], recomputable: Sequence[bo
     return True
 
 
-def memory_bound(graph: Graph, recomputable: Sequence[bool] | None = None) -> MemoryBound:
-    """The bound of the module docstring; `recomputable[v]` False where op v runs once."""
+def memory_bound(graph: Graph, recomputable: Sequence[bool] | None = None, alignment: int = 1) -> MemoryBound:
+    """The bound of the module docstring; `recomputable[v]` False where op v runs once;
+    every offset a multiple of `alignment`."""
     creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
     best = MemoryBound(graph.base_bytes, "nothing to run")
     fixed = _held_fixed(graph, recomputable, creator)
+    at_once = _Held(graph, alignment)
     for v in range(graph.ops):
-        need, reason = max(_need(graph, v, creator), _fixed_need(graph, v, fixed[v]))
+        need, reason = max(_need(at_once, v, creator), _fixed_need(at_once, v, fixed[v]))
         if graph.base_bytes + need > best.bytes:
             held = f" plus {graph.base_bytes} bytes held across the block" if graph.base_bytes else ""
             best = MemoryBound(graph.base_bytes + need, reason + held)
@@ -89,23 +96,53 @@ def direct_bytes(graph: Graph, v: int) -> int:
     return sum(graph.sizes[b] for b in set(graph.reads[v]) | set(graph.creates[v]))
 
 
-def _need(graph: Graph, v: int, creator: dict[int, int]) -> tuple[int, str]:
+def aligned_bytes(sizes: Sequence[int], alignment: int) -> int:
+    """The least arena holding buffers of `sizes` at once, each at a multiple of
+    `alignment`: every size rounded up to it, less the largest rounding (the highest
+    buffer needs none)."""
+    rounded = [-(-size // alignment) * alignment for size in sizes]
+    return sum(rounded) - max((r - size for r, size in zip(rounded, sizes)), default=0)
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """The least arena of a set of the graph's buffers held at once, at the alignment;
+    and the words that say so where it is above their bytes."""
+
+    graph: Graph
+    alignment: int
+
+    def bytes(self, buffers: AbstractSet[int]) -> int:
+        return aligned_bytes([self.graph.sizes[b] for b in sorted(buffers)], self.alignment)
+
+    def direct(self, v: int) -> int:
+        return self.bytes(set(self.graph.reads[v]) | set(self.graph.creates[v]))
+
+    def words(self, total: int, buffers: AbstractSet[int]) -> str:
+        plain = sum(self.graph.sizes[b] for b in buffers)
+        return f"{total} bytes" + (f" at offsets on multiples of {self.alignment}" if total > plain else "")
+
+
+def _need(held: _Held, v: int, creator: dict[int, int]) -> tuple[int, str]:
     """Steps 1 to 3 of the module docstring for op v: bytes and the reason."""
-    direct = direct_bytes(graph, v)
+    graph = held.graph
+    own = set(graph.reads[v]) | set(graph.creates[v])
+    direct = held.bytes(own)
     label = _label(graph, v)
-    found = (direct, f"{label} needs its inputs and outputs at once: {direct} bytes")
+    found = (direct, f"{label} needs its inputs and outputs at once: {held.words(direct, own)}")
     makers = sorted({creator[b] for b in graph.reads[v] if b in creator})
     if not makers:
         return found
     least: tuple[int, str] | None = None
     for w in makers:
-        others = [b for b in graph.reads[v] if creator.get(b) != w and b not in graph.reads[w]]
-        total = direct_bytes(graph, w) + sum(graph.sizes[b] for b in others)
+        others = {b for b in graph.reads[v] if creator.get(b) != w and b not in graph.reads[w]}
+        together = set(graph.reads[w]) | set(graph.creates[w]) | others
+        total = held.bytes(together)
         if least is None or total < least[0]:
             reason = (
                 f"while the last of {label}'s inputs is made (by {_label(graph, w)} at best: "
-                f"{direct_bytes(graph, w)} bytes for its inputs and outputs), its other inputs are held: "
-                f"{total} bytes"
+                f"{held.direct(w)} bytes for its inputs and outputs), its other inputs are held: "
+                f"{held.words(total, together)}"
             )
             least = (total, reason)
     assert least is not None
@@ -154,19 +191,20 @@ def followers(graph: Graph) -> list[set[int]] | None:
     return after
 
 
-def _fixed_need(graph: Graph, v: int, fixed: set[int]) -> tuple[int, str]:
+def _fixed_need(held: _Held, v: int, fixed: set[int]) -> tuple[int, str]:
     """Step 4 for op v: its reads and new buffers beside the buffers held at its run."""
+    graph = held.graph
     own = set(graph.reads[v]) | set(graph.creates[v])
     extra = sorted(fixed - own)
     if not extra:
         return 0, ""
-    total = direct_bytes(graph, v) + sum(graph.sizes[b] for b in extra)
+    total = held.bytes(own | fixed)
     names = ", ".join(graph.names[b] if graph.names else f"buffer {b}" for b in extra[:4])
     more = f" and {len(extra) - 4} more" if len(extra) > 4 else ""
     verb = "is" if len(extra) == 1 else "are"
     reason = (
-        f"{_label(graph, v)} needs its inputs and outputs ({direct_bytes(graph, v)} bytes) while {names}{more} {verb} "
-        f"held (live in, or made by an op that may not run again, and read after it): {total} bytes"
+        f"{_label(graph, v)} needs its inputs and outputs ({held.direct(v)} bytes) while {names}{more} {verb} "
+        f"held (live in, or made by an op that may not run again, and read after it): {held.words(total, own | fixed)}"
     )
     return total, reason
 
@@ -176,15 +214,15 @@ def _label(graph: Graph, v: int) -> str:
 
 
 def traced(
-    graph: Graph, budget: int, work: int = 1_000, per_op: int = 250, deadline: float = math.inf
+    graph: Graph, budget: int, work: int = 1_000, per_op: int = 250, deadline: float = math.inf, alignment: int = 1
 ) -> MemoryBound | None:
     """A proof, as the module docstring's last paragraph, that every schedule holds more
     than `budget` bytes at some step, or None where none was found within `work` sets
     (`per_op` from each op, the ops whose one-step bound is highest first) or by the
-    `deadline` (`time.perf_counter()`'s)."""
+    `deadline` (`time.perf_counter()`'s), every offset a multiple of `alignment`."""
     creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
-    search = _Trace(graph, budget, 0)
-    for v in sorted(range(graph.ops), key=lambda v: -_need(graph, v, creator)[0]):
+    search = _Trace(graph, budget, 0, _Held(graph, alignment))
+    for v in sorted(range(graph.ops), key=lambda v: -_need(search.held, v, creator)[0]):
         if search.sets >= work or time.perf_counter() > deadline:
             break
         search.work = min(work, search.sets + per_op)
@@ -203,8 +241,8 @@ DEPTH = 64  # the longest chain of sets traced back (Python's recursion stays sh
 class _Trace:
     """The depth-first search of `traced`: which sets are proven, which are on the path."""
 
-    def __init__(self, graph: Graph, budget: int, work: int) -> None:
-        self.graph, self.budget, self.work = graph, budget, work
+    def __init__(self, graph: Graph, budget: int, work: int, held: _Held) -> None:
+        self.graph, self.budget, self.work, self.held = graph, budget, work, held
         self.creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
         self.proven: set[frozenset[int]] = set()
         self.failed: set[frozenset[int]] = set()
@@ -212,7 +250,7 @@ class _Trace:
         self.sets = 0
 
     def over(self, held: frozenset[int]) -> bool:
-        return self.graph.base_bytes + sum(self.graph.sizes[b] for b in held) > self.budget
+        return self.graph.base_bytes + self.held.bytes(held) > self.budget
 
     def proves(self, made: frozenset[int]) -> bool:
         """Whether every schedule that holds `made` at once, all made before, holds more
@@ -227,7 +265,7 @@ class _Trace:
         steps = [(made | set(self.graph.reads[x]) | set(self.graph.creates[x]), x) for x in makers]
         # A maker whose step is within the budget needs the deeper proof; those whose
         # step holds the most are tried first (the likeliest proofs).
-        deeper = [x for held, x in sorted(steps, key=lambda s: -sum(self.graph.sizes[b] for b in s[0])) if not self.over(held)]
+        deeper = [x for held, x in sorted(steps, key=lambda s: -self.held.bytes(s[0])) if not self.over(held)]
         ok = bool(makers) and all(self.proves((made - set(self.graph.creates[x])) | set(self.graph.reads[x])) for x in deeper)
         self.path.discard(made)
         (self.proven if ok else self.failed).add(made)
