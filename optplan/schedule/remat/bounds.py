@@ -82,7 +82,7 @@ def memory_bound(graph: Graph, recomputable: Sequence[bool] | None = None, align
     creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
     best = MemoryBound(graph.base_bytes, "nothing to run")
     fixed = _held_fixed(graph, recomputable, creator)
-    at_once = _Held(graph, alignment)
+    at_once = _AtOnce(graph, alignment)
     for v in range(graph.ops):
         need, reason = max(_need(at_once, v, creator), _fixed_need(at_once, v, fixed[v]))
         if graph.base_bytes + need > best.bytes:
@@ -105,31 +105,31 @@ def aligned_bytes(sizes: Sequence[int], alignment: int) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class _Held:
+class _AtOnce:
     """The least arena of a set of the graph's buffers held at once, at the alignment;
     and the words that say so where it is above their bytes."""
 
     graph: Graph
     alignment: int
 
-    def bytes(self, buffers: AbstractSet[int]) -> int:
+    def arena(self, buffers: AbstractSet[int]) -> int:
         return aligned_bytes([self.graph.sizes[b] for b in sorted(buffers)], self.alignment)
 
     def direct(self, v: int) -> int:
-        return self.bytes(set(self.graph.reads[v]) | set(self.graph.creates[v]))
+        return self.arena(set(self.graph.reads[v]) | set(self.graph.creates[v]))
 
     def words(self, total: int, buffers: AbstractSet[int]) -> str:
         plain = sum(self.graph.sizes[b] for b in buffers)
         return f"{total} bytes" + (f" at offsets on multiples of {self.alignment}" if total > plain else "")
 
 
-def _need(held: _Held, v: int, creator: dict[int, int]) -> tuple[int, str]:
+def _need(at_once: _AtOnce, v: int, creator: dict[int, int]) -> tuple[int, str]:
     """Steps 1 to 3 of the module docstring for op v: bytes and the reason."""
-    graph = held.graph
+    graph = at_once.graph
     own = set(graph.reads[v]) | set(graph.creates[v])
-    direct = held.bytes(own)
+    direct = at_once.arena(own)
     label = _label(graph, v)
-    found = (direct, f"{label} needs its inputs and outputs at once: {held.words(direct, own)}")
+    found = (direct, f"{label} needs its inputs and outputs at once: {at_once.words(direct, own)}")
     makers = sorted({creator[b] for b in graph.reads[v] if b in creator})
     if not makers:
         return found
@@ -137,12 +137,12 @@ def _need(held: _Held, v: int, creator: dict[int, int]) -> tuple[int, str]:
     for w in makers:
         others = {b for b in graph.reads[v] if creator.get(b) != w and b not in graph.reads[w]}
         together = set(graph.reads[w]) | set(graph.creates[w]) | others
-        total = held.bytes(together)
+        total = at_once.arena(together)
         if least is None or total < least[0]:
             reason = (
                 f"while the last of {label}'s inputs is made (by {_label(graph, w)} at best: "
-                f"{held.direct(w)} bytes for its inputs and outputs), its other inputs are held: "
-                f"{held.words(total, together)}"
+                f"{at_once.direct(w)} bytes for its inputs and outputs), its other inputs are held: "
+                f"{at_once.words(total, together)}"
             )
             least = (total, reason)
     assert least is not None
@@ -191,20 +191,20 @@ def followers(graph: Graph) -> list[set[int]] | None:
     return after
 
 
-def _fixed_need(held: _Held, v: int, fixed: set[int]) -> tuple[int, str]:
+def _fixed_need(at_once: _AtOnce, v: int, fixed: set[int]) -> tuple[int, str]:
     """Step 4 for op v: its reads and new buffers beside the buffers held at its run."""
-    graph = held.graph
+    graph = at_once.graph
     own = set(graph.reads[v]) | set(graph.creates[v])
     extra = sorted(fixed - own)
     if not extra:
         return 0, ""
-    total = held.bytes(own | fixed)
+    total = at_once.arena(own | fixed)
     names = ", ".join(graph.names[b] if graph.names else f"buffer {b}" for b in extra[:4])
     more = f" and {len(extra) - 4} more" if len(extra) > 4 else ""
     verb = "is" if len(extra) == 1 else "are"
     reason = (
-        f"{_label(graph, v)} needs its inputs and outputs ({held.direct(v)} bytes) while {names}{more} {verb} "
-        f"held (live in, or made by an op that may not run again, and read after it): {held.words(total, own | fixed)}"
+        f"{_label(graph, v)} needs its inputs and outputs ({at_once.direct(v)} bytes) while {names}{more} {verb} "
+        f"held (live in, or made by an op that may not run again, and read after it): {at_once.words(total, own | fixed)}"
     )
     return total, reason
 
@@ -221,8 +221,8 @@ def traced(
     (`per_op` from each op, the ops whose one-step bound is highest first) or by the
     `deadline` (`time.perf_counter()`'s), every offset a multiple of `alignment`."""
     creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
-    search = _Trace(graph, budget, 0, _Held(graph, alignment))
-    for v in sorted(range(graph.ops), key=lambda v: -_need(search.held, v, creator)[0]):
+    search = _Trace(graph, budget, 0, _AtOnce(graph, alignment))
+    for v in sorted(range(graph.ops), key=lambda v: -_need(search.at_once, v, creator)[0]):
         if search.sets >= work or time.perf_counter() > deadline:
             break
         search.work = min(work, search.sets + per_op)
@@ -241,8 +241,8 @@ DEPTH = 64  # the longest chain of sets traced back (Python's recursion stays sh
 class _Trace:
     """The depth-first search of `traced`: which sets are proven, which are on the path."""
 
-    def __init__(self, graph: Graph, budget: int, work: int, held: _Held) -> None:
-        self.graph, self.budget, self.work, self.held = graph, budget, work, held
+    def __init__(self, graph: Graph, budget: int, work: int, at_once: _AtOnce) -> None:
+        self.graph, self.budget, self.work, self.at_once = graph, budget, work, at_once
         self.creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
         self.proven: set[frozenset[int]] = set()
         self.failed: set[frozenset[int]] = set()
@@ -250,7 +250,7 @@ class _Trace:
         self.sets = 0
 
     def over(self, held: frozenset[int]) -> bool:
-        return self.graph.base_bytes + self.held.bytes(held) > self.budget
+        return self.graph.base_bytes + self.at_once.arena(held) > self.budget
 
     def proves(self, made: frozenset[int]) -> bool:
         """Whether every schedule that holds `made` at once, all made before, holds more
@@ -265,7 +265,7 @@ class _Trace:
         steps = [(made | set(self.graph.reads[x]) | set(self.graph.creates[x]), x) for x in makers]
         # A maker whose step is within the budget needs the deeper proof; those whose
         # step holds the most are tried first (the likeliest proofs).
-        deeper = [x for held, x in sorted(steps, key=lambda s: -self.held.bytes(s[0])) if not self.over(held)]
+        deeper = [x for held, x in sorted(steps, key=lambda s: -self.at_once.arena(s[0])) if not self.over(held)]
         ok = bool(makers) and all(self.proves((made - set(self.graph.creates[x])) | set(self.graph.reads[x])) for x in deeper)
         self.path.discard(made)
         (self.proven if ok else self.failed).add(made)
