@@ -92,3 +92,21 @@ def test_an_onnx_model_with_recomputation_runs_in_onnxruntime(tmp_path: Path) ->
     got = ort.InferenceSession(str(fitted)).run(None, {"x": x})
     assert all(np.array_equal(a, b) for a, b in zip(want, got))
     assert main(["run", str(source), "--alignment", "1", "--capacity", "1100", "--time-limit", "10"]) == 0
+
+
+def test_what_fits_counts_the_alignment(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a (5 bytes) is held from its making to e's step; at alignment 8, e's 1-byte output
+    # beside a and d needs 8 + 8 + 1 = 17 bytes, though they hold 7: at 12 bytes no
+    # order nor recomputation fits, at 17 recomputing a does.
+    sizes = [("a", 5), ("b", 5), ("c", 5), ("d", 1), ("e", 1)]
+    nodes = [{"id": v, "name": name, "cost_ram": size, "cost_cpu": 1} for v, (name, size) in enumerate(sizes)]
+    links = [{"source": u, "target": v} for u, v in [(0, 1), (1, 2), (2, 3), (3, 4), (0, 4)]]
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps({"nodes": nodes, "links": links}))
+    assert main(["plan", str(path), "--capacity", "12", "--alignment", "8", "--time-limit", "5"]) == 1
+    out = capsys.readouterr().out
+    assert "15 bytes are live at point 2" in out
+    assert "no order nor recomputation can ('e' needs its inputs and outputs at once: 17 bytes at offsets on multiples of 8)" in out
+    assert main(["reorder", str(path), "--capacity", "16", "--alignment", "8", "--time-limit", "5"]) == 1
+    assert "at least 17 are needed" in capsys.readouterr().out
+    assert main(["reorder", str(path), "--capacity", "17", "--alignment", "8", "--time-limit", "5"]) == 0
