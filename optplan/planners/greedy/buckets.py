@@ -20,7 +20,7 @@ This is `greedy.place` compiled, line for line:
    those of `greedy.place` for every order and fit (`tests/test_greedy_scaling.py`).
 
 `reads(...)` is what a run costs: the mean number of listed intervals a query reads at
-the end of a run (a bound on any moment of it), and with `merged` those reads times the
+the end of a run (a bound on any moment of it), and the mean of those reads times the
 buckets each query merges. `greedy.kernel.Compiled` takes buckets when both are small
 (`BUCKET_READS`, `BUCKET_MERGES`) and the tree otherwise.
 """
@@ -40,13 +40,13 @@ def shift_for(starts: np.ndarray, ends: np.ndarray) -> int:
     return max(typical, 1).bit_length() - 1
 
 
-def reads(starts: np.ndarray, ends: np.ndarray, shift: int, merged: bool = False) -> float:
+def reads(starts: np.ndarray, ends: np.ndarray, shift: int) -> tuple[float, float]:
     """The mean number of listed intervals one interval's query reads once every
-    interval is listed: the occupancy of its buckets, summed. With `merged`, each
+    interval is listed (the occupancy of its buckets, summed), and the mean of each
     query's reads times the buckets it merges, since `_hole` picks every entry among
     them: what a query really costs where some lifetimes span many buckets."""
     if not len(starts):
-        return 0.0
+        return 0.0, 0.0
     first, last = starts >> shift, (ends - 1) >> shift
     change = np.zeros(int(last.max()) + 2, dtype=np.int64)
     np.add.at(change, first, 1)
@@ -54,7 +54,7 @@ def reads(starts: np.ndarray, ends: np.ndarray, shift: int, merged: bool = False
     occupancy = np.cumsum(change)
     before = np.concatenate(([0], np.cumsum(occupancy)))
     read = (before[last + 1] - before[first]).astype(np.float64)
-    return float((read * (last - first + 1) if merged else read).mean())
+    return float(read.mean()), float((read * (last - first + 1)).mean())
 
 
 @njit(cache=True)

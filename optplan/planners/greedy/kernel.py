@@ -60,7 +60,7 @@ _LIMIT = 1 << 62  # numbers at or above this could overflow an int64 sum or prod
 # Buckets when a query reads fewer listed intervals than this, on average (module
 # docstring of `greedy.buckets`; measured in `benchmarks/idealloc.py`'s stage table).
 BUCKET_READS = 2000
-# Nor when a query's reads times the buckets it merges (`reads(..., merged=True)`) reach
+# Nor when a query's reads times the buckets it merges (`reads(...)[1]`) reach
 # this, on average. A schedule of MOCCASIN's 500-node graph with recomputation (3,036
 # instances: many short lifetimes and some across the whole run) reads 990 but merges 11
 # buckets a query (103,377): all of greedy's runs took 1.7 s with buckets, 0.28 s with the
@@ -215,8 +215,8 @@ def _assemble(
     starts, ends = ranks[: len(start)], ranks[len(start) :]
     shift = shift_for(starts, ends)
     if kernel == "auto":
-        few = reads(starts, ends, shift) < BUCKET_READS
-        kernel = "buckets" if few and reads(starts, ends, shift, merged=True) < BUCKET_MERGES else "tree"
+        read, merged = reads(starts, ends, shift)
+        kernel = "buckets" if read < BUCKET_READS and merged < BUCKET_MERGES else "tree"
     return Compiled(
         first=first,
         starts=starts,

@@ -188,7 +188,7 @@ def _crowded(rects: Sequence[Rect]) -> bool:
     _, ranks = np.unique(np.array(spans, dtype=np.int64), return_inverse=True)
     ranks = ranks.reshape(-1, 2)
     starts, ends = ranks[:, 0].copy(), ranks[:, 1].copy()
-    return len(rects) * reads(starts, ends, shift_for(starts, ends)) >= COMPILED_WORK
+    return len(rects) * reads(starts, ends, shift_for(starts, ends))[0] >= COMPILED_WORK
 
 
 def _best_of(

@@ -113,7 +113,7 @@ class _AtOnce:
     alignment: int
 
     def arena(self, buffers: AbstractSet[int]) -> int:
-        return aligned_bytes([self.graph.sizes[b] for b in sorted(buffers)], self.alignment)
+        return aligned_bytes([self.graph.sizes[b] for b in buffers], self.alignment)
 
     def direct(self, v: int) -> int:
         return self.arena(set(self.graph.reads[v]) | set(self.graph.creates[v]))
