@@ -38,8 +38,9 @@ class Graph:
     - `creates[v]` / `reads[v]`: buffers op v makes / reads (views make none and read
       their source's buffers).
     - `preds[v]`: ops that must run before v (data, in-place and effect order).
-    - `live_in`: buffers made before the block and read in it; `live_out`: buffers read
-      after the block (held to its end); `base_bytes`: bytes live across the whole block
+    - `live_in`: buffers made before the block and read in it (or live out: one neither
+      read nor live out belongs in `base_bytes`); `live_out`: buffers read after the
+      block (held to its end); `base_bytes`: bytes live across the whole block
       that no op in it reads.
     - `labels[v]`: the op's name (for messages).
     - `costs[v]`: what running op v once costs (compute time in any unit, e.g. the
@@ -68,6 +69,10 @@ class Graph:
             raise ValueError("every buffer is made once: by one op or before the block")
         if any(len(set(reads)) != len(reads) for reads in self.reads):
             raise ValueError("an op reads each buffer once")
+        read = {b for reads in self.reads for b in reads}
+        for b in self.live_in:
+            if b not in read and b not in self.live_out:
+                raise ValueError(f"buffer {b} is live in but nothing reads it nor is it live out: count it in base_bytes")
         for v, preds in enumerate(self.preds):
             if any(not 0 <= u < n or u == v for u in preds):
                 raise ValueError(f"op {v} has a predecessor out of range: {preds}")
