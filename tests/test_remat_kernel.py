@@ -93,7 +93,9 @@ def chained(draw: st.DrawFn) -> tuple[Graph, tuple[int, ...], int, list[int], np
         made += count
         preds.append(tuple(sorted({u for u in range(v) for b in chosen if b in creates[u]})))
     sizes = tuple(draw(st.lists(st.integers(0, 9), min_size=made, max_size=made)))
-    live_out = frozenset(draw(st.sets(st.integers(live_in, made - 1), max_size=2)))
+    # A buffer live in that nothing reads is held to the end (else it is base bytes).
+    unread = {b for b in range(live_in) if all(b not in r for r in reads)}
+    live_out = frozenset(draw(st.sets(st.integers(live_in, made - 1), max_size=2))) | unread
     graph = Graph(sizes, tuple(creates), tuple(reads), tuple(preds), tuple(range(live_in)), live_out, draw(st.integers(0, 5)))
     steps = list(range(graph.ops))
     for _ in range(draw(st.integers(0, 5))):
