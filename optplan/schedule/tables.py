@@ -19,6 +19,7 @@ demand in O(edges x words).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,11 +64,7 @@ def tables(graph: Graph) -> Tables:
         for u in ps:
             succs[u].append(v)
     readers = graph.readers()
-    sizes = np.array(graph.sizes, dtype=np.int64)
-    live_out = np.zeros(len(graph.sizes), dtype=np.bool_)
-    live_out[list(graph.live_out)] = True
-    live_in = np.zeros(len(graph.sizes), dtype=np.bool_)
-    live_in[list(graph.live_in)] = True
+    sizes, live_in, live_out = buffer_arrays(graph)
     made = np.array([sum(graph.sizes[b] for b in bufs) for bufs in graph.creates], dtype=np.int64)
     created = {b for bufs in graph.creates for b in bufs} | set(graph.live_in)
     out_bytes = sum(graph.sizes[b] for b in graph.live_out if b in created)
@@ -141,9 +138,25 @@ def _masks(rows: list[list[int]] | tuple[tuple[int, ...], ...], words: int) -> n
     return out
 
 
-def _ptr(rows: list[list[int]] | tuple[tuple[int, ...], ...]) -> np.ndarray:
+def buffer_arrays(graph: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every buffer's size, whether it is live in, and whether it is live out."""
+    sizes = np.array(graph.sizes, dtype=np.int64)
+    live_in = np.zeros(len(graph.sizes), dtype=np.bool_)
+    live_in[list(graph.live_in)] = True
+    live_out = np.zeros(len(graph.sizes), dtype=np.bool_)
+    live_out[list(graph.live_out)] = True
+    return sizes, live_in, live_out
+
+
+def csr(rows: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """`rows` as one index array and the offset where each row starts (and one past the
+    last row's end)."""
+    return _ptr(rows), _idx(rows)
+
+
+def _ptr(rows: Sequence[Sequence[int]]) -> np.ndarray:
     return np.concatenate(([0], np.cumsum([len(r) for r in rows], dtype=np.int64))).astype(np.int64)
 
 
-def _idx(rows: list[list[int]] | tuple[tuple[int, ...], ...]) -> np.ndarray:
+def _idx(rows: Sequence[Sequence[int]]) -> np.ndarray:
     return np.array([x for r in rows for x in r], dtype=np.int64)

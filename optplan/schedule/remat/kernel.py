@@ -26,6 +26,7 @@ import numpy as np
 
 from optplan.planners.jit import njit
 from optplan.schedule.graph import Graph
+from optplan.schedule.tables import buffer_arrays, csr
 
 
 class Flat:
@@ -33,13 +34,9 @@ class Flat:
 
     def __init__(self, graph: Graph) -> None:
         self.base = graph.base_bytes
-        self.sizes = np.array(graph.sizes, dtype=np.int64)
-        self.live_in = np.zeros(len(graph.sizes), dtype=np.bool_)
-        self.live_in[list(graph.live_in)] = True
-        self.live_out = np.zeros(len(graph.sizes), dtype=np.bool_)
-        self.live_out[list(graph.live_out)] = True
-        self.reads_ptr, self.reads_idx = _csr(graph.reads)
-        self.creates_ptr, self.creates_idx = _csr(graph.creates)
+        self.sizes, self.live_in, self.live_out = buffer_arrays(graph)
+        self.reads_ptr, self.reads_idx = csr(graph.reads)
+        self.creates_ptr, self.creates_idx = csr(graph.creates)
         self.creator = np.full(len(graph.sizes), -1, dtype=np.int64)
         for v, bufs in enumerate(graph.creates):
             self.creator[list(bufs)] = v
@@ -69,13 +66,6 @@ def distance(profile: np.ndarray, target: int) -> tuple[int, int, int]:
     over the target summed over the steps (smaller is nearer)."""
     peak, count, over = _key(profile, target)
     return int(peak), int(count), int(over)
-
-
-def _csr(rows: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
-    ptr = np.zeros(len(rows) + 1, dtype=np.int64)
-    ptr[1:] = np.cumsum([len(row) for row in rows])
-    idx = np.array([b for row in rows for b in row], dtype=np.int64)
-    return ptr, idx
 
 
 @njit(cache=True)
