@@ -8,13 +8,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from optplan.problem import Problem
 from optplan.problem.plan import Plan, Status, validate
+from optplan.schedule import remat
 from optplan.schedule.graph import Graph, peak_bytes, problem_of
-from optplan.schedule.remat import Remat, is_valid_steps, rematerialise
+from optplan.schedule.remat import Remat, is_valid_steps, packing, rematerialise
 from optplan.schedule.remat.heuristic import RANKS, TABU, greedy, profile_of
 from optplan.schedule.remat.packing import Nearest, packed
 from tests.test_remat import graphs, replay
@@ -30,6 +32,28 @@ def test_where_nothing_packs_the_reason_gives_the_nearest_arena() -> None:
     assert result.status is Status.UNKNOWN and result.steps is None
     assert "the proven memory bound is 41" in result.reason
     assert "the nearest schedule found fits 43 bytes with real offsets, at +0.000 % extra compute" in result.reason
+
+
+def test_where_nothing_packs_the_nearest_schedule_is_packed_for_longer(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Eight ops whose bound is 25 bytes at offsets on multiples of 4. With the search of
+    # every schedule, the placement search and the heuristics' CP-SAT packing turned
+    # off, greedy packs no schedule found within 25 bytes; the nearest (+67.857 %,
+    # within 25 in live bytes, 26 with greedy's offsets) packs within 25 by CP-SAT.
+    monkeypatch.setattr(remat, "EXHAUSTIVE_OPS", 0)
+    monkeypatch.setattr(packing, "DESCENT_PACKS", 0)
+    monkeypatch.setattr(packing, "CPSAT_SECONDS", 0.0)
+    reads = ((), (), (1,), (0, 1), (1, 2, 3), (0, 3), (), (0,))
+    graph = Graph((9, 8, 5, 4, 6, 6, 6, 7), tuple((v,) for v in range(8)), reads, reads, costs=(3, 4, 5, 3, 5, 5, 2, 1))
+    result = rematerialise(graph, Remat(25, time_limit=3.0, alignment=4))
+    assert result.status is Status.FEASIBLE and result.steps is not None and result.plan is not None
+    assert result.memory_bound.bytes == 25 and result.arena_bytes <= 25
+    problem = Problem(problem_of(graph, result.steps, 4).buffers, capacity=25)
+    assert is_valid_steps(graph, result.steps) and validate(problem, result.plan) == []
+    assert replay(graph, result.steps, dict(result.plan.offsets), 25)
+    monkeypatch.setattr(remat, "NEAREST_SHARE", 0.0)
+    result = rematerialise(graph, Remat(25, time_limit=3.0, alignment=4))
+    assert result.status is Status.UNKNOWN
+    assert "the nearest schedule found fits 26 bytes with real offsets, at +67.857 % extra compute" in result.reason
 
 
 @dataclass

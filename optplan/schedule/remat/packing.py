@@ -33,6 +33,7 @@ from optplan.schedule.remat.bounds import direct_bytes
 from optplan.schedule.remat.heuristic import profile_of, relieved
 
 CPSAT_PACKS = 500  # the most instances `pack` gives CP-SAT whatever greedy's gap
+CPSAT_SECONDS = 5.0  # the most time `pack` gives CP-SAT
 DESCENT_WORK = 1_000  # moves of `tries.descend` a packing above the budget is given
 DESCENT_PACKS = 990  # the most instances it is given to (each move places them all)
 # Packing rounds in a row that bring the packing no lower, after which `relieve` stops.
@@ -62,6 +63,20 @@ class Nearest:
     def offer(self, steps: Sequence[int], plan: Plan) -> None:
         if plan.status.has_plan and (self.plan is None or plan.arena < self.plan.arena):
             self.steps, self.plan = tuple(steps), plan
+
+    def pack_again(self, budget: int, seconds: float) -> Plan | None:
+        """The nearest schedule's instances packed within the budget by CP-SAT for
+        `seconds` (its skyline search first), or None: where none was offered, its live
+        bytes exceed the budget, or it has more than `CPSAT_PACKS` instances."""
+        if self.steps is None or int(profile_of(self.graph, self.steps).max(initial=0)) > budget:
+            return None
+        buffers = problem_of(self.graph, self.steps, self.alignment).buffers
+        if len(buffers) > CPSAT_PACKS:
+            return None
+        problem = Problem(buffers, capacity=budget - self.graph.base_bytes)
+        plan = get_planner("cpsat", time_limit=seconds)(problem)
+        fits = plan.status.has_plan and plan.arena <= budget - self.graph.base_bytes and not validate(problem, plan)
+        return plan if fits else None
 
     def pack(self, steps: Sequence[int]) -> None:
         """Offer a schedule's packing (an order's, or one a heuristic gave up on) where
@@ -166,7 +181,7 @@ def packed(
     before = plan  # the packing before CP-SAT, offered to `nearest` where nothing fits
     tops = tops_of(buffers, plan, len(steps))
     if over and (len(buffers) <= CPSAT_PACKS or (not searched and over <= room // near)):
-        left = min(5.0, deadline - time.perf_counter())
+        left = min(CPSAT_SECONDS, deadline - time.perf_counter())
         if left > 0.2:
             plan = get_planner("cpsat", time_limit=left)(problem)
     fits = plan.status.has_plan and plan.arena <= room and not validate(problem, plan)
