@@ -25,10 +25,10 @@ A case where optplan finds neither a schedule nor a proof at `--time-limit` runs
 optplan and MOCCASIN both, at `--retry-limit`, in a row of its own (`limit` says which).
 
 `--reach` bisects the budget from the best order's peak down to the proven memory bound
-for each heuristic alone from the order search's best order (`heuristic.greedy` under
-each of its ranks, make again what is held across the peak; `walk.evict`, evict and
-make again on demand), to 1/200 of the program order's peak, each probe stopped at the
-time limit:
+for each heuristic alone from the order search's best order: `heuristic.greedy` under
+each of its ranks (make again what is held across the peak), and under its tabu rank,
+which `rematerialise` does not run; `walk.evict` (evict and make again on demand). The
+bisection stops at 1/200 of the program order's peak, each probe at the time limit:
 `benchmarks/results/remat_reach.csv` (the lowest share each found a schedule at; a
 bisection, so a lower budget may still be met where a probe in between failed).
 
@@ -72,7 +72,7 @@ from optplan.problem.plan import validate
 from optplan.schedule import Scheduler
 from optplan.schedule.graph import Graph, peak_bytes, problem_of
 from optplan.schedule.remat import Remat, memory_bound, rematerialise
-from optplan.schedule.remat.heuristic import RANKS, extra_cost, greedy
+from optplan.schedule.remat.heuristic import RANKS, TABU, extra_cost, greedy
 from optplan.schedule.remat.walk import evict
 
 # MOCCASIN's ICML cases: its README's commands.
@@ -246,7 +246,8 @@ def main() -> None:
     write(graph_rows(args, folder), args.out)
 
 
-REACH_COLUMNS = ("graph", "nodes", "memory_bound", "best_order", *(f"greedy_{rank}" for rank in RANKS), "walk", "seconds")
+REACH_RANKS = (*RANKS, TABU)
+REACH_COLUMNS = ("graph", "nodes", "memory_bound", "best_order", *(f"greedy_{rank}" for rank in REACH_RANKS), "walk", "seconds")
 
 
 def reach_rows(args: argparse.Namespace, folder: Path) -> list[dict[str, object]]:
@@ -263,7 +264,7 @@ def reach_rows(args: argparse.Namespace, folder: Path) -> list[dict[str, object]
         low, high = memory_bound(graph).bytes, peak_bytes(graph, order)
         row: dict[str, object] = {"graph": name, "nodes": graph.ops, "memory_bound": f"{low / program:.3f}"}
         row["best_order"] = f"{high / program:.3f}"
-        searches = {f"greedy_{rank}": partial(greedy, rank=rank) for rank in RANKS}
+        searches = {f"greedy_{rank}": partial(greedy, rank=rank) for rank in REACH_RANKS}
         for method, search in {**searches, "walk": evict}.items():
             fails, fits = low - 1, high  # bisection: a budget of `fits` is met
             while fits - fails > max(1, program // 200):
