@@ -18,7 +18,7 @@ from optplan.problem.plan import Status, validate
 from optplan.schedule.graph import Graph, instances, live_spans, peak_bytes, problem_of, step_bytes
 from optplan.schedule.remat import Remat, is_valid_steps, rematerialise
 from optplan.schedule.remat.heuristic import extra_cost, profile_of
-from tests.test_remat import _staged
+from tests.test_remat import _staged, schedules
 
 
 @st.composite
@@ -63,27 +63,6 @@ def awkward_graphs(draw: st.DrawFn, max_ops: int = 5) -> tuple[Graph, tuple[bool
     return graph, tuple(draw(st.lists(st.booleans(), min_size=n, max_size=n)))
 
 
-def every_schedule(graph: Graph, recomputable: tuple[bool, ...], extra: int) -> list[tuple[int, ...]]:
-    """Every valid schedule with at most `extra` runs again, two runs of an op at most."""
-    found: list[tuple[int, ...]] = []
-
-    def extend(steps: list[int], length: int) -> None:
-        if len(steps) == length:
-            if is_valid_steps(graph, tuple(steps), recomputable):
-                found.append(tuple(steps))
-            return
-        for v in range(graph.ops):
-            runs = steps.count(v)
-            if runs == 0 or (runs == 1 and recomputable[v]):
-                steps.append(v)
-                extend(steps, length)
-                steps.pop()
-
-    for length in range(graph.ops, graph.ops + extra + 1):
-        extend([], length)
-    return found
-
-
 def test_a_live_in_buffer_nothing_reads_is_refused() -> None:
     # Buffer 0 is held on entry, read by no op and not live out. Its bytes belong in
     # base_bytes: as live in, the plain order held it to the end and the instances only
@@ -108,7 +87,7 @@ def test_claims_hold_on_awkward_graphs(case: tuple[Graph, tuple[bool, ...]], sha
     graph, recomputable = case
     budget = math.floor(peak_bytes(graph, tuple(range(graph.ops))) * share)
     result = rematerialise(graph, Remat(budget, time_limit=1.0, alignment=alignment), recomputable)
-    every = every_schedule(graph, recomputable, 2)
+    every = schedules(graph, 2, recomputable)
     arena = {s: graph.base_bytes + minimise(problem_of(graph, s, alignment), time_limit=5.0).peak for s in every}
     assert result.memory_bound.bytes <= min(arena.values())
     if result.status is Status.INFEASIBLE:
