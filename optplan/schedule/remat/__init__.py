@@ -57,7 +57,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from optplan.problem import Problem
-from optplan.problem.plan import Plan, Status, validate
+from optplan.problem.plan import Plan, Status
 from optplan.schedule import Scheduler, best_quick
 from optplan.schedule.graph import Graph, peak_bytes, problem_of
 from optplan.schedule.remat.anytime import Call, Found, heuristics
@@ -65,7 +65,7 @@ from optplan.schedule.remat.bounds import MemoryBound, is_valid_steps, memory_bo
 from optplan.schedule.remat.exhaustive import Exhausted, every_schedule
 from optplan.schedule.remat.heuristic import extra_cost, prune
 from optplan.schedule.remat.model import ModelResult, solve_model
-from optplan.schedule.remat.packing import Nearest, pack
+from optplan.schedule.remat.packing import Nearest, fits, pack
 
 # `every_schedule` is tried on graphs of up to 64 ops, for 20,000 states and a quarter of
 # the time at most (the CNN training step at 50 % needs 56 states, the MLP step at 70 %
@@ -322,7 +322,7 @@ def _model_plan(graph: Graph, options: Remat, result: ModelResult) -> Plan | Non
     offsets_by_name = {b.id: off for b, off in zip(problem.buffers, result.offsets)}
     arena = max((off + b.size for b, off in zip(problem.buffers, result.offsets)), default=0)
     plan = Plan(offsets_by_name, arena, Status.FEASIBLE, "remat-cpsat", 0)
-    return None if validate(problem, plan) else plan
+    return plan if fits(problem, plan) else None
 
 
 def _nearest_words(graph: Graph, nearest: Nearest | None, total: int) -> str:

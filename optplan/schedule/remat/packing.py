@@ -75,8 +75,7 @@ class Nearest:
             return None
         problem = Problem(buffers, capacity=budget - self.graph.base_bytes)
         plan = get_planner("cpsat", time_limit=seconds)(problem)
-        fits = plan.status.has_plan and plan.arena <= budget - self.graph.base_bytes and not validate(problem, plan)
-        return plan if fits else None
+        return plan if fits(problem, plan) else None
 
     def pack(self, steps: Sequence[int]) -> None:
         """Offer a schedule's packing (an order's, or one a heuristic gave up on) where
@@ -184,10 +183,16 @@ def packed(
         left = min(CPSAT_SECONDS, deadline - time.perf_counter())
         if left > 0.2:
             plan = get_planner("cpsat", time_limit=left)(problem)
-    fits = plan.status.has_plan and plan.arena <= room and not validate(problem, plan)
-    if not fits and over and nearest is not None:
+    good = fits(problem, plan)
+    if not good and over and nearest is not None:
         nearest.offer(steps, before)
-    return (plan if fits else None), over, tops
+    return (plan if good else None), over, tops
+
+
+def fits(problem: Problem, plan: Plan) -> bool:
+    """Whether `plan` has offsets and they are valid, its arena within the problem's
+    capacity (the budget less `base_bytes`) among the checks."""
+    return plan.status.has_plan and not validate(problem, plan)
 
 
 def tops_of(buffers: Sequence[Buffer], plan: Plan, steps: int) -> np.ndarray:
