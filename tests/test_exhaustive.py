@@ -15,48 +15,15 @@ from optplan.schedule.graph import Graph, peak_bytes
 from optplan.schedule.remat import Remat, is_valid_steps, memory_bound, rematerialise
 from optplan.schedule.remat.exhaustive import every_schedule
 from optplan.schedule.remat.heuristic import extra_cost
+from tests.test_remat_awkward import awkward_graphs
 
 
 @st.composite
 def cases(draw: st.DrawFn) -> tuple[Graph, list[bool], int]:
-    """A graph of up to 4 ops, each making one buffer or none (an op whose effect is all
-    it leaves), reading earlier ops' buffers and up to two buffers live in (each read by
-    some op), after some earlier ops beside those it reads from; which ops may run
-    again; a budget."""
-    n = draw(st.integers(1, 4))
-    inputs = draw(st.integers(0, 2))
-    makes = [draw(st.booleans()) or v == 0 for v in range(n)]
-    made: list[tuple[int, ...]] = []
-    for v in range(n):
-        made.append((inputs + sum(makes[:v]),) if makes[v] else ())
-    reads = []
-    for v in range(n):
-        readable = list(range(inputs)) + [b for outs in made[:v] for b in outs]
-        reads.append(tuple(sorted(draw(st.sets(st.sampled_from(readable), max_size=3)))) if readable else ())
-    # A buffer live in is read in the block (`Graph`): one nobody drew goes to the last op.
-    unread = [b for b in range(inputs) if not any(b in r for r in reads)]
-    reads[-1] = tuple(sorted(set(reads[-1]) | set(unread)))
-    maker = {b: v for v, outs in enumerate(made) for b in outs}
-    preds = []
-    for v in range(n):
-        after = draw(st.sets(st.integers(0, v - 1), max_size=2)) if v else set()
-        preds.append(tuple(sorted({maker[b] for b in reads[v] if b in maker} | after)))
-    buffers = inputs + sum(makes)
-    sizes = tuple(draw(st.lists(st.integers(0, 9), min_size=buffers, max_size=buffers)))
-    outputs = [b for outs in made for b in outs]
-    live_out = frozenset(draw(st.sets(st.sampled_from(outputs), max_size=2)))
-    graph = Graph(
-        sizes,
-        tuple(made),
-        tuple(reads),
-        tuple(preds),
-        live_in=tuple(range(inputs)),
-        live_out=live_out,
-        base_bytes=draw(st.integers(0, 3)),
-        costs=tuple(draw(st.lists(st.integers(0, 5), min_size=n, max_size=n))),
-    )
-    allowed = draw(st.lists(st.booleans(), min_size=n, max_size=n))
-    return graph, allowed, draw(st.integers(0, 45))
+    """An awkward graph of up to 4 ops (`test_remat_awkward.awkward_graphs`), which ops
+    may run again, and a budget."""
+    graph, allowed = draw(awkward_graphs(max_ops=4, order_only=2))
+    return graph, list(allowed), draw(st.integers(0, 45))
 
 
 def brute_force(graph: Graph, allowed: list[bool], budget: int, extra: int = 3) -> list[tuple[int, ...]]:

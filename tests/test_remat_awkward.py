@@ -22,8 +22,12 @@ from tests.test_remat import _staged, schedules
 
 
 @st.composite
-def awkward_graphs(draw: st.DrawFn, max_ops: int = 5) -> tuple[Graph, tuple[bool, ...]]:
-    """A block of up to `max_ops` ops and which of them may run again."""
+def awkward_graphs(draw: st.DrawFn, max_ops: int = 5, order_only: int = 1) -> tuple[Graph, tuple[bool, ...]]:
+    """A block of up to `max_ops` ops and which of them may run again: up to two buffers
+    live in (each read by some op), ops making one buffer, two or none (a view, or an op
+    whose effect is all it leaves), reading up to three buffers made before, after up to
+    `order_only` earlier ops beside those they read from; live out, bytes held across the
+    block, sizes and costs of 0."""
     n = draw(st.integers(1, max_ops))
     inputs = draw(st.integers(0, 2))
     sizes = draw(st.lists(st.integers(0, 9), min_size=inputs, max_size=inputs))
@@ -39,10 +43,10 @@ def awkward_graphs(draw: st.DrawFn, max_ops: int = 5) -> tuple[Graph, tuple[bool
             maker[len(sizes)] = v
             made.append(len(sizes))
             sizes.append(draw(st.integers(0, 9)))
-        order_only = draw(st.sets(st.integers(0, v - 1), max_size=1)) if v else set()
+        after = draw(st.sets(st.integers(0, v - 1), max_size=order_only)) if v else set()
         creates.append(tuple(made))
         reads.append(tuple(read))
-        preds.append(tuple(sorted({maker[b] for b in read if b in maker} | order_only)))
+        preds.append(tuple(sorted({maker[b] for b in read if b in maker} | after)))
     read_any = {b for r in reads for b in r}
     for b in range(inputs):  # live in means read in the block: give each a reader
         if b not in read_any:
