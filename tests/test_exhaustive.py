@@ -4,7 +4,6 @@ ops that may not run again, sizes and costs of 0."""
 
 from __future__ import annotations
 
-import itertools
 import time
 
 from hypothesis import HealthCheck, given, settings
@@ -15,6 +14,7 @@ from optplan.schedule.graph import Graph, peak_bytes
 from optplan.schedule.remat import Remat, is_valid_steps, memory_bound, rematerialise
 from optplan.schedule.remat.exhaustive import every_schedule
 from optplan.schedule.remat.heuristic import extra_cost
+from tests.test_remat import schedules
 from tests.test_remat_awkward import awkward_graphs
 
 
@@ -27,13 +27,9 @@ def cases(draw: st.DrawFn) -> tuple[Graph, list[bool], int]:
 
 
 def brute_force(graph: Graph, allowed: list[bool], budget: int, extra: int = 3) -> list[tuple[int, ...]]:
-    """Every valid schedule with at most `extra` runs again whose every step fits."""
-    found = []
-    for length in range(graph.ops, graph.ops + extra + 1):
-        for steps in itertools.product(range(graph.ops), repeat=length):
-            if is_valid_steps(graph, steps, allowed) and peak_bytes(graph, steps) <= budget:
-                found.append(steps)
-    return found
+    """Every valid schedule with at most `extra` runs again whose every step fits (an op
+    may take all of them: `extra + 1` runs)."""
+    return [s for s in schedules(graph, extra, allowed, runs=extra + 1) if peak_bytes(graph, s) <= budget]
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -68,15 +68,17 @@ def moccasin_profile(graph: Graph, steps: tuple[int, ...]) -> list[int]:
     return profile
 
 
-def schedules(graph: Graph, extra: int, recomputable: Sequence[bool] | None = None) -> list[tuple[int, ...]]:
-    """Every valid schedule with at most `extra` runs again and two runs per op (one where
-    `recomputable` says an op may not run again), shortest first, each length in
+def schedules(
+    graph: Graph, extra: int, recomputable: Sequence[bool] | None = None, runs: int = 2
+) -> list[tuple[int, ...]]:
+    """Every valid schedule with at most `extra` runs again and `runs` runs per op (one
+    where `recomputable` says an op may not run again), shortest first, each length in
     lexicographic order. A prefix with a read of a buffer not made before it starts no
     valid schedule, so it is not extended (every product of the ops checked instead took
     a minute for 200 graphs of 6 ops)."""
     found: list[tuple[int, ...]] = []
     makers = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
-    most = [2 if recomputable is None or recomputable[v] else 1 for v in range(graph.ops)]
+    most = [runs if recomputable is None or recomputable[v] else 1 for v in range(graph.ops)]
 
     def extend(steps: list[int], length: int) -> None:
         if len(steps) == length:
