@@ -8,6 +8,7 @@ import itertools
 import math
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -73,15 +74,20 @@ def test_the_attention_step_at_half_its_peak_is_rewritten_and_replays() -> None:
     assert compare(reference_run(program, inputs), planned_run(result.program, memory, plan, inputs)) is None
 
 
-def test_a_schedule_outside_the_models_spaces_is_not_called_optimal_on_their_bound() -> None:
+def test_a_schedule_outside_the_models_spaces_is_not_called_optimal_on_their_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """mlp_train at 80 % of its peak: the exact model's bound in its stage spaces (first
     runs in the searched orders) is above +16.3 % (it proved +16.79 % the least there);
-    orders drawn at random do better, and so does the search of every schedule at a
-    budget a fifth lower (+0.51 %; at this budget it does not end). A schedule cheaper
-    than the model's bound lies outside its spaces, so the bound says nothing of it:
-    FEASIBLE, with no bound above what holds for every schedule."""
+    orders drawn at random do better (+2.80 %). A schedule cheaper than the model's
+    bound lies outside its spaces, so the bound says nothing of it: FEASIBLE, with no
+    bound above what holds for every schedule. The search of every schedule is kept
+    off: here it ends (+0.51 %, optimal over all) in about the time it is given (5,091
+    sets of held buffers in 3.7 s of 3.75), so whether it ends moves with the load."""
     from benchmarks.graphs.training import mlp_train
+    from optplan.schedule import remat
 
+    monkeypatch.setattr(remat, "EXHAUSTIVE_OPS", 0)
     program = mlp_train()
     capacity = math.ceil(lower_bound(build_memory(program, alignment=64).problem) * 0.8)
     result = recompute(program, capacity, time_limit=30.0)
