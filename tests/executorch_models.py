@@ -3,12 +3,9 @@
 `transformers` models built from configs with random weights (no downloads), each at a
 tiny size and each taking one of the paths a memory plan must get right.
 
-Every builder returns a `Case`: the module, its example inputs, the inputs to run it on in
-order (a module with state runs several steps), and how to lower it (dynamic shapes, an
-XNNPACK partitioner, the reinplace pass). `lower(case, algos)` exports and lowers it with
-the given memory-planning algorithms (ExecuTorch's default greedy when None); `run(program,
-case)` runs the `.pte` in ExecuTorch's runtime pybindings; `eager(case)` runs a copy of
-the module in torch on the same inputs.
+Every builder returns a `Case`, which `lower`, `run` and `eager` take
+(`executorch_lowering`); the `transformers` models are built in
+`executorch_transformers`.
 
 Paths: plain CNNs and a residual CNN; a U-Net's long skips; an MLP with skips, an
 unrolled GRU and a random DAG (many short-lived tensors of mixed sizes); attention
@@ -24,41 +21,14 @@ reaches it and CP-SAT's own model settles the optimum).
 
 from __future__ import annotations
 
-import copy
 import itertools
-import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from executorch_lowering import Case, buffer_bytes, eager, frozen, lower, run
+from executorch_transformers import bert, gpt2, llama, vit
 
-
-@dataclass(frozen=True)
-class Case:
-    """A model to lower and run: `runs` are the inputs of each call, in order (the example
-    inputs once when empty); `needs` is a package the case needs besides torch."""
-
-    name: str
-    module: Any
-    inputs: tuple[Any, ...]
-    runs: tuple[tuple[Any, ...], ...] = ()
-    dynamic_shapes: Any = None
-    xnnpack: bool = False
-    reinplace: bool = False
-    needs: str = ""
-
-    @property
-    def calls(self) -> tuple[tuple[Any, ...], ...]:
-        return self.runs or (self.inputs,)
-
-
-def _frozen(module: Any) -> Any:
-    """Eval mode, no parameter asking for gradients (the reinplace pass writes buffers)."""
-    module.eval()
-    for parameter in module.parameters():
-        parameter.requires_grad_(False)
-    return module
+__all__ = ["BUILDERS", "Case", "buffer_bytes", "eager", "lower", "run"]
 
 
 def cnn() -> Case:
@@ -80,7 +50,7 @@ def cnn() -> Case:
             return self.fc(y.mean(dim=(2, 3)))
 
     torch.manual_seed(0)
-    return Case("cnn", _frozen(CNN()), (torch.randn(1, 3, 16, 16),))
+    return Case("cnn", frozen(CNN()), (torch.randn(1, 3, 16, 16),))
 
 
 def resnet_like() -> Case:
@@ -105,7 +75,7 @@ def resnet_like() -> Case:
             return self.head(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
 
     torch.manual_seed(0)
-    return Case("resnet_like", _frozen(Net()), (torch.randn(1, 3, 16, 16),))
+    return Case("resnet_like", frozen(Net()), (torch.randn(1, 3, 16, 16),))
 
 
 def unet() -> Case:
@@ -132,7 +102,7 @@ def unet() -> Case:
             return self.out(self.u1(torch.cat([up, a], 1)))
 
     torch.manual_seed(0)
-    return Case("unet", _frozen(UNet()), (torch.randn(1, 3, 32, 32),))
+    return Case("unet", frozen(UNet()), (torch.randn(1, 3, 32, 32),))
 
 
 def mlp_skips() -> Case:
@@ -154,7 +124,7 @@ def mlp_skips() -> Case:
             return seen[-1]
 
     torch.manual_seed(0)
-    return Case("mlp_skips", _frozen(MLP()), (torch.randn(4, 48),))
+    return Case("mlp_skips", frozen(MLP()), (torch.randn(4, 48),))
 
 
 def gru() -> Case:
@@ -173,7 +143,7 @@ def gru() -> Case:
             return self.head(h)
 
     torch.manual_seed(0)
-    return Case("gru", _frozen(GRU()), (torch.randn(2, 6, 24),))
+    return Case("gru", frozen(GRU()), (torch.randn(2, 6, 24),))
 
 
 def random_dag() -> Case:
@@ -199,7 +169,7 @@ def random_dag() -> Case:
             return torch.cat(nodes[-3:], 1)
 
     torch.manual_seed(0)
-    return Case("random_dag", _frozen(DAG()), (torch.randn(3, 32),))
+    return Case("random_dag", frozen(DAG()), (torch.randn(3, 32),))
 
 
 def encoder() -> Case:
@@ -221,7 +191,7 @@ def encoder() -> Case:
             return x + self.ff(self.n2(x))
 
     torch.manual_seed(0)
-    return Case("encoder", _frozen(nn.Sequential(Layer(), Layer())), (torch.randn(1, 12, 32),))
+    return Case("encoder", frozen(nn.Sequential(Layer(), Layer())), (torch.randn(1, 12, 32),))
 
 
 def cond() -> Case:
@@ -240,7 +210,7 @@ def cond() -> Case:
 
     torch.manual_seed(0)
     x = torch.randn(8, 16)
-    return Case("cond", _frozen(Cond()), (x,), runs=((x,), (-x,)))
+    return Case("cond", frozen(Cond()), (x,), runs=((x,), (-x,)))
 
 
 def map_body() -> Case:
@@ -258,7 +228,7 @@ def map_body() -> Case:
             return hmap(lambda x, y: (x + y).relu() * 2, h, y).sum(0)
 
     torch.manual_seed(0)
-    return Case("map", _frozen(Map()), (torch.randn(5, 16), torch.randn(16)))
+    return Case("map", frozen(Map()), (torch.randn(5, 16), torch.randn(16)))
 
 
 def _kv_step() -> Any:
@@ -296,7 +266,7 @@ def _kv_case(name: str, reinplace: bool) -> Case:
 
     torch.manual_seed(0)
     steps = tuple((torch.randn(1, 1, 32), torch.tensor([t])) for t in range(3))
-    module = _frozen(_kv_step())
+    module = frozen(_kv_step())
     return Case(name, module, steps[0], runs=steps, reinplace=reinplace)
 
 
@@ -329,7 +299,7 @@ def mobilenet_xnnpack() -> Case:
             return self.head(x.mean((2, 3)))
 
     torch.manual_seed(0)
-    return Case("mobilenet_xnnpack", _frozen(Mobile()), (torch.randn(1, 3, 32, 32),), xnnpack=True)
+    return Case("mobilenet_xnnpack", frozen(Mobile()), (torch.randn(1, 3, 32, 32),), xnnpack=True)
 
 
 def dynamic_batch() -> Case:
@@ -341,7 +311,7 @@ def dynamic_batch() -> Case:
     torch.manual_seed(0)
     batch = torch.export.Dim("batch", min=1, max=16)
     runs = ((torch.randn(16, 24),), (torch.randn(3, 24),), (torch.randn(1, 24),))
-    return Case("dynamic_batch", _frozen(module), runs[0], runs, dynamic_shapes=({0: batch},))
+    return Case("dynamic_batch", frozen(module), runs[0], runs, dynamic_shapes=({0: batch},))
 
 
 def staggered() -> Case:
@@ -415,65 +385,7 @@ def gapped() -> Case:
 
     torch.manual_seed(0)
     width = max(size for size, _, _ in tensors) * unit + len(tensors)
-    return Case("gapped", _frozen(Gapped()), (torch.randn(1, width),))
-
-
-def _hf(name: str, config: Any, model_class: Any, inputs: tuple[Any, ...]) -> Case:
-    import torch
-
-    torch.manual_seed(0)
-    model = model_class(config).eval()
-
-    class Wrapped(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = model
-
-        def forward(self, x: Any) -> Any:
-            out = self.model(
-                x,
-                return_dict=False,
-                **({"use_cache": False} if hasattr(config, "use_cache") else {}),
-            )
-            return out[0]
-
-    return Case(name, _frozen(Wrapped()), inputs, needs="transformers")
-
-
-def gpt2() -> Case:
-    import torch
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    config = GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=128, n_positions=32)
-    return _hf("gpt2", config, GPT2LMHeadModel, (torch.randint(0, 128, (1, 16)),))
-
-
-def bert() -> Case:
-    import torch
-    from transformers import BertConfig, BertModel
-
-    config = BertConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=4,
-                        intermediate_size=128, vocab_size=128, max_position_embeddings=32)  # fmt: skip
-    return _hf("bert", config, BertModel, (torch.randint(0, 128, (1, 16)),))
-
-
-def vit() -> Case:
-    import torch
-    from transformers import ViTConfig, ViTModel
-
-    config = ViTConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=4,
-                       intermediate_size=128, image_size=32, patch_size=8)  # fmt: skip
-    return _hf("vit", config, ViTModel, (torch.randn(1, 3, 32, 32),))
-
-
-def llama() -> Case:
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    config = LlamaConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=4,
-                         num_key_value_heads=2, intermediate_size=128, vocab_size=128,
-                         max_position_embeddings=32)  # fmt: skip
-    return _hf("llama", config, LlamaForCausalLM, (torch.randint(0, 128, (1, 16)),))
+    return Case("gapped", frozen(Gapped()), (torch.randn(1, width),))
 
 
 BUILDERS: dict[str, Callable[[], Case]] = {
@@ -497,58 +409,3 @@ BUILDERS: dict[str, Callable[[], Case]] = {
     "vit": vit,
     "llama": llama,
 }
-
-
-def lower(case: Case, algos: list[Any] | None) -> Any:
-    """Export and lower to an ExecuTorch program; `algos` for MemoryPlanningAlgorithmSuite
-    (ExecuTorch's default planning when None)."""
-    import torch
-    from executorch.exir import ExecutorchBackendConfig, to_edge, to_edge_transform_and_lower
-    from executorch.exir.memory_planning import MemoryPlanningAlgorithmSuite
-    from executorch.exir.passes import MemoryPlanningPass
-
-    exported = torch.export.export(case.module, case.inputs, dynamic_shapes=case.dynamic_shapes)
-    if case.xnnpack:
-        from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-
-        edge = to_edge_transform_and_lower(exported, partitioner=[XnnpackPartitioner()])
-    else:
-        edge = to_edge(exported)
-    options: dict[str, Any] = {}
-    if case.reinplace:
-        from executorch.exir.dialects._ops import ops
-
-        # index_put becomes index_put_ (the cache's own spec); slice_scatter, which has no
-        # in-place form, is stored inside the window (a storage-backed spec).
-        options = {"run_reinplace_pass": True,
-                   "reinplace_extra_ops": frozenset({ops.edge.aten.slice_scatter.default})}  # fmt: skip
-    if algos is not None:
-        suite = MemoryPlanningAlgorithmSuite(algo_list=algos)
-        options["memory_planning_pass"] = MemoryPlanningPass(memory_planning_algo=suite)
-    return edge.to_executorch(ExecutorchBackendConfig(**options))
-
-
-def buffer_bytes(program: Any) -> int:
-    """The non-constant buffer bytes of the program's first execution plan."""
-    return sum(program.executorch_program.execution_plan[0].non_const_buffer_sizes)
-
-
-def run(program: Any, case: Case) -> list[list[Any]]:
-    """The outputs of every call of `case`, in order, in one loaded method (state kept)."""
-    from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer
-
-    method = _load_for_executorch_from_buffer(program.buffer)
-    return [list(method.forward(inputs)) for inputs in case.calls]
-
-
-def eager(case: Case) -> list[list[Any]]:
-    """The same calls in torch, on a copy of the module (its buffers start as exported)."""
-    import torch
-
-    module = copy.deepcopy(case.module)
-    outputs = []
-    with torch.no_grad():
-        for inputs in case.calls:
-            out = module(*inputs)
-            outputs.append(list(out) if isinstance(out, (tuple, list)) else [out])
-    return outputs
