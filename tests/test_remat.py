@@ -200,7 +200,7 @@ def test_the_tabu_searchs_schedule_is_packed_and_judged_like_every_other() -> No
     from optplan.schedule.remat.packing import Nearest
 
     order = tuple(range(STUCK.ops))
-    call = Call(STUCK, 29, 1, [True] * STUCK.ops, Nearest(STUCK, 1))
+    call = Call(STUCK, 29, 1, [True] * STUCK.ops, Nearest(STUCK, 1, 29))
     found = fit(call, order, time.perf_counter() + 5, (TABU,))
     assert found is not None and is_valid_steps(STUCK, found.steps) and len(found.steps) > STUCK.ops
     problem = Problem(problem_of(STUCK, found.steps).buffers, capacity=29)

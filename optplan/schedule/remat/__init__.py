@@ -30,7 +30,9 @@ extra compute (the cost of every run after an op's first). Steps:
    share of the time is spent, keeping the cheapest (`anytime`). For graphs above
    `exact_ops` ops this is the anytime path. Where nothing packs and time is left, the
    nearest schedule found, if its live bytes are within the budget, is packed by CP-SAT
-   for longer (`NEAREST_SHARE` of the time). Where nothing fits, the reason gives the
+   for longer (`NEAREST_SHARE` of the time); where the time limit is long enough
+   (`ROLLING_SHARE`), the cheapest schedule met in live bytes is then given slack and
+   packed window by window from its end (`rolling`). Where nothing fits, the reason gives the
    arena of the nearest schedule found, with real offsets, and its extra compute.
 4. The exact model (`model`) in Checkmate's and MOCCASIN's stages, once with the first
    runs in the searched order and once in the program order (MOCCASIN's own space),
@@ -66,6 +68,7 @@ from optplan.schedule.remat.exhaustive import Exhausted, every_schedule
 from optplan.schedule.remat.heuristic import extra_cost, prune
 from optplan.schedule.remat.model import ModelResult, solve_model
 from optplan.schedule.remat.packing import Nearest, fits, pack
+from optplan.schedule.remat.rolling import rolled
 
 # `every_schedule` is tried on graphs of up to 64 ops, for 20,000 states and a quarter of
 # the time at most (the CNN training step at 50 % needs 56 states, the MLP step at 70 %
@@ -88,6 +91,13 @@ LOWER_WORK = 1_500
 # where its skyline search finds a placement; the exact model after it had found
 # nothing in the 18 s left.
 NEAREST_SHARE = 1 / 3
+# Where `ROLLING_SHARE` of the time limit leaves `ROLLING_SECONDS` after
+# `NEAREST_SECONDS` of CP-SAT, the cheapest schedule met in live bytes is packed window
+# by window (`rolling`) in the rest of that share instead: on the 250-node graph at
+# 60 %, which no CP-SAT packing fits, that took 83-167 s where it packed.
+ROLLING_SHARE = 1 / 2
+NEAREST_SECONDS = 30.0
+ROLLING_SECONDS = 90.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,12 +169,12 @@ def rematerialise(graph: Graph, options: Remat, recomputable: Sequence[bool] | N
     orders = _orders(graph, options)
     exact = graph.ops <= options.exact_ops
     share = began + (0.4 if exact else 1.0) * options.time_limit
-    call = Call(graph, options.budget_bytes, options.alignment, allowed, Nearest(graph, options.alignment))
+    call = Call(graph, options.budget_bytes, options.alignment, allowed, Nearest(graph, options.alignment, options.budget_bytes))
     best = heuristics(call, orders, max(share, time.perf_counter() + 0.1 * options.time_limit))
     if lower is not None and (best is None or lower.extra < best.extra):
         best = lower
     if best is None:
-        best = _nearest_packed(graph, options, call.nearest, deadline)
+        best = _nearest_packed(graph, options, call.nearest, allowed, deadline)
     bounds: list[int] = []
     firsts = [orders[0]] + ([tuple(range(graph.ops))] if orders[0] != tuple(range(graph.ops)) else [])
     for copies in range(options.copies, options.copies + 3):
@@ -188,14 +198,25 @@ def rematerialise(graph: Graph, options: Remat, recomputable: Sequence[bool] | N
     return _result(graph, options, best, floor, total, bound, began, call.nearest)
 
 
-def _nearest_packed(graph: Graph, options: Remat, nearest: Nearest, deadline: float) -> Found | None:
-    """Step 3's last resort where nothing packed: the nearest schedule, if its live bytes
-    are within the budget, packed by CP-SAT for `NEAREST_SHARE` of the time limit."""
-    seconds = min(NEAREST_SHARE * options.time_limit, deadline - time.perf_counter())
-    if nearest.steps is None or seconds < 1.0:
+def _nearest_packed(
+    graph: Graph, options: Remat, nearest: Nearest, allowed: list[bool], deadline: float
+) -> Found | None:
+    """Step 3's last resort where nothing packed: the nearest schedule packed by CP-SAT
+    for `NEAREST_SHARE` of the time limit; where `ROLLING_SHARE` leaves
+    `ROLLING_SECONDS` after `NEAREST_SECONDS` of that, the cheapest schedule met in live
+    bytes given slack and packed window by window (`rolling`) in the rest of it."""
+    began = time.perf_counter()
+    rolls = nearest.met is not None and ROLLING_SHARE * options.time_limit >= NEAREST_SECONDS + ROLLING_SECONDS
+    end = min(began + (ROLLING_SHARE if rolls else NEAREST_SHARE) * options.time_limit, deadline)
+    if nearest.steps is None or end - began < 1.0:
         return None
-    plan = nearest.pack_again(options.budget_bytes, seconds)
-    return None if plan is None else Found(nearest.steps, plan, extra_cost(graph, nearest.steps), "greedy")
+    plan = nearest.pack_again(options.budget_bytes, NEAREST_SECONDS if rolls else end - began)
+    if plan is not None:
+        return Found(nearest.steps, plan, extra_cost(graph, nearest.steps), "greedy")
+    if not rolls or nearest.met is None:
+        return None
+    got = rolled(graph, nearest.met, options.budget_bytes, options.alignment, allowed, end)
+    return None if got is None else Found(got[0], got[1], extra_cost(graph, got[0]), "rolling")
 
 
 def _exhaustive(graph: Graph, options: Remat, allowed: list[bool], began: float) -> Exhausted | None:
