@@ -64,15 +64,14 @@ class Nearest:
     # nearest in arena may hold more (on MOCCASIN's 250-node graph at 60 %, after 240 s of
     # the heuristics one of +46.3 % against one of +16.4 % met in live bytes).
     met: tuple[int, ...] | None = None
-    met_cost: int = 0
 
     def offer(self, steps: Sequence[int], plan: Plan) -> None:
         if plan.status.has_plan and (self.plan is None or plan.arena < self.plan.arena):
             self.steps, self.plan = tuple(steps), plan
-        if int(profile_of(self.graph, steps).max(initial=0)) <= self.budget:
-            cost = extra_cost(self.graph, steps)
-            if self.met is None or cost < self.met_cost:
-                self.met, self.met_cost = tuple(steps), cost
+        if int(profile_of(self.graph, steps).max(initial=0)) <= self.budget and (
+            self.met is None or extra_cost(self.graph, steps) < extra_cost(self.graph, self.met)
+        ):
+            self.met = tuple(steps)
 
     def pack_again(self, budget: int, seconds: float) -> Plan | None:
         """The nearest schedule's instances packed within the budget by CP-SAT for

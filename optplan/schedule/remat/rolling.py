@@ -122,7 +122,7 @@ def roll(problem: Problem, tight: int, room: int, deadline: float, window: int) 
     offsets = {b.id: placed.get(b.id, 0) for b in problem.buffers}
     arena = max((offsets[b.id] + b.size for b in problem.buffers), default=0)
     plan = Plan(offsets, arena, Status.FEASIBLE, "rolling", 0)
-    return None if validate(Problem(problem.buffers, capacity=room), plan) else plan
+    return None if validate(Problem(problem.buffers, problem.aliases, capacity=room), plan) else plan
 
 
 def _placed(
