@@ -75,7 +75,7 @@ def test_the_nearest_is_a_real_packing_and_the_lowest_offered(graph: Graph, shar
     # met nowhere; odd alignments leave many met that do not pack.
     order = tuple(range(graph.ops))
     budget = math.floor(peak_bytes(graph, order) * share)
-    nearest = Counted(graph, alignment)
+    nearest = Counted(graph, alignment, budget)
     nearest.pack(order)
     met = greedy(graph, order, budget, [True] * graph.ops, time.perf_counter() + 30, rank, nearest.pack)
     for steps in (met, order):  # the order's own packing again, last: often not the lowest
