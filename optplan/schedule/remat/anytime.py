@@ -7,18 +7,24 @@ it does not pack, the whole target is tightened (`_tightened`), and where that f
 nothing, the packing rounds lower it only at the steps where the packing overflowed
 (`packing.relieve`). Every packing that did not fit, every start order's own packing and
 every schedule the peak heuristic gave up on is offered to `Call.nearest`: where nothing
-fits, the caller reports how much memory the nearest schedule found needs.
+fits, the caller reports how much memory the nearest schedule found needs. Where nothing
+packs by half the time left for the orders drawn at random, the deep pass (`deep`): the
+tabu search from the start orders at live-bytes targets below the budget, each schedule
+met then through the packing rounds at that target.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from optplan.problem.plan import Plan
 from optplan.schedule.graph import Graph, peak_bytes
-from optplan.schedule.remat.heuristic import RANKS, extra_cost, greedy, prune
+from optplan.schedule.remat.bounds import direct_bytes
+from optplan.schedule.remat.heuristic import RANKS, TABU, extra_cost, greedy, prune, relieved
 from optplan.schedule.remat.packing import Nearest, Unpacked, packed, relieve
 from optplan.schedule.remat.restarts import freeing_orders
 from optplan.schedule.remat.walk import evict
@@ -27,6 +33,16 @@ from optplan.schedule.remat.walk import evict
 # mlp_train the cheapest came within a few dozen, and where nothing better is found
 # (FCN-8 at 90-70 %) the draws otherwise take the heuristics' whole share of the time.
 RESTARTS_IDLE = 100
+# The deep pass's live-bytes targets, as shares of the budget, tried in turn from each
+# start order (never below what the op needing most at once holds). On MOCCASIN's
+# 500-node graph at 50 %, which no other pass meets in a packing, from the searched
+# order (peak 250,020 bytes): at 90 % the tabu search meets the target in 22 s (3,538
+# steps) and the packing rounds pack it in 18 s more; at 95 % in 13 s and 67 s; both
+# +609 % extra compute. From the program order (284,439) neither is met in 120 s.
+DEEP_TARGETS = (0.9, 0.95)
+# The least time the deep pass needs at half the time left for the draws: shorter limits
+# keep the draws as they were (MOCCASIN's 500-node graph at 60 % is met by them at 30 s).
+DEEP_SECONDS = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,11 +73,11 @@ class Found:
 def heuristics(call: Call, orders: list[tuple[int, ...]], deadline: float) -> Found | None:
     """Step 3 from every order, the cheapest schedule: first the peak heuristic's
     cheapest moves (and the walk), and only where that finds nothing from any order,
-    its other ranks (which reach lower budgets at a dearer extra compute). Its tabu
-    search (`heuristic.TABU`) is not a pass here: run before the orders drawn at random
-    on MOCCASIN's 500-node graph, it took the time in which they meet 60 % (+86.3 % at
-    30 s, met then only at 120 s), and at 50 %, where it alone meets the budget in live
-    bytes, none of its schedules packed."""
+    its other ranks (which reach lower budgets at a dearer extra compute); then the
+    orders drawn at random. Its tabu search (`heuristic.TABU`) runs only in the deep
+    pass, where the draws find nothing by half their time (`DEEP_SECONDS`): run before
+    them on MOCCASIN's 500-node graph, it took the time in which they meet 60 % (+86.3 %
+    at 30 s, met then only at 120 s)."""
     best: Found | None = None
     for order in orders:
         if peak_bytes(call.graph, order) > call.budget:
@@ -75,23 +91,58 @@ def heuristics(call: Call, orders: list[tuple[int, ...]], deadline: float) -> Fo
                 return best
         if best is not None:
             break
-    return _restarts(call, deadline, best)
+    draws = freeing_orders(call.graph)
+    half = time.perf_counter() + (deadline - time.perf_counter()) / 2
+    if best is None and deadline - half >= DEEP_SECONDS:
+        best = _restarts(call, draws, deadline, best, half)
+        if best is None:
+            best = deep(call, orders, deadline)
+    return _restarts(call, draws, deadline, best)
 
 
-def _restarts(call: Call, deadline: float, best: Found | None) -> Found | None:
-    """Step 3's rest: the heuristics from orders drawn at random (`restarts.
-    freeing_orders`) until the deadline; the cheapest schedule that packs, `best` or
-    one of theirs; once there is one, they stop after `RESTARTS_IDLE` orders in a row
-    that give none cheaper."""
+def _restarts(
+    call: Call, draws: Iterator[tuple[int, ...]], deadline: float, best: Found | None, empty: float | None = None
+) -> Found | None:
+    """Step 3's rest: the heuristics from orders drawn at random (`draws`, from
+    `restarts.freeing_orders`) until the deadline, or until `empty` where nothing packs
+    by then; the cheapest schedule that packs, `best` or one of theirs; once there is
+    one, they stop after `RESTARTS_IDLE` orders in a row that give none cheaper."""
     idle = 0
-    for order in freeing_orders(call.graph):
+    for order in draws:
         if time.perf_counter() > deadline or (best is not None and (best.extra == 0 or idle >= RESTARTS_IDLE)):
             break
         found = fit(call, order, deadline, RANKS)
         idle += 1
         if found is not None and (best is None or found.extra < best.extra):
             best, idle = found, 0
+        if best is None and empty is not None and time.perf_counter() > empty:
+            break
     return best
+
+
+def deep(call: Call, orders: list[tuple[int, ...]], deadline: float) -> Found | None:
+    """The deep pass: from each start order (lowest peak first), the tabu search's
+    schedule at each of `DEEP_TARGETS` (never below what the op needing most at once
+    holds), packed, else through the packing rounds at that target; the first that
+    packs, or None."""
+    graph = call.graph
+    need = graph.base_bytes + max((direct_bytes(graph, v) for v in range(graph.ops)), default=0)
+    targets = dict.fromkeys(max(need, int(call.budget * share)) for share in DEEP_TARGETS)
+    for order in orders:
+        for target in targets:
+            if time.perf_counter() > deadline:
+                return None
+            met = relieved(graph, order, target, call.allowed, deadline, TABU, np.zeros(len(order), dtype=np.int64))
+            if met is None:
+                continue
+            plan, _, tops = packed(graph, met[0], call.budget, call.alignment, deadline, nearest=call.nearest)
+            if plan is not None:
+                return Found(met[0], plan, extra_cost(graph, met[0]), TABU)
+            unpacked = Unpacked((met[0], TABU), tops, target)
+            packs = relieve(graph, unpacked, call.budget, call.alignment, call.allowed, deadline, call.nearest)
+            if packs is not None:
+                return Found(packs[0], packs[1], extra_cost(graph, packs[0]), TABU)
+    return None
 
 
 def fit(call: Call, order: tuple[int, ...], deadline: float, ranks: Sequence[str]) -> Found | None:
