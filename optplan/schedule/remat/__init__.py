@@ -98,7 +98,7 @@ NEAREST_SHARE = 1 / 3
 # `NEAREST_SECONDS` of CP-SAT, the cheapest schedule met in live bytes is packed window
 # by window (`rolling`) in the rest of that share instead: on the 250-node graph at
 # 60 %, which no CP-SAT packing fits, that took 83-167 s where it packed, and at a
-# limit of 600 s `rematerialise` gives +25.85 % in 88,060 of 88,104 bytes.
+# limit of 600 s `rematerialise` gives +25.85 % in 88,060-88,071 of 88,104 bytes (two runs).
 ROLLING_SHARE = 1 / 2
 NEAREST_SECONDS = 30.0
 ROLLING_SECONDS = 90.0
