@@ -94,9 +94,10 @@ def heuristics(call: Call, orders: list[tuple[int, ...]], deadline: float) -> Fo
     draws = freeing_orders(call.graph)
     half = time.perf_counter() + (deadline - time.perf_counter()) / 2
     if best is None and deadline - half >= DEEP_SECONDS:
-        best = _restarts(call, draws, deadline, best, half)
-        if best is None:
-            best = deep(call, orders, deadline)
+        best = _restarts(call, draws, deadline, None, half)
+        if best is not None:  # found before half their time: the draws ran to their end
+            return best
+        best = deep(call, orders, deadline)
     return _restarts(call, draws, deadline, best)
 
 
