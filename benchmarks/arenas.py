@@ -106,10 +106,19 @@ def run_search(problem: Problem, time_limit: float) -> Plan | None:
     status = Status.OPTIMAL if result.optimal else Status.FEASIBLE
     if result.offsets is None:
         status = Status.UNKNOWN
-    return Plan(result.offsets or {}, result.peak, status, "search", lower_bound(problem), bound=result.bound)
+    return Plan(
+        result.offsets or {},
+        result.peak,
+        status,
+        "search",
+        lower_bound(problem),
+        bound=result.bound,
+    )
 
 
-def rows(family: str, name: str, problem: Problem, time_limit: float) -> Iterator[dict[str, object]]:
+def rows(
+    family: str, name: str, problem: Problem, time_limit: float
+) -> Iterator[dict[str, object]]:
     for planner in PLANNERS:
         started = time.perf_counter()
         if planner == "search":
@@ -163,7 +172,9 @@ def compare(new: list[dict[str, object]], old_path: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--time-limit", type=float, default=5.0, help="seconds for cpsat and search")
+    parser.add_argument(
+        "--time-limit", type=float, default=5.0, help="seconds for cpsat and search"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--against", type=Path, help="an earlier CSV to compare with")
     parser.add_argument("--only", default="", help="one family")
@@ -175,7 +186,12 @@ def main(argv: list[str] | None = None) -> int:
         for row in rows(family, name, problem, args.time_limit):
             table.append(row)
             invalid += row["status"] == "INVALID"
-            print(" ".join(str(row[c]).rjust(w) for c, w in zip(COLUMNS, (10, 34, 7, 10, 9, 9, 11, 7))), flush=True)
+            print(
+                " ".join(
+                    str(row[c]).rjust(w) for c, w in zip(COLUMNS, (10, 34, 7, 10, 9, 9, 11, 7))
+                ),
+                flush=True,
+            )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=COLUMNS, lineterminator="\n")

@@ -50,7 +50,9 @@ def graph_files(args: argparse.Namespace, folder: Path) -> list[tuple[str, Path]
         print(f"skipping the peers' graphs: no folder given or {peers} is absent "
               "(--peers DIR or $OPTPLAN_PEER_GRAPHS)", file=sys.stderr)  # fmt: skip
     for nodes in (1000, 3000):
-        files.append((f"layered_{nodes}", write_layered(folder / f"layered_{nodes}.json", nodes, seed=1)))
+        files.append(
+            (f"layered_{nodes}", write_layered(folder / f"layered_{nodes}.json", nodes, seed=1))
+        )
     return files
 
 
@@ -63,7 +65,15 @@ def measure(name: str, path: Path, limit: float) -> dict[str, object]:
     t = tables(graph)
     static = int(static_bounds(t, ancestor_masks(t), descendant_masks(t)).max())
     cut = cut_bounds(t, budget=1 << 62, deadline=time.perf_counter() + 600).best
-    proof = "static" if best.peak_bytes <= static else "cut" if best.peak_bytes <= cut else "search" if best.optimal else "-"
+    proof = (
+        "static"
+        if best.peak_bytes <= static
+        else "cut"
+        if best.peak_bytes <= cut
+        else "search"
+        if best.optimal
+        else "-"
+    )
     published = next((text for model, text in PUBLISHED.items() if name.startswith(model)), "-")
     return {
         "graph": name, "ops": graph.ops, **peaks, "reordered": best.peak_bytes,
@@ -92,4 +102,3 @@ def run_graph_set(args: argparse.Namespace) -> None:
         writer.writeheader()
         writer.writerows(rows)
     print(f"written {out.relative_to(ROOT)}")
-

@@ -253,12 +253,21 @@ def measure_tiers(name: str, time_limit: float) -> list[TiersRow]:
     reference = executorch_models.run(default, case)
     eager = executorch_models.eager(case)
     return [
-        _tiers_row(name, case, share, theirs * share // 100 // 16 * 16, time_limit, (default, reference, eager))
+        _tiers_row(
+            name,
+            case,
+            share,
+            theirs * share // 100 // 16 * 16,
+            time_limit,
+            (default, reference, eager),
+        )
         for share in FAST_SHARES
     ]
 
 
-def _tiers_row(name: str, case: Any, share: int, fast: int, time_limit: float, seen: tuple[Any, ...]) -> TiersRow:
+def _tiers_row(
+    name: str, case: Any, share: int, fast: int, time_limit: float, seen: tuple[Any, ...]
+) -> TiersRow:
     import executorch_banked
     import executorch_models
 
@@ -278,7 +287,9 @@ def _tiers_row(name: str, case: Any, share: int, fast: int, time_limit: float, s
     _, reference, eager = seen
     equal = _same(executorch_models.run(program, case), reference, eager)
     banked = [row["banked"] for row in beside.calls]
-    banked_traffic = None if any(isinstance(b, Exception) for b in banked) else sum(b.traffic for b in banked)
+    banked_traffic = (
+        None if any(isinstance(b, Exception) for b in banked) else sum(b.traffic for b in banked)
+    )
     ours = sum(r.traffic or 0 for r in reports)
     bound = sum(r.traffic_bound or 0 for r in reports)
     statuses = {r.status for r in reports}

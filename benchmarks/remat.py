@@ -144,31 +144,59 @@ def run_optplan(graph: Graph, budget: int, limit: float) -> dict[str, object]:
     faults = validate(problem, result.plan)
     row.update(
         optplan_extra_pct=f"{result.extra_percent:.3f}",
-        optplan_bound_pct=f"{100 * result.bound_cost / result.total_cost:.3f}" if result.total_cost else "0",
+        optplan_bound_pct=f"{100 * result.bound_cost / result.total_cost:.3f}"
+        if result.total_cost
+        else "0",
         optplan_arena=result.arena_bytes,
         optplan_fits="yes" if not faults and result.arena_bytes <= budget else f"NO: {faults[:1]}",
     )
     return row
 
 
-def run_moccasin(command: str, path: Path, share: float, limit: float, graph: Graph, ids: list[object], budget: int) -> dict[str, object]:
+def run_moccasin(
+    command: str,
+    path: Path,
+    share: float,
+    limit: float,
+    graph: Graph,
+    ids: list[object],
+    budget: int,
+) -> dict[str, object]:
     """MOCCASIN's main.py on one case; its schedule judged by optplan."""
     # main.py halves the time of graphs below 500 nodes, and each of its two solves gets it.
     given = limit if graph.ops >= 500 else 2 * limit
     began = time.perf_counter()
     with tempfile.TemporaryDirectory() as out:
-        args = [*shlex.split(command), "-g", str(path), "-m", str(share), "-t", str(math.ceil(given)), "-o", out]
+        args = [
+            *shlex.split(command),
+            "-g",
+            str(path),
+            "-m",
+            str(share),
+            "-t",
+            str(math.ceil(given)),
+            "-o",
+            out,
+        ]
         try:
-            done = subprocess.run(args, capture_output=True, text=True, timeout=4 * limit + 120, cwd=out, check=False)
+            done = subprocess.run(
+                args, capture_output=True, text=True, timeout=4 * limit + 120, cwd=out, check=False
+            )
         except subprocess.TimeoutExpired:
-            return {"moccasin_status": "killed", "moccasin_seconds": round(time.perf_counter() - began, 1)}
+            return {
+                "moccasin_status": "killed",
+                "moccasin_seconds": round(time.perf_counter() - began, 1),
+            }
     seconds = round(time.perf_counter() - began, 1)
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if not lines:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return {"moccasin_status": f"failed: {tail[:80]}", "moccasin_seconds": seconds}
-    result = json.loads(lines[-1][len("RESULT "):])
-    row: dict[str, object] = {"moccasin_status": str(result["status"]).lower(), "moccasin_seconds": seconds}
+    result = json.loads(lines[-1][len("RESULT ") :])
+    row: dict[str, object] = {
+        "moccasin_status": str(result["status"]).lower(),
+        "moccasin_seconds": seconds,
+    }
     if result.get("budget") != budget:
         row["moccasin_status"] += f" (its budget {result.get('budget')})"
     schedule = result.get("schedule")
@@ -177,15 +205,23 @@ def run_moccasin(command: str, path: Path, share: float, limit: float, graph: Gr
     op_of = {str(node): k for k, node in enumerate(ids)}
     nodes = [str(v) for v in result["nodes"]]
     # MOCCASIN relabels nodes by their place in its order when ids are not 0..n-1.
-    relabel = max(int(v) for v in nodes) >= len(nodes) if all(v.lstrip("-").isdigit() for v in nodes) else True
+    relabel = (
+        max(int(v) for v in nodes) >= len(nodes)
+        if all(v.lstrip("-").isdigit() for v in nodes)
+        else True
+    )
     steps = tuple(k if relabel else op_of[str(v)] for v in schedule for k in [int(v)])
     row["moccasin_extra_pct"] = f"{100 * extra_cost(graph, steps) / (sum(graph.costs) or 1):.3f}"
-    row["moccasin_peak_fits"] = "yes" if peak_bytes(graph, steps) <= budget else f"no ({peak_bytes(graph, steps)})"
+    row["moccasin_peak_fits"] = (
+        "yes" if peak_bytes(graph, steps) <= budget else f"no ({peak_bytes(graph, steps)})"
+    )
     problem = Problem(problem_of(graph, steps).buffers, capacity=budget)
     plan = get_planner("greedy")(problem)
     if not plan.status.has_plan:
         plan = get_planner("cpsat", time_limit=10)(problem)
-    row["moccasin_arena_fits"] = "yes" if plan.status.has_plan and not validate(problem, plan) else "no"
+    row["moccasin_arena_fits"] = (
+        "yes" if plan.status.has_plan and not validate(problem, plan) else "no"
+    )
     return row
 
 
@@ -193,7 +229,10 @@ def graph_rows(args: argparse.Namespace, folder: Path) -> list[dict[str, object]
     names = ICML if args.set == "icml" else tuple(sorted(p.stem for p in folder.glob("*.json")))
     command = args.moccasin or os.environ.get("OPTPLAN_MOCCASIN", "")
     if not command:
-        print("MOCCASIN not run: give --moccasin or OPTPLAN_MOCCASIN (its main.py, as a command)", file=sys.stderr)
+        print(
+            "MOCCASIN not run: give --moccasin or OPTPLAN_MOCCASIN (its main.py, as a command)",
+            file=sys.stderr,
+        )
     rows = []
     for name in names:
         if args.only and not any(part in name for part in args.only.split(",")):
@@ -203,9 +242,16 @@ def graph_rows(args: argparse.Namespace, folder: Path) -> list[dict[str, object]
         peak = peak_bytes(graph, tuple(range(graph.ops)))
         for share in args.shares:
             budget = math.ceil(peak * share)
-            limits = [args.time_limit] + [limit for limit in args.retry_limit if limit > args.time_limit]
+            limits = [args.time_limit] + [
+                limit for limit in args.retry_limit if limit > args.time_limit
+            ]
             for limit in limits:
-                row: dict[str, object] = {"graph": name, "nodes": graph.ops, "share": share, "budget": budget}
+                row: dict[str, object] = {
+                    "graph": name,
+                    "nodes": graph.ops,
+                    "share": share,
+                    "budget": budget,
+                }
                 row["limit"] = limit
                 row.update(run_optplan(graph, budget, limit))
                 if command:
@@ -231,19 +277,31 @@ def main() -> None:
     )
     parser.add_argument("--set", choices=("icml", "all"), default="icml")
     parser.add_argument("--only", default="", help="comma-separated parts of graph names")
-    parser.add_argument("--shares", type=lambda t: [float(x) for x in t.split(",")], default=[0.9, 0.8, 0.7, 0.6, 0.5])
+    parser.add_argument(
+        "--shares",
+        type=lambda t: [float(x) for x in t.split(",")],
+        default=[0.9, 0.8, 0.7, 0.6, 0.5],
+    )
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "remat.csv"))
     parser.add_argument("--programs", action="store_true", help="only the training programs")
-    parser.add_argument("--reach", action="store_true", help="how low each heuristic gets, by bisection")
+    parser.add_argument(
+        "--reach", action="store_true", help="how low each heuristic gets, by bisection"
+    )
     args = parser.parse_args()
     if args.programs:
         from benchmarks.remat_programs import program_rows
 
-        write(program_rows(args.shares, args.time_limit), str(ROOT / "benchmarks" / "results" / "remat_programs.csv"))
+        write(
+            program_rows(args.shares, args.time_limit),
+            str(ROOT / "benchmarks" / "results" / "remat_programs.csv"),
+        )
         return
     folder = Path(args.graphs) if args.graphs else None
     if folder is None or not folder.is_dir():
-        print(f"MOCCASIN's graph set skipped: no folder given or {args.graphs!r} is absent (--graphs DIR)", file=sys.stderr)
+        print(
+            f"MOCCASIN's graph set skipped: no folder given or {args.graphs!r} is absent (--graphs DIR)",
+            file=sys.stderr,
+        )
         return
     if args.reach:
         write(reach_rows(args, folder), str(ROOT / "benchmarks" / "results" / "remat_reach.csv"))
@@ -252,7 +310,15 @@ def main() -> None:
 
 
 REACH_RANKS = (*RANKS, TABU)
-REACH_COLUMNS = ("graph", "nodes", "memory_bound", "best_order", *(f"greedy_{rank}" for rank in REACH_RANKS), "walk", "seconds")
+REACH_COLUMNS = (
+    "graph",
+    "nodes",
+    "memory_bound",
+    "best_order",
+    *(f"greedy_{rank}" for rank in REACH_RANKS),
+    "walk",
+    "seconds",
+)
 
 
 def reach_rows(args: argparse.Namespace, folder: Path) -> list[dict[str, object]]:
@@ -267,14 +333,20 @@ def reach_rows(args: argparse.Namespace, folder: Path) -> list[dict[str, object]
         program = peak_bytes(graph, tuple(range(graph.ops)))
         order = Scheduler("auto", time_limit=args.time_limit, work=Remat(0).order_work)(graph).order
         low, high = memory_bound(graph).bytes, peak_bytes(graph, order)
-        row: dict[str, object] = {"graph": name, "nodes": graph.ops, "memory_bound": f"{low / program:.3f}"}
+        row: dict[str, object] = {
+            "graph": name,
+            "nodes": graph.ops,
+            "memory_bound": f"{low / program:.3f}",
+        }
         row["best_order"] = f"{high / program:.3f}"
         searches = {f"greedy_{rank}": partial(greedy, rank=rank) for rank in REACH_RANKS}
         for method, search in {**searches, "walk": evict}.items():
             fails, fits = low - 1, high  # bisection: a budget of `fits` is met
             while fits - fails > max(1, program // 200):
                 budget = (fails + fits) // 2
-                found = search(graph, order, budget, [True] * graph.ops, time.perf_counter() + args.time_limit)
+                found = search(
+                    graph, order, budget, [True] * graph.ops, time.perf_counter() + args.time_limit
+                )
                 fails, fits = (fails, budget) if found is not None else (budget, fits)
             row[method] = f"{fits / program:.3f}"
         row["seconds"] = round(time.perf_counter() - began, 1)
@@ -290,7 +362,13 @@ PROGRAM_COLUMNS = (
 
 
 def write(rows: list[dict[str, object]], out: str) -> None:
-    columns = PROGRAM_COLUMNS if rows and "program" in rows[0] else REACH_COLUMNS if rows and "walk" in rows[0] else COLUMNS
+    columns = (
+        PROGRAM_COLUMNS
+        if rows and "program" in rows[0]
+        else REACH_COLUMNS
+        if rows and "walk" in rows[0]
+        else COLUMNS
+    )
     with open(out, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()

@@ -54,10 +54,16 @@ def program_rows(shares: list[float], limit: float) -> list[dict[str, object]]:
                 problem = Problem(memory.problem.buffers, memory.problem.aliases, capacity)
                 plan = get_planner("cpsat", time_limit=limit)(problem)
                 fits = plan.status.has_plan and not validate(problem, plan)
-                replayed = compare(reference, planned_run(result.program, memory, plan, inputs)) if fits else "-"
+                replayed = (
+                    compare(reference, planned_run(result.program, memory, plan, inputs))
+                    if fits
+                    else "-"
+                )
                 row.update(
                     extra_pct=f"{result.extra_percent:.3f}",
-                    bound_pct=f"{100 * result.bound_cost / result.total_cost:.3f}" if result.total_cost else "0",
+                    bound_pct=f"{100 * result.bound_cost / result.total_cost:.3f}"
+                    if result.total_cost
+                    else "0",
                     recomputed=len(result.copies),
                     arena=plan.arena if fits else "-",
                     fits="yes" if fits else "no",

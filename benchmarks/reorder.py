@@ -83,11 +83,16 @@ def replays(original: Program, reordered: Program, time_limit: float) -> bool:
     memory = build_memory(reordered, alignment=1)
     plan = get_planner("cpsat", time_limit=time_limit)(memory.problem)
     inputs = make_inputs(original)
-    return compare(reference_run(original, inputs), planned_run(reordered, memory, plan, inputs)) is None
+    return (
+        compare(reference_run(original, inputs), planned_run(reordered, memory, plan, inputs))
+        is None
+    )
 
 
 def measure(name: str, program: Program, args: argparse.Namespace) -> dict[str, object]:
-    peaks: dict[str, Reordered] = {s: reorder(program, Scheduler(s)) for s in ("program", *HEURISTICS)}
+    peaks: dict[str, Reordered] = {
+        s: reorder(program, Scheduler(s)) for s in ("program", *HEURISTICS)
+    }
     began = time.perf_counter()
     best = reorder(program, Scheduler("auto", time_limit=args.time_limit))
     seconds = time.perf_counter() - began
@@ -116,11 +121,19 @@ def measure(name: str, program: Program, args: argparse.Namespace) -> dict[str, 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--time-limit", type=float, default=30.0, help="seconds per scheduler and planner")
-    parser.add_argument("--cpsat-ops", type=int, default=60, help="run the joint CP-SAT model up to this many ops")
+    parser.add_argument(
+        "--time-limit", type=float, default=30.0, help="seconds per scheduler and planner"
+    )
+    parser.add_argument(
+        "--cpsat-ops", type=int, default=60, help="run the joint CP-SAT model up to this many ops"
+    )
     parser.add_argument("--only", default="", help="comma-separated graph names")
     parser.add_argument("--graphs", action="store_true", help="the computation-graph set instead")
-    parser.add_argument("--peers", default=os.environ.get("OPTPLAN_PEER_GRAPHS", ""), help="folder of the peers' graphs")
+    parser.add_argument(
+        "--peers",
+        default=os.environ.get("OPTPLAN_PEER_GRAPHS", ""),
+        help="folder of the peers' graphs",
+    )
     args = parser.parse_args()
     if args.graphs:
         from benchmarks.graph_set import run_graph_set

@@ -89,7 +89,10 @@ def measure(name: str, time_limit: float) -> Row:
 
 def print_table(rows: Sequence[Row]) -> None:
     names = [f.name for f in fields(Row)]
-    widths = [max(len(n), *(len(str(v)) for v in (astuple(r)[i] for r in rows))) for i, n in enumerate(names)]
+    widths = [
+        max(len(n), *(len(str(v)) for v in (astuple(r)[i] for r in rows)))
+        for i, n in enumerate(names)
+    ]
     print("  ".join(n.rjust(w) for n, w in zip(names, widths)))
     for row in rows:
         print("  ".join(str(v).rjust(w) for v, w in zip(astuple(row), widths)))
@@ -116,7 +119,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_table(rows)
     write_csv(rows, args.csv)
     print(f"written to {args.csv}")
-    return 0 if all(r.outputs_equal and r.optplan_arena_bytes <= r.tflm_arena_bytes for r in rows) else 1
+    return (
+        0
+        if all(r.outputs_equal and r.optplan_arena_bytes <= r.tflm_arena_bytes for r in rows)
+        else 1
+    )
 
 
 if __name__ == "__main__":

@@ -98,10 +98,14 @@ def models(only: str) -> Iterator[Model]:
 
 
 def fast_sizes(least: int) -> list[int]:
-    return [int(least * share) // ALIGNMENT * ALIGNMENT for share in SHARES] + [k * 1024 for k in KIB]
+    return [int(least * share) // ALIGNMENT * ALIGNMENT for share in SHARES] + [
+        k * 1024 for k in KIB
+    ]
 
 
-def run_case(model: Model, fast: int, reference: Run, inputs: dict[str, np.ndarray], limit: float) -> Row:
+def run_case(
+    model: Model, fast: int, reference: Run, inputs: dict[str, np.ndarray], limit: float
+) -> Row:
     memories = (Memory("fast", fast, 1, 1), Memory("slow", None, 1, SLOW_COST))
     facts: MemoryFacts = model.load(memories)  # type: ignore[operator]
     problem = facts.problem
@@ -172,7 +176,9 @@ def main(argv: list[str] | None = None) -> int:
         writer.writerow(names)
         writer.writerows(astuple(row) for row in rows)
     optimal = sum(r.cpsat_status == "optimal" for r in rows)
-    print(f"wrote {args.out}: {len(rows)} cases, cpsat optimal on {optimal}, {failed} failing a check")
+    print(
+        f"wrote {args.out}: {len(rows)} cases, cpsat optimal on {optimal}, {failed} failing a check"
+    )
     return 1 if failed else 0
 
 

@@ -67,7 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         print("no instances found (the shared data is absent); nothing to run")
         return 0
     wanted = {n.strip() for n in args.instances.split(",") if n.strip()}
-    paths = sorted(p for d in folders for p in d.glob("*.csv") if not wanted or p.stem.split(".")[0] in wanted)
+    paths = sorted(
+        p for d in folders for p in d.glob("*.csv") if not wanted or p.stem.split(".")[0] in wanted
+    )
     limits = [float(x) for x in args.limits.split(",")]
     jit.warm("optplan.planners.search")  # compile once here, not inside a limit
     rows = []

@@ -35,12 +35,16 @@ def banked_greedy(memories: Sequence[Any]) -> Any:
 class Beside:
     """`algo` in the suite, with `baselines` (label -> algorithm) run and judged first."""
 
-    def __init__(self, algo: Any, memories: Sequence[Any], baselines: dict[str, Callable[..., Any]]) -> None:
+    def __init__(
+        self, algo: Any, memories: Sequence[Any], baselines: dict[str, Callable[..., Any]]
+    ) -> None:
         self.algo, self.memories, self.baselines = algo, list(memories), baselines
         self.calls: list[dict[str, Any]] = []
         self.__name__ = f"beside_{algo.__name__}"
 
-    def __call__(self, alignment: int, specs: Any, module: Any, signature: Any, padding: int = 0) -> Any:
+    def __call__(
+        self, alignment: int, specs: Any, module: Any, signature: Any, padding: int = 0
+    ) -> Any:
         import optplan.executorch as oet
 
         specs = list(specs)

@@ -289,7 +289,11 @@ def mobilenet_xnnpack() -> Case:
     class Mobile(nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.stem, self.b1, self.b2 = nn.Conv2d(3, 16, 3, 2, 1), inverted(16, 48), inverted(16, 64)
+            self.stem, self.b1, self.b2 = (
+                nn.Conv2d(3, 16, 3, 2, 1),
+                inverted(16, 48),
+                inverted(16, 64),
+            )
             self.head = nn.Linear(16, 10)
 
         def forward(self, x: Any) -> Any:

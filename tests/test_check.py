@@ -150,8 +150,16 @@ def test_a_tensor_off_its_element_alignment_is_invalid() -> None:
     lowered = plan_memory(program, memory, get_planner("greedy")(memory.problem))
     text = print_program(lowered)
     assert "R.memory.alloc_tensor(storage, 0," in text
-    report = check_program(parse(text.replace("R.memory.alloc_tensor(storage, 0,", "R.memory.alloc_tensor(storage, 1,", 1)))
-    assert any("is not a multiple of 4, the alignment of its element type" in v for v in report.violations)
+    report = check_program(
+        parse(
+            text.replace(
+                "R.memory.alloc_tensor(storage, 0,", "R.memory.alloc_tensor(storage, 1,", 1
+            )
+        )
+    )
+    assert any(
+        "is not a multiple of 4, the alignment of its element type" in v for v in report.violations
+    )
     assert not report.valid
 
 

@@ -35,8 +35,19 @@ def test_compare_on_the_example_reaches_the_lower_bound(capsys: pytest.CaptureFi
     cpsat = by_name["cpsat"]
     assert cpsat["status"] == "optimal"
     assert cpsat["arena_bytes"] == cpsat["lower_bound_bytes"]
-    assert cpsat["arena_bytes"] <= by_name["greedy"]["arena_bytes"] <= by_name["naive"]["arena_bytes"]
-    for key in ("planner", "status", "arena_bytes", "lower_bound_bytes", "naive_bytes", "buffers", "seconds", "offsets"):
+    assert (
+        cpsat["arena_bytes"] <= by_name["greedy"]["arena_bytes"] <= by_name["naive"]["arena_bytes"]
+    )
+    for key in (
+        "planner",
+        "status",
+        "arena_bytes",
+        "lower_bound_bytes",
+        "naive_bytes",
+        "buffers",
+        "seconds",
+        "offsets",
+    ):
         assert key in cpsat
 
 
@@ -52,7 +63,9 @@ def test_quick_start_example_shows_the_token_rule_above_the_bound(
     assert main(["run", str(QUICK_START)]) == 0
 
 
-def test_plan_writes_csv_and_json_only_when_valid(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_plan_writes_csv_and_json_only_when_valid(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     problem = tmp_path / "p.csv"
     problem.write_text(CSV)
     out = tmp_path / "plan.csv"
@@ -64,7 +77,9 @@ def test_plan_writes_csv_and_json_only_when_valid(tmp_path: Path, capsys: pytest
     assert record["arena_bytes"] == 8 and record["status"] == "optimal"
 
 
-def test_alignment_applies_to_csv_problems(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_alignment_applies_to_csv_problems(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     problem = tmp_path / "p.csv"
     problem.write_text(CSV)
     record = run_json(capsys, "plan", str(problem), "--alignment", "64")
@@ -77,7 +92,9 @@ def test_run_replays_the_example_bit_for_bit(capsys: pytest.CaptureFixture[str])
     assert "bit-for-bit" in capsys.readouterr().out
 
 
-def test_run_names_a_tensor_when_a_plan_overlaps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_names_a_tensor_when_a_plan_overlaps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     record = run_json(capsys, "plan", str(EXAMPLE), "--planner", "greedy")
     assert isinstance(record, dict)
     offsets = dict(record["offsets"])
@@ -95,16 +112,21 @@ def test_run_names_a_tensor_when_a_plan_overlaps(tmp_path: Path, capsys: pytest.
     ("name", "text", "where", "what"),
     [
         ("neg.csv", "id,lower,upper,size\na,0,3,-4\n", "neg.csv:2:4:", "negative size"),
-        ("syntax.py", "@R.function\ndef main(x: R.Tensor((2,), dtype=\"float32\"):\n", "syntax.py:2", ""),
+        (
+            "syntax.py",
+            '@R.function\ndef main(x: R.Tensor((2,), dtype="float32"):\n',
+            "syntax.py:2",
+            "",
+        ),
         (
             "unknown.py",
-            HEADER + "    y: R.Tensor((2,), dtype=\"float32\") = R.nn.no_such_op(x)\n    return y\n",
+            HEADER + '    y: R.Tensor((2,), dtype="float32") = R.nn.no_such_op(x)\n    return y\n',
             "unknown.py:3:",
             "no_such_op",
         ),
         (
             "undefined.py",
-            HEADER + "    y: R.Tensor((2,), dtype=\"float32\") = R.add(x, lv3)\n    return y\n",
+            HEADER + '    y: R.Tensor((2,), dtype="float32") = R.add(x, lv3)\n    return y\n',
             "undefined.py:3:",
             "'lv3'",
         ),
@@ -123,7 +145,9 @@ def test_bad_input_is_one_line_and_status_two(
     assert "Traceback" not in err
 
 
-def test_missing_file_and_unknown_planner_are_input_errors(capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_file_and_unknown_planner_are_input_errors(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert main(["plan", "no/such/file.py"]) == 2
     assert "no/such/file.py: no such file" in capsys.readouterr().err
     assert main(["plan", str(EXAMPLE), "--planner", "magic"]) == 2
@@ -151,7 +175,17 @@ def test_tvm_models_reach_the_proven_optimum(
     capsys: pytest.CaptureFixture[str], model: str, optimum: int, tvm: int
 ) -> None:
     path = shared(TVM / model)
-    records = run_json(capsys, "compare", str(path), "--alignment", "1", "--planners", "tokens,cpsat", "--time-limit", "30")
+    records = run_json(
+        capsys,
+        "compare",
+        str(path),
+        "--alignment",
+        "1",
+        "--planners",
+        "tokens,cpsat",
+        "--time-limit",
+        "30",
+    )
     assert isinstance(records, list)
     by_name = {r["planner"]: r for r in records}
     assert by_name["cpsat"]["status"] == "optimal"
@@ -177,7 +211,9 @@ def test_check_reports_tvm_totals_and_catches_a_moved_tensor(
     text = path.read_text()
     lines = text.splitlines()
     allocs = [i for i, line in enumerate(lines) if "R.memory.alloc_tensor(storage1," in line]
-    moved = lines[allocs[0]].replace("R.memory.alloc_tensor(storage1,", "R.memory.alloc_tensor(storage,")
+    moved = lines[allocs[0]].replace(
+        "R.memory.alloc_tensor(storage1,", "R.memory.alloc_tensor(storage,"
+    )
     lines[allocs[0]] = moved
     bad = tmp_path / "moved.py"
     bad.write_text("\n".join(lines))
@@ -220,7 +256,9 @@ def test_lowered_program_round_trips_through_check(
     assert capsys.readouterr().out.strip().endswith("valid")
 
 
-def test_onnx_model_runs_with_its_own_weights(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_onnx_model_runs_with_its_own_weights(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     onnx = pytest.importorskip("onnx", reason="the onnx package is not installed")
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
@@ -389,7 +427,9 @@ def test_onnx_without_the_onnx_package_names_the_extra(
     assert len(err.splitlines()) == 1 and "pip install 'optplan[onnx]'" in err, err
 
 
-def test_a_failed_write_leaves_no_partial_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_failed_write_leaves_no_partial_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     problem = tmp_path / "ok.csv"
     problem.write_text(CSV)
     target = tmp_path / "plan.json"
@@ -421,7 +461,9 @@ def test_compare_measures_every_gap_against_one_bound(
     assert "proven bound" in out.splitlines()[1]
 
 
-def test_show_draws_a_picture_and_a_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_show_draws_a_picture_and_a_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     picture, page = tmp_path / "arena.png", tmp_path / "arena.html"
     assert main(["show", str(EXAMPLE), "--planner", "greedy", "-o", str(picture)]) == 0
     assert picture.read_bytes()[:4] == b"\x89PNG"

@@ -33,14 +33,21 @@ def test_descend_packs_at_the_live_bytes_where_greedy_does_not() -> None:
     """Five buffers live at 20 bytes at most: greedy's best order packs them in 22; a
     few moves of one in the placement sequence pack them in 20."""
     spans = [(7, 8, 10), (4, 6, 10), (9, 4, 8), (7, 6, 8), (9, 1, 5)]
-    problem = Problem(tuple(Buffer(f"b{i}", size, (Interval(s, e),)) for i, (size, s, e) in enumerate(spans)))
+    problem = Problem(
+        tuple(Buffer(f"b{i}", size, (Interval(s, e),)) for i, (size, s, e) in enumerate(spans))
+    )
     assert lower_bound(problem) == 20
     assert _descended(problem, 20) == (22, 20)
 
 
 @settings(max_examples=150, deadline=None)
-@given(problem=problems(12, min_buffers=0, branches=False, aliases=False, pins=False), slack=st.integers(-4, 8))
-def test_descend_never_raises_the_arena_and_its_plans_are_valid(problem: Problem, slack: int) -> None:
+@given(
+    problem=problems(12, min_buffers=0, branches=False, aliases=False, pins=False),
+    slack=st.integers(-4, 8),
+)
+def test_descend_never_raises_the_arena_and_its_plans_are_valid(
+    problem: Problem, slack: int
+) -> None:
     """Plain problems (odd alignments, zero sizes, empty) at capacities around the live
     bytes, under and over."""
     _descended(problem, max(0, lower_bound(problem) + slack))

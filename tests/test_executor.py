@@ -60,7 +60,11 @@ def bind(name: str, value: object, line: int = 0) -> Binding:
     return Binding(Var(name), value, None, loc=at(line) if line else None)  # type: ignore[arg-type]
 
 
-def fn_program(bindings: list[Binding], result: object, params: tuple[tuple[str, TensorType], ...] = (("x", T),)) -> Program:
+def fn_program(
+    bindings: list[Binding],
+    result: object,
+    params: tuple[tuple[str, TensorType], ...] = (("x", T),),
+) -> Program:
     body = SeqExpr((Block(tuple(bindings)),), result)  # type: ignore[arg-type]
     fn = Function("main", tuple(Param(Var(n), t) for n, t in params), None, body)
     return infer_types(Program((fn,)))
@@ -171,7 +175,11 @@ def test_nan_values_compare_bytewise() -> None:
         [bind("a", Call("sqrt", (Var("x"),))), bind("out", Call("negative", (Var("a"),)))],
         Var("out"),
     )
-    memory = MemoryFacts(buffers(("a", 0, 2)), placements={"a": Placement("a")}, releases={"out": Releases(after=("a",))})
+    memory = MemoryFacts(
+        buffers(("a", 0, 2)),
+        placements={"a": Placement("a")},
+        releases={"out": Releases(after=("a",))},
+    )
     inputs = {"x": -np.ones((4, 4), np.float32)}
     reference = reference_run(program, inputs)
     assert np.isnan(reference.values["a"]).all()
@@ -207,7 +215,9 @@ def test_tuple_results_and_items_live_at_their_placements() -> None:
         ],
         Var("out"),
     )
-    problem = Problem((Buffer("parts[0]", 32, (Interval(0, 5),)), Buffer("parts[1]", 32, (Interval(0, 5),))))
+    problem = Problem(
+        (Buffer("parts[0]", 32, (Interval(0, 5),)), Buffer("parts[1]", 32, (Interval(0, 5),)))
+    )
     memory = MemoryFacts(
         problem,
         placements={
@@ -221,7 +231,13 @@ def test_tuple_results_and_items_live_at_their_placements() -> None:
     inputs = make_inputs(program)
     reference = reference_run(program, inputs)
     assert list(reference.values)[:2] == ["parts[0]", "parts[1]"]
-    assert compare(reference, planned_run(program, memory, plan_of({"parts[0]": 32, "parts[1]": 0}, 64), inputs)) is None
+    assert (
+        compare(
+            reference,
+            planned_run(program, memory, plan_of({"parts[0]": 32, "parts[1]": 0}, 64), inputs),
+        )
+        is None
+    )
     overlapping = plan_of({"parts[0]": 16, "parts[1]": 0}, 64)
     assert compare(reference, planned_run(program, memory, overlapping, inputs)) is not None
 
@@ -231,10 +247,19 @@ def test_if_copies_the_branch_value_and_poisons_on_entry() -> None:
     then_branch = SeqExpr((Block((bind("t", Call("exp", (Var("a"),))),)),), Var("t"))
     else_branch = SeqExpr((Block((bind("e", Call("negative", (Var("x"),))),)),), Var("e"))
     body = SeqExpr(
-        (Block((bind("a", Call("nn.relu", (Var("x"),))), bind("r", If(Var("c"), then_branch, else_branch)))),),
+        (
+            Block(
+                (
+                    bind("a", Call("nn.relu", (Var("x"),))),
+                    bind("r", If(Var("c"), then_branch, else_branch)),
+                )
+            ),
+        ),
         Var("r"),
     )
-    program = infer_types(Program((Function("main", (Param(Var("c"), cond), Param(Var("x"), T)), None, body),)))
+    program = infer_types(
+        Program((Function("main", (Param(Var("c"), cond), Param(Var("x"), T)), None, body),))
+    )
     problem = Problem(
         (
             Buffer("a", 64, (Interval(0, 3),)),
@@ -271,11 +296,15 @@ def test_writing_into_a_parameter_fails_in_both_runs() -> None:
     program = fn_program([bind("out", overwrite(Var("x")), 3)], Var("out"))
     inputs = make_inputs(program)
     reference = reference_run(program, inputs)
-    assert reference.failure is not None and "writes into 'x', which is read-only" in reference.failure
+    assert (
+        reference.failure is not None and "writes into 'x', which is read-only" in reference.failure
+    )
     planned = planned_run(program, MemoryFacts(Problem(())), plan_of({}, 0), inputs)
     assert planned.failure is not None
     difference = compare(reference, planned)
-    assert difference is not None and str(difference).startswith("m.py:3:5: the reference run failed")
+    assert difference is not None and str(difference).startswith(
+        "m.py:3:5: the reference run failed"
+    )
     assert inputs["x"].flags.writeable  # the caller's arrays are not touched
 
 
@@ -290,8 +319,12 @@ def test_writing_into_a_view_of_a_constant_fails() -> None:
 
 
 def test_an_in_place_call_writes_into_its_planned_argument() -> None:
-    program = fn_program([bind("a", Call("exp", (Var("x"),))), bind("out", overwrite(Var("a")))], Var("out"))
-    memory = MemoryFacts(buffers(("a", 0, 2)), placements={"a": Placement("a"), "out": Placement("a")})
+    program = fn_program(
+        [bind("a", Call("exp", (Var("x"),))), bind("out", overwrite(Var("a")))], Var("out")
+    )
+    memory = MemoryFacts(
+        buffers(("a", 0, 2)), placements={"a": Placement("a"), "out": Placement("a")}
+    )
     inputs = make_inputs(program)
     reference = reference_run(program, inputs)
     # The reference keeps a's own value; the replay overwrites a's bytes in place.
@@ -318,10 +351,15 @@ def test_a_read_after_a_kill_shows_in_a_planned_run() -> None:
 
 def test_a_lowered_kernel_call_points_to_the_lowered_runner() -> None:
     program = fn_program(
-        [bind("_", Call("call_kernel", (Var("x"), Var("x")), (("kernel", "k"),))), bind("out", Var("x"))],
+        [
+            bind("_", Call("call_kernel", (Var("x"), Var("x")), (("kernel", "k"),))),
+            bind("out", Var("x")),
+        ],
         Var("out"),
     )
-    with pytest.raises(InputError, match="lowered program; run it with optplan.runtime.lowered.run_lowered"):
+    with pytest.raises(
+        InputError, match="lowered program; run it with optplan.runtime.lowered.run_lowered"
+    ):
         reference_run(program, make_inputs(program))
 
 
@@ -336,10 +374,21 @@ def test_make_inputs_is_deterministic_and_respects_take_and_sqrt() -> None:
             bind("emb", Call("take", (Var("table"), Var("flat")), (("axis", 0), ("mode", "fast")))),
             bind("eps", Call("add", (Var("var"), Const(1e-5, F32)))),
             bind("root", Call("sqrt", (Var("eps"),))),
-            bind("out", Call("call_tir", (Var("emb"), MetaConst("ir.GenericConst", 2)), (("kernel", "k"), ("out_ty", T)))),
+            bind(
+                "out",
+                Call(
+                    "call_tir",
+                    (Var("emb"), MetaConst("ir.GenericConst", 2)),
+                    (("kernel", "k"), ("out_ty", T)),
+                ),
+            ),
         ],
         Var("out"),
-        params=(("ids", ids_type), ("table", TensorType((5, 4), F32)), ("var", TensorType((4,), F32))),
+        params=(
+            ("ids", ids_type),
+            ("table", TensorType((5, 4), F32)),
+            ("var", TensorType((4,), F32)),
+        ),
     )
     first, second = make_inputs(program, seed=3), make_inputs(program, seed=3)
     assert all(first[k].tobytes() == second[k].tobytes() for k in first)
@@ -352,7 +401,10 @@ def test_make_inputs_is_deterministic_and_respects_take_and_sqrt() -> None:
 
 
 def test_inputs_of_the_wrong_shape_are_refused() -> None:
-    with pytest.raises(InputError, match=r"input 'x' is \(2,\) float32, but the program declares R.Tensor\(\(4, 4\), float32\)"):
+    with pytest.raises(
+        InputError,
+        match=r"input 'x' is \(2,\) float32, but the program declares R.Tensor\(\(4, 4\), float32\)",
+    ):
         reference_run(chain(), {"x": np.zeros(2, np.float32)})
 
 
@@ -399,12 +451,17 @@ def test_a_dead_if_result_is_recorded_before_its_bytes_are_poisoned() -> None:
     then_branch = SeqExpr((Block((bind("t", Call("negative", (Var("x"),))),)),), Var("t"))
     else_branch = SeqExpr((Block((bind("e", Call("nn.relu", (Var("x"),))),)),), Var("e"))
     body = SeqExpr((Block((bind("r", If(Var("c"), then_branch, else_branch)),)),), Var("x"))
-    program = infer_types(Program((Function("main", (Param(Var("c"), cond), Param(Var("x"), T)), None, body),)))
+    program = infer_types(
+        Program((Function("main", (Param(Var("c"), cond), Param(Var("x"), T)), None, body),))
+    )
     memory = build_memory(program, alignment=1)
     plan = PLANNERS["greedy"](memory.problem)
     for taken in (True, False):
         inputs = {"c": np.array(taken), "x": make_inputs(program)["x"]}
-        assert compare(reference_run(program, inputs), planned_run(program, memory, plan, inputs)) is None
+        assert (
+            compare(reference_run(program, inputs), planned_run(program, memory, plan, inputs))
+            is None
+        )
 
 
 def test_a_read_after_an_in_place_call_sees_the_new_value_in_both_runs() -> None:
@@ -447,9 +504,16 @@ def test_an_in_place_call_with_a_fresh_second_output() -> None:
     assert run.values["out"].tobytes() == (run.values["t[0]"] * 2).tobytes()
     memory = MemoryFacts(
         buffers(("a", 0, 4), ("t[1]", 1, 2)),
-        placements={"a": Placement("a"), "t": (Placement("a"), Placement("t[1]")), "first": Placement("a")},
+        placements={
+            "a": Placement("a"),
+            "t": (Placement("a"), Placement("t[1]")),
+            "first": Placement("a"),
+        },
     )
-    assert compare(run, planned_run(program, memory, plan_of({"a": 0, "t[1]": 64}, 128), inputs)) is None
+    assert (
+        compare(run, planned_run(program, memory, plan_of({"a": 0, "t[1]": 64}, 128), inputs))
+        is None
+    )
 
 
 def test_a_plan_that_misses_a_buffer_or_overruns_the_arena_fails_the_replay() -> None:

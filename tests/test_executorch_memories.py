@@ -126,7 +126,9 @@ def test_capacity_no_plan_meets_is_a_status(caplog: pytest.LogCaptureFixture) ->
     (report,) = reports
     assert report.status == "infeasible" and not report.fits
     assert report.reason.startswith("at point ") and "(node " in report.reason
-    assert "bytes of tensors are live that only tcm and psram may hold (12288 bytes)" in report.reason
+    assert (
+        "bytes of tensors are live that only tcm and psram may hold (12288 bytes)" in report.reason
+    )
     assert "aten_convolution_default" in report.reason
     assert [u.fits for u in report.memories] == [True, False]
     assert report.memories[1].buffer_bytes == _sizes(program)[2] > 8192
@@ -142,7 +144,11 @@ BAD_MEMORIES: list[tuple[dict[str, Any], type, str]] = [
     ({"memories": "tcm=256KiB"}, TypeError, "memories must be a list of Memory values, fast first"),
     ({"memories": []}, ValueError, "memories: give at least one memory"),
     ({"memories": ["tcm"]}, TypeError, "memories: mem_id 1 must be an optplan.problem.Memory"),
-    ({"memories": [Memory("tcm", 0)]}, ValueError, "'tcm' has capacity 0; a capacity is a positive"),
+    (
+        {"memories": [Memory("tcm", 0)]},
+        ValueError,
+        "'tcm' has capacity 0; a capacity is a positive",
+    ),
     ({"memories": [Memory("tcm", -5)]}, ValueError, "'tcm' has capacity -5"),
     ({"memories": [Memory("tcm", 1.5)]}, ValueError, "'tcm' has capacity 1.5"),  # type: ignore[arg-type]
     ({"memories": [Memory("tcm", 64, cost=-1)]}, ValueError, "'tcm' has cost -1"),
@@ -171,7 +177,10 @@ def test_names_tell_memories_apart() -> None:
         oet.algorithm("greedy", memories=_tiers(1024)).__name__,
     }
     assert len(names) == 5
-    assert oet.algorithm(memories=_tiers(1024)).memories == ((1, _tiers(1024)[0]), (2, _tiers(1024)[1]))
+    assert oet.algorithm(memories=_tiers(1024)).memories == (
+        (1, _tiers(1024)[0]),
+        (2, _tiers(1024)[1]),
+    )
 
 
 # ---------------------------------------------------------------------------- random spec sets
@@ -264,7 +273,10 @@ def _judge_one_id(placed: list[FakeSpec], result: Any, start: int, alignment: in
     )
     offsets = {b.id: result.spec_dict[placed[int(b.id)]].mem_offset - start for b in buffers}
     arena = max((offsets[b.id] + b.size for b in buffers), default=0)
-    assert validate(Problem(buffers, aliases), Plan(offsets, arena, Status.FEASIBLE, "written", 0)) == []
+    assert (
+        validate(Problem(buffers, aliases), Plan(offsets, arena, Status.FEASIBLE, "written", 0))
+        == []
+    )
 
 
 def _against_brute_force(

@@ -26,10 +26,16 @@ def cases(draw: st.DrawFn) -> tuple[Graph, list[bool], int]:
     return graph, list(allowed), draw(st.integers(0, 45))
 
 
-def brute_force(graph: Graph, allowed: list[bool], budget: int, extra: int = 3) -> list[tuple[int, ...]]:
+def brute_force(
+    graph: Graph, allowed: list[bool], budget: int, extra: int = 3
+) -> list[tuple[int, ...]]:
     """Every valid schedule with at most `extra` runs again whose every step fits (an op
     may take all of them: `extra + 1` runs)."""
-    return [s for s in schedules(graph, extra, allowed, runs=extra + 1) if peak_bytes(graph, s) <= budget]
+    return [
+        s
+        for s in schedules(graph, extra, allowed, runs=extra + 1)
+        if peak_bytes(graph, s) <= budget
+    ]
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -50,7 +56,9 @@ def test_the_search_of_every_schedule_is_never_beaten(case: tuple[Graph, list[bo
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
-def test_the_memory_bound_holds_for_ops_that_may_not_run_again(case: tuple[Graph, list[bool], int]) -> None:
+def test_the_memory_bound_holds_for_ops_that_may_not_run_again(
+    case: tuple[Graph, list[bool], int],
+) -> None:
     """A buffer that cannot be made again (live in, or made by an op that may not run
     again) is held across every op between its making and a later read: the bound that
     counts it is never above a schedule the brute force finds."""
@@ -64,7 +72,9 @@ def test_a_buffer_that_cannot_be_made_again_is_held_across_the_ops_between() -> 
     """a = f() may not run again and is read by d; b = g(a), c = h(b) and d(a, c) run
     between: at c's step a (4 bytes), b and c (5 each) are held, 14 bytes, where every
     op alone needs at most 10."""
-    graph = Graph((4, 5, 5, 1), ((0,), (1,), (2,), (3,)), ((), (0,), (1,), (0, 2)), ((), (0,), (1,), (0, 2)))
+    graph = Graph(
+        (4, 5, 5, 1), ((0,), (1,), (2,), (3,)), ((), (0,), (1,), (0, 2)), ((), (0,), (1,), (0, 2))
+    )
     assert memory_bound(graph).bytes <= 10
     bound = memory_bound(graph, [False, True, True, True])
     assert bound.bytes == 14 and "may not run again" in bound.reason

@@ -32,7 +32,9 @@ def test_offsets_the_form_allows_are_exactly_the_aligned_ones(problem: Problem) 
         aligned = [
             at
             for at in window
-            if all((at + delta) % problem.buffer(name).alignment == 0 for name, delta in rect.members)
+            if all(
+                (at + delta) % problem.buffer(name).alignment == 0 for name, delta in rect.members
+            )
         ]
         assert [at for at in window if rect.allowed(at)] == aligned
         if rect.residue is not None:
@@ -86,5 +88,9 @@ def test_a_form_shared_by_every_planner_plans_as_each_planner_alone(problem: Pro
     for name in ("naive", "tokens", "greedy", "cpsat"):
         planner = get_planner(name, time_limit=10.0) if name == "cpsat" else get_planner(name)
         shared, alone = planner.plan(form), planner(problem)
-        assert (shared.status, shared.arena, shared.offsets) == (alone.status, alone.arena, alone.offsets)
+        assert (shared.status, shared.arena, shared.offsets) == (
+            alone.status,
+            alone.arena,
+            alone.offsets,
+        )
         assert validate(problem, shared) == []

@@ -142,7 +142,9 @@ def test_own_planners_run_clean_on_several_memories(tmp_path: Path, planner: str
         ("all_at_zero_first", {"overlap", "memory", "capacity", "alignment"}),
     ],
 )
-def test_wrong_callables_are_caught_on_several_memories(tmp_path: Path, function: str, kinds: set[str]) -> None:
+def test_wrong_callables_are_caught_on_several_memories(
+    tmp_path: Path, function: str, kinds: set[str]
+) -> None:
     spec = TargetSpec("callable", f"tests.fixtures.planners:{function}", memories=True)
     (found,) = run_campaign(spec, Budget(examples=300), tmp_path).found
     assert found.failure.kind in kinds, found.failure

@@ -46,15 +46,21 @@ def main(x: R.Tensor((2, 3), dtype="float32"), w: R.Tensor((2, 3), dtype="float3
 """
 OUT = """    gv: R.Tensor((2, 3), dtype="float32") = R.builtin.alloc_tensor(R.shape([2, 3]), R.dtype("float32"), 0, R.str("global"), ty_args=(R.Tensor((2, 3), dtype="float32"),))
 """
-DEAD = OUT + """    mix(alloc1, x, gv)
+DEAD = (
+    OUT
+    + """    mix(alloc1, x, gv)
     R.memory.kill_tensor(alloc)
     R.vm.kill_object(v2)
     return gv
 """
-READ = OUT + """    mix(v4, alloc1, gv)
+)
+READ = (
+    OUT
+    + """    mix(v4, alloc1, gv)
     R.memory.kill_tensor(alloc)
     return gv
 """
+)
 
 
 def test_a_tensor_held_only_by_an_unread_tuple_may_give_its_bytes_away() -> None:

@@ -49,9 +49,7 @@ def test_shards_share_the_examples_on_ray(
 
 
 @needs_ray
-def test_a_failure_found_on_ray_is_shrunk_and_written_once(
-    local_ray: None, tmp_path: Path
-) -> None:
+def test_a_failure_found_on_ray_is_shrunk_and_written_once(local_ray: None, tmp_path: Path) -> None:
     spec = TargetSpec("callable", "tests.fixtures.planners:all_at_zero")
     outcome = run_campaign(spec, Budget(examples=400, workers=2), tmp_path, RayCluster())
     (found,) = outcome.found

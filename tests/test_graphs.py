@@ -34,7 +34,9 @@ def node_link(draw: st.DrawFn) -> dict[str, object]:
     }
     sizes = draw(st.lists(st.integers(0, 1000), min_size=n, max_size=n))
     if layered:
-        nodes = [{"name": v, "out_cost": sizes[v], "duration": 1, "param_cost": 0} for v in range(n)]
+        nodes = [
+            {"name": v, "out_cost": sizes[v], "duration": 1, "param_cost": 0} for v in range(n)
+        ]
         links = [{"0": u, "1": v} for u, v in sorted(edges)]
         graph: dict[str, object] = {"name": "layered", "order": order}
     else:
@@ -67,7 +69,9 @@ def direct_peak(data: dict[str, object]) -> int:
 
 @settings(max_examples=200)
 @given(node_link())
-def test_program_order_peak_is_the_graphs_own(tmp_path_factory: pytest.TempPathFactory, data: dict[str, object]) -> None:
+def test_program_order_peak_is_the_graphs_own(
+    tmp_path_factory: pytest.TempPathFactory, data: dict[str, object]
+) -> None:
     path = tmp_path_factory.mktemp("graphs") / "g.json"
     path.write_text(json.dumps(data))
     peer = read_graph(path)
@@ -93,12 +97,21 @@ def write(tmp_path: Path, data: object) -> str:
         ({"nodes": [{"id": 0}], "links": []}, "no size"),
         ({"nodes": [{"id": 0, "cost_ram": -1}], "links": []}, "non-negative"),
         ({"nodes": [{"id": 0, "cost_ram": 1}, {"id": 0, "cost_ram": 1}], "links": []}, "same id"),
-        ({"nodes": [{"id": 0, "cost_ram": 1}], "links": [{"source": 0, "target": 7}]}, "unknown node"),
         (
-            {"nodes": [{"id": 0, "cost_ram": 1}, {"id": 1, "cost_ram": 1}], "links": [{"source": 1, "target": 0}]},
+            {"nodes": [{"id": 0, "cost_ram": 1}], "links": [{"source": 0, "target": 7}]},
+            "unknown node",
+        ),
+        (
+            {
+                "nodes": [{"id": 0, "cost_ram": 1}, {"id": 1, "cost_ram": 1}],
+                "links": [{"source": 1, "target": 0}],
+            },
             "against the program order",
         ),
-        ({"graph": {"order": [0, 0]}, "nodes": [{"id": 0, "cost_ram": 1}], "links": []}, "every node once"),
+        (
+            {"graph": {"order": [0, 0]}, "nodes": [{"id": 0, "cost_ram": 1}], "links": []},
+            "every node once",
+        ),
     ],
 )
 def test_bad_graphs_are_one_line_naming_the_file(tmp_path: Path, data: object, fault: str) -> None:
@@ -108,10 +121,18 @@ def test_bad_graphs_are_one_line_naming_the_file(tmp_path: Path, data: object, f
     assert path in str(error.value)
 
 
-def test_plan_reads_a_graph_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_plan_reads_a_graph_from_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = {
-        "nodes": [{"id": v, "name": f"n{v}", "cost_ram": 10 * (v + 1), "cost_cpu": 1} for v in range(3)],
-        "links": [{"source": 0, "target": 1}, {"source": 1, "target": 2}, {"source": 0, "target": 2}],
+        "nodes": [
+            {"id": v, "name": f"n{v}", "cost_ram": 10 * (v + 1), "cost_cpu": 1} for v in range(3)
+        ],
+        "links": [
+            {"source": 0, "target": 1},
+            {"source": 1, "target": 2},
+            {"source": 0, "target": 2},
+        ],
     }
     path = write(tmp_path, data)
     assert main(["plan", path, "--planner", "greedy", "--json"]) == 0

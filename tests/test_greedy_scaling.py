@@ -111,7 +111,9 @@ def recomputed(count: int, seed: int) -> Problem:
     for index in range(count):
         start = rng.randrange(count)
         length = rng.randrange(count // 8, count // 4) if index % 20 == 0 else rng.randrange(1, 4)
-        buffers.append(Buffer(f"b{index}", rng.randrange(1, 100), (Interval(start, start + length),)))
+        buffers.append(
+            Buffer(f"b{index}", rng.randrange(1, 100), (Interval(start, start + length),))
+        )
     return Problem(tuple(buffers))
 
 
@@ -122,6 +124,8 @@ def test_lifetimes_across_many_buckets_take_the_tree() -> None:
     (part,) = split(rectangles(recomputed(3000, 1)))
     compiled = greedy_kernel.Compiled.build(part)
     assert compiled is not None and not compiled.buckets
-    short = [rect for rect in rectangles(dense(600, 0)) if rect.live[0].end - rect.live[0].start < 10]
+    short = [
+        rect for rect in rectangles(dense(600, 0)) if rect.live[0].end - rect.live[0].start < 10
+    ]
     compiled = greedy_kernel.Compiled.build(short)
     assert compiled is not None and compiled.buckets

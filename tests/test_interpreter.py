@@ -94,7 +94,7 @@ def test_types_are_inferred_once(program: Program) -> None:
     )
 
 
-OUT_OF_RANGE = '''
+OUT_OF_RANGE = """
 from tvm.script import relax as R
 
 @R.function
@@ -103,7 +103,7 @@ def main(x: R.Tensor((2,), dtype="float16")) -> R.Tensor((2,), dtype="float16"):
         y: R.Tensor((2,), dtype="float16") = R.add(x, R.const(100000.0, "float16"))
         R.output(y)
     return y
-'''
+"""
 
 
 def test_a_constant_beyond_its_dtype_is_infinite_without_a_warning() -> None:

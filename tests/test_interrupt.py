@@ -142,7 +142,14 @@ def test_ctrl_c_during_plan_prints_and_writes_the_best_plan_so_far(tmp_path: Pat
 def test_ctrl_c_during_compare_prints_the_rows_it_finished(tmp_path: Path) -> None:
     source = tmp_path / "slow.csv"
     source.write_text(write_csv(slow_problem(pinned=True)))
-    args = ["compare", str(source), "--planners", "naive,greedy,cpsat,tokens", "--time-limit", "120"]
+    args = [
+        "compare",
+        str(source),
+        "--planners",
+        "naive,greedy,cpsat,tokens",
+        "--time-limit",
+        "120",
+    ]
     done = _interrupt(args, tmp_path, "planning with cpsat")
     assert done.returncode == 130, done.stderr
     rows = [line.split()[0] for line in done.stdout.splitlines()[2:]]

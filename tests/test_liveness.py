@@ -125,7 +125,9 @@ def test_inplace_output_takes_its_argument_buffer() -> None:
 
 
 def test_inplace_into_a_parameter_is_not_planned() -> None:
-    prog = program([Binding(Var("b"), kernel("x", inplace=0), T), Binding(Var("gv"), kernel("b"), T)], "gv")
+    prog = program(
+        [Binding(Var("b"), kernel("x", inplace=0), T), Binding(Var("gv"), kernel("b"), T)], "gv"
+    )
     memory = build_memory(prog, alignment=1)
     assert "b" not in memory.placements
     assert memory.problem.buffers == ()

@@ -33,7 +33,9 @@ try:
 except ImportError:  # the executor is optional for the loading and planning tests
     executor = None  # type: ignore[assignment]
 
-needs_executor = pytest.mark.skipif(executor is None, reason="optplan.runtime.replay is not available")
+needs_executor = pytest.mark.skipif(
+    executor is None, reason="optplan.runtime.replay is not available"
+)
 
 FLOAT = TensorProto.FLOAT
 RNG_SEED = 7

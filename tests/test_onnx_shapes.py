@@ -250,5 +250,7 @@ def test_a_topk_whose_k_is_computed_from_data_is_refused(tmp_path: Path) -> None
         read_onnx(path, {})
     # With a constant k the same op plans.
     graph.node[1].CopyFrom(helper.make_node("Constant", [], ["k"], value_ints=[2]))
-    path = _save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path, "c")
+    path = _save(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path, "c"
+    )
     assert read_onnx(path, {}).program.main.ret_type.shape == (2,)  # type: ignore[union-attr]

@@ -62,20 +62,32 @@ def broadcastable(draw: st.DrawFn) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return a, b[draw(st.integers(0, len(b))) :]
 
 
-@given(broadcastable(), st.sampled_from(["add", "subtract", "multiply", "divide", "maximum", "minimum"]), st.booleans())
+@given(
+    broadcastable(),
+    st.sampled_from(["add", "subtract", "multiply", "divide", "maximum", "minimum"]),
+    st.booleans(),
+)
 @example(((2, 3), (3,)), "add", False)
 def test_binary_ops_broadcast_like_numpy(pair: tuple, op: str, swap: bool) -> None:
     a_shape, b_shape = pair[::-1] if swap else pair
     a, b = floats(*a_shape), floats(*b_shape)
     out_type, value = call(op, a, b)
-    expected = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
-                "maximum": np.maximum, "minimum": np.minimum}[op](a, b)
+    expected = {
+        "add": np.add,
+        "subtract": np.subtract,
+        "multiply": np.multiply,
+        "divide": np.divide,
+        "maximum": np.maximum,
+        "minimum": np.minimum,
+    }[op](a, b)
     assert out_type == TensorType(np.broadcast_shapes(a_shape, b_shape), "float32")
     assert np.asarray(value).tobytes() == np.asarray(expected).tobytes()
 
 
 def test_shapes_that_do_not_broadcast_are_an_error_at_the_call() -> None:
-    with pytest.raises(InputError, match=r"^m.py:3:9: add of \(2, 3\) and \(4,\): shapes do not broadcast$"):
+    with pytest.raises(
+        InputError, match=r"^m.py:3:9: add of \(2, 3\) and \(4,\): shapes do not broadcast$"
+    ):
         call("add", floats(2, 3), floats(4))
 
 
@@ -101,7 +113,9 @@ def test_erf_matches_math_erf() -> None:
 def test_activations_match_their_formulas() -> None:
     x = floats(3, 5)
     wide = x.astype(np.float64)
-    gelu = np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in wide.ravel()]).reshape(x.shape)
+    gelu = np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in wide.ravel()]).reshape(
+        x.shape
+    )
     np.testing.assert_allclose(call("nn.gelu", x)[1], gelu, rtol=1e-6)
     np.testing.assert_allclose(call("nn.silu", x)[1], wide / (1 + np.exp(-wide)), rtol=1e-6)
     np.testing.assert_allclose(call("sigmoid", x)[1], 1 / (1 + np.exp(-wide)), rtol=1e-6)
@@ -132,8 +146,13 @@ def test_astype_and_elementwise_flags() -> None:
 
 @pytest.mark.parametrize(
     ("a", "b", "out"),
-    [((2, 3), (3, 4), (2, 4)), ((5, 2, 3), (3, 4), (5, 2, 4)), ((3,), (3, 4), (4,)),
-     ((2, 3), (3,), (2,)), ((1, 6, 2, 3), (4, 1, 3, 5), (4, 6, 2, 5))],
+    [
+        ((2, 3), (3, 4), (2, 4)),
+        ((5, 2, 3), (3, 4), (5, 2, 4)),
+        ((3,), (3, 4), (4,)),
+        ((2, 3), (3,), (2,)),
+        ((1, 6, 2, 3), (4, 1, 3, 5), (4, 6, 2, 5)),
+    ],
 )
 def test_matmul_shapes_follow_numpy(a: tuple, b: tuple, out: tuple) -> None:
     x, y = floats(*a), floats(*b)
@@ -156,7 +175,9 @@ def test_reshape_is_a_view_with_the_same_bytes() -> None:
     out_type, value = call("reshape", x, ShapeExpr((3, -1)))
     assert out_type == TensorType((3, 4), "float32")
     assert np.shares_memory(value, x)
-    with pytest.raises(InputError, match=r"reshape of \(2, 6\) to \(5, 2\): element counts differ \(12 vs 10\)"):
+    with pytest.raises(
+        InputError, match=r"reshape of \(2, 6\) to \(5, 2\): element counts differ \(12 vs 10\)"
+    ):
         call("reshape", x, ShapeExpr((5, 2)))
 
 
@@ -164,7 +185,9 @@ def test_permute_expand_squeeze_flatten() -> None:
     x = floats(2, 3, 4)
     assert np.array_equal(call("permute_dims", x, axes=(2, 0, 1))[1], x.transpose(2, 0, 1))
     assert call("permute_dims", x, axes=None)[0] == TensorType((4, 3, 2), "float32")
-    assert call("expand_dims", floats(16), axis=(0, 2, 3))[0] == TensorType((1, 16, 1, 1), "float32")
+    assert call("expand_dims", floats(16), axis=(0, 2, 3))[0] == TensorType(
+        (1, 16, 1, 1), "float32"
+    )
     assert call("expand_dims", x, axis=-1)[0] == TensorType((2, 3, 4, 1), "float32")
     assert call("squeeze", floats(1, 3, 1), axis=None)[0] == TensorType((3,), "float32")
     assert call("flatten", x)[0] == TensorType((24,), "float32")
@@ -203,7 +226,9 @@ def test_concat_split_take_repeat() -> None:
 
 def test_creation_and_triangles() -> None:
     out_type, value = call("full", ShapeExpr((3, 3)), np.array(-1e9, np.float32), dtype="float32")
-    assert out_type == TensorType((3, 3), "float32") and np.all(np.asarray(value) == np.float32(-1e9))
+    assert out_type == TensorType((3, 3), "float32") and np.all(
+        np.asarray(value) == np.float32(-1e9)
+    )
     # TVM prints triu's k positionally.
     _, upper = call("triu", np.asarray(value), 1)
     assert np.array_equal(upper, np.triu(np.asarray(value), 1))
@@ -226,12 +251,18 @@ def test_softmax_layer_norm_rms_norm() -> None:
     gamma, beta = floats(8).astype(np.float64), floats(8).astype(np.float64)
     mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
     expected = (x - mean) / np.sqrt(var + 1e-5) * gamma + beta
-    _, value = call("nn.layer_norm", x, gamma, beta, axes=(-1,), epsilon=1e-5, center=True, scale=True)
+    _, value = call(
+        "nn.layer_norm", x, gamma, beta, axes=(-1,), epsilon=1e-5, center=True, scale=True
+    )
     np.testing.assert_allclose(value, expected, rtol=1e-10)
-    _, value = call("nn.layer_norm", x, gamma, beta, axes=(-1,), epsilon=1e-5, center=False, scale=False)
+    _, value = call(
+        "nn.layer_norm", x, gamma, beta, axes=(-1,), epsilon=1e-5, center=False, scale=False
+    )
     np.testing.assert_allclose(value, (x - mean) / np.sqrt(var + 1e-5), rtol=1e-10)
     _, value = call("nn.rms_norm", x, gamma, axes=(-1,), epsilon=1e-5)
-    np.testing.assert_allclose(value, x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5) * gamma, rtol=1e-10)
+    np.testing.assert_allclose(
+        value, x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5) * gamma, rtol=1e-10
+    )
     with pytest.raises(InputError, match=r"gamma has shape \(7,\), expected \(8,\)"):
         call("nn.layer_norm", x, floats(7), beta, axes=(-1,))
 
@@ -239,7 +270,9 @@ def test_softmax_layer_norm_rms_norm() -> None:
 # ---------------------------------------------------------------------------- convolution
 
 
-def conv2d_loops(x: np.ndarray, w: np.ndarray, stride: tuple, pad: tuple, dil: tuple, groups: int) -> np.ndarray:
+def conv2d_loops(
+    x: np.ndarray, w: np.ndarray, stride: tuple, pad: tuple, dil: tuple, groups: int
+) -> np.ndarray:
     n, _, h, wd = x.shape
     o, cg, kh, kw = w.shape
     xp = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[2]), (pad[1], pad[3])))
@@ -251,7 +284,8 @@ def conv2d_loops(x: np.ndarray, w: np.ndarray, stride: tuple, pad: tuple, dil: t
         g = oc // per_group
         for ic, p, q in itertools.product(range(cg), range(kh), range(kw)):
             out[b, oc, i, j] += (
-                xp[b, g * cg + ic, i * stride[0] + p * dil[0], j * stride[1] + q * dil[1]] * w[oc, ic, p, q]
+                xp[b, g * cg + ic, i * stride[0] + p * dil[0], j * stride[1] + q * dil[1]]
+                * w[oc, ic, p, q]
             )
     return out
 
@@ -277,8 +311,17 @@ def test_conv2d_matches_loops(case: dict) -> None:
     x = floats(2, g * case["cg"], *case["size"]).astype(np.float64)
     w = floats(g * case["og"], case["cg"], *case["k"]).astype(np.float64)
     out_type, value = call(
-        "nn.conv2d", x, w, strides=case["stride"], padding=case["pad"], dilation=case["dil"],
-        groups=g, data_layout="NCHW", kernel_layout="OIHW", out_layout="NCHW", out_dtype=None,
+        "nn.conv2d",
+        x,
+        w,
+        strides=case["stride"],
+        padding=case["pad"],
+        dilation=case["dil"],
+        groups=g,
+        data_layout="NCHW",
+        kernel_layout="OIHW",
+        out_layout="NCHW",
+        out_dtype=None,
     )
     expected = conv2d_loops(x, w, case["stride"], case["pad"], case["dil"], g)
     assert out_type == TensorType(expected.shape, "float64")
@@ -286,22 +329,30 @@ def test_conv2d_matches_loops(case: dict) -> None:
 
 
 def test_conv2d_checks_channels_and_layouts() -> None:
-    with pytest.raises(InputError, match="4 input channels do not match 3 weight channels x 1 groups"):
+    with pytest.raises(
+        InputError, match="4 input channels do not match 3 weight channels x 1 groups"
+    ):
         call("nn.conv2d", floats(1, 4, 5, 5), floats(2, 3, 3, 3))
     with pytest.raises(InputError, match="data_layout 'NHWC' is not supported"):
         call("nn.conv2d", floats(1, 3, 5, 5), floats(2, 3, 3, 3), data_layout="NHWC")
 
 
-def conv2d_transpose_loops(x: np.ndarray, w: np.ndarray, stride: tuple, pad: tuple, out_pad: tuple, dil: tuple, groups: int) -> np.ndarray:
+def conv2d_transpose_loops(
+    x: np.ndarray, w: np.ndarray, stride: tuple, pad: tuple, out_pad: tuple, dil: tuple, groups: int
+) -> np.ndarray:
     n, c, h, wd = x.shape
     _, og, kh, kw = w.shape
     full_h = (h - 1) * stride[0] + dil[0] * (kh - 1) + 1 + out_pad[0]
     full_w = (wd - 1) * stride[1] + dil[1] * (kw - 1) + 1 + out_pad[1]
     out = np.zeros((n, og * groups, full_h, full_w))
     cg = c // groups
-    for b, ic, i, j, p, q, oc in itertools.product(range(n), range(c), range(h), range(wd), range(kh), range(kw), range(og)):
+    for b, ic, i, j, p, q, oc in itertools.product(
+        range(n), range(c), range(h), range(wd), range(kh), range(kw), range(og)
+    ):
         g = ic // cg
-        out[b, g * og + oc, i * stride[0] + p * dil[0], j * stride[1] + q * dil[1]] += x[b, ic, i, j] * w[ic, oc, p, q]
+        out[b, g * og + oc, i * stride[0] + p * dil[0], j * stride[1] + q * dil[1]] += (
+            x[b, ic, i, j] * w[ic, oc, p, q]
+        )
     return out[:, :, pad[0] : full_h - pad[2], pad[1] : full_w - pad[3]]
 
 
@@ -314,8 +365,15 @@ def test_conv2d_transpose_matches_scattering_loops(case: dict, out_pad: int) -> 
     w = floats(g * case["cg"], case["og"], *case["k"]).astype(np.float64)
     pad = tuple(min(p, k - 1) for p, k in zip(case["pad"], case["k"] * 2))
     out_type, value = call(
-        "nn.conv2d_transpose", x, w, strides=stride, padding=pad, output_padding=extra,
-        dilation=case["dil"], groups=g, kernel_layout="IOHW",
+        "nn.conv2d_transpose",
+        x,
+        w,
+        strides=stride,
+        padding=pad,
+        output_padding=extra,
+        dilation=case["dil"],
+        groups=g,
+        kernel_layout="IOHW",
     )
     expected = conv2d_transpose_loops(x, w, stride, pad, extra, case["dil"], g)
     assert out_type == TensorType(expected.shape, "float64")
@@ -325,7 +383,9 @@ def test_conv2d_transpose_matches_scattering_loops(case: dict, out_pad: int) -> 
 # ---------------------------------------------------------------------------- pooling
 
 
-def pool_loops(x: np.ndarray, k: tuple, stride: tuple, pad: tuple, ceil: bool, kind: str, include_pad: bool) -> np.ndarray:
+def pool_loops(
+    x: np.ndarray, k: tuple, stride: tuple, pad: tuple, ceil: bool, kind: str, include_pad: bool
+) -> np.ndarray:
     n, c, h, w = x.shape
     sizes = []
     for axis, size in enumerate((h, w)):
@@ -356,7 +416,9 @@ def pool_loops(x: np.ndarray, k: tuple, stride: tuple, pad: tuple, ceil: bool, k
     st.sampled_from(["max", "avg"]),
     st.booleans(),
 )
-def test_pooling_matches_loops(k: tuple, stride: tuple, pad_size: int, ceil: bool, kind: str, include: bool) -> None:
+def test_pooling_matches_loops(
+    k: tuple, stride: tuple, pad_size: int, ceil: bool, kind: str, include: bool
+) -> None:
     pad = tuple(min(pad_size, kk - 1) for kk in k * 2)
     x = floats(1, 2, 7, 6).astype(np.float64)
     for axis, size in enumerate(x.shape[2:]):
@@ -366,8 +428,16 @@ def test_pooling_matches_loops(k: tuple, stride: tuple, pad_size: int, ceil: boo
         last_start = -(-span // stride[axis]) * stride[axis] if ceil else span - span % stride[axis]
         assume(last_start < size + pad[axis])
     out_type, value = call(
-        f"nn.{kind}_pool2d", x, pool_size=k, strides=stride, dilation=(1, 1), padding=pad,
-        ceil_mode=ceil, count_include_pad=include, layout="NCHW", out_layout="NCHW",
+        f"nn.{kind}_pool2d",
+        x,
+        pool_size=k,
+        strides=stride,
+        dilation=(1, 1),
+        padding=pad,
+        ceil_mode=ceil,
+        count_include_pad=include,
+        layout="NCHW",
+        out_layout="NCHW",
     )
     expected = pool_loops(x, k, stride, pad, ceil, kind, include)
     assert out_type == TensorType(expected.shape, "float64")
@@ -442,8 +512,12 @@ def test_evaluate_rejects_a_kernel_result_of_the_wrong_type() -> None:
 def test_broadcast_to_pad_cumsum() -> None:
     x = floats(1, 3)
     out_type, value = call("broadcast_to", x, ShapeExpr((2, 3)))
-    assert out_type == TensorType((2, 3), "float32") and np.array_equal(value, np.broadcast_to(x, (2, 3)))
-    out_type, value = call("nn.pad", floats(2, 2), pad_width=(0, 1, 1, 2), pad_value=0.5, pad_mode="constant")
+    assert out_type == TensorType((2, 3), "float32") and np.array_equal(
+        value, np.broadcast_to(x, (2, 3))
+    )
+    out_type, value = call(
+        "nn.pad", floats(2, 2), pad_width=(0, 1, 1, 2), pad_value=0.5, pad_mode="constant"
+    )
     assert out_type == TensorType((3, 5), "float32")
     assert np.asarray(value)[2, 0] == 0.5 and np.asarray(value)[0, 0] == 0.5
     ints_ = np.array([[1, 2, 3], [4, 5, 6]], np.int32)
@@ -460,7 +534,9 @@ def test_batch_norm_in_inference_form() -> None:
         "nn.batch_norm", x, gamma, beta, mean, var, axis=1, epsilon=1e-5, center=True, scale=True
     )
     shape = (1, 3, 1, 1)
-    expected = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + 1e-5) * gamma.reshape(shape) + beta.reshape(shape)
+    expected = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + 1e-5) * gamma.reshape(
+        shape
+    ) + beta.reshape(shape)
     np.testing.assert_allclose(out, expected, rtol=1e-12)
     assert np.array_equal(moving_var, var) and out_type.fields[1] == TensorType((3,), "float64")  # type: ignore[union-attr]
 
@@ -493,7 +569,12 @@ def test_unary_ops_keep_an_integer_dtype() -> None:
 def test_effects_are_op_facts() -> None:
     from optplan.ops import OPS, has_effect
 
-    for name in ("memory.alloc_storage", "memory.alloc_tensor", "memory.kill_tensor", "vm.kill_object"):
+    for name in (
+        "memory.alloc_storage",
+        "memory.alloc_tensor",
+        "memory.kill_tensor",
+        "vm.kill_object",
+    ):
         assert OPS[name].effect and has_effect(name)
     for name in ("print", "call_packed", "vm.builtin.anything"):
         assert has_effect(name)

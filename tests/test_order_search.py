@@ -77,7 +77,9 @@ def test_every_cut_bound_holds_at_its_op_in_every_order(graph: Graph) -> None:
 
 @settings(max_examples=100, deadline=None)
 @given(graphs(max_ops=10), st.sampled_from([1, 2, 8, 64]), st.booleans())
-def test_the_beam_returns_valid_orders_with_the_peak_it_claims(graph: Graph, width: int, forward: bool) -> None:
+def test_the_beam_returns_valid_orders_with_the_peak_it_claims(
+    graph: Graph, width: int, forward: bool
+) -> None:
     order, peak, _ = beam(tables(graph), width, forward, 1 << 62, 1e18)
     assert order is not None
     assert is_valid_order(graph, order)
@@ -123,10 +125,17 @@ def _layered(tmp_path: Path, nodes: int, seed: int) -> str:
 def test_the_same_order_twice_under_a_work_budget_in_two_processes(tmp_path: Path) -> None:
     path = _layered(tmp_path, 300, seed=3)
     command = [sys.executable, "-m", "optplan", "reorder", path, "--work", "1000000", "--json"]
-    runs = [subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT) for _ in range(2)]
+    runs = [
+        subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
+        for _ in range(2)
+    ]
     records = [json.loads(run.stdout) for run in runs]
     assert records[0]["order"] == records[1]["order"]
-    assert records[0]["peak_bytes"] == records[1]["peak_bytes"] <= records[0]["program_order_peak_bytes"]
+    assert (
+        records[0]["peak_bytes"]
+        == records[1]["peak_bytes"]
+        <= records[0]["program_order_peak_bytes"]
+    )
 
 
 def test_reorder_a_graph_from_the_command_line_and_read_the_order_back(

@@ -33,8 +33,14 @@ from optplan.schedule.graph import Graph
 from optplan.schedule.tables import tables
 
 FOLDER = Path(os.environ.get("OPTPLAN_PEER_GRAPHS", ""))
-FILES = sorted(FOLDER.glob("*.json")) if os.environ.get("OPTPLAN_PEER_GRAPHS") and FOLDER.is_dir() else []
-SKIP = pytest.mark.skipif(not FILES, reason="the peers' graphs are absent: set OPTPLAN_PEER_GRAPHS to their folder")
+FILES = (
+    sorted(FOLDER.glob("*.json"))
+    if os.environ.get("OPTPLAN_PEER_GRAPHS") and FOLDER.is_dir()
+    else []
+)
+SKIP = pytest.mark.skipif(
+    not FILES, reason="the peers' graphs are absent: set OPTPLAN_PEER_GRAPHS to their folder"
+)
 CHECKMATE = [p for p in FILES if "MLSys" in p.name]
 LAYERED = [p for p in FILES if p.name.startswith(("random_layered_n250", "random_layered_n500"))]
 SMALL = [p for p in FILES if p.name.startswith("random_layered_n100_")]

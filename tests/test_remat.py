@@ -86,7 +86,9 @@ def schedules(
                 found.append(tuple(steps))
             return
         for v in range(graph.ops):
-            if steps.count(v) < most[v] and all(b not in makers or makers[b] in steps for b in graph.reads[v]):
+            if steps.count(v) < most[v] and all(
+                b not in makers or makers[b] in steps for b in graph.reads[v]
+            ):
                 steps.append(v)
                 extend(steps, length)
                 steps.pop()
@@ -131,7 +133,16 @@ def test_peak_of_a_schedule_is_moccasins(graph: Graph, data: st.DataObject) -> N
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graphs(max_ops=4), st.floats(0.3, 1.1))
-@example(Graph((4, 4, 4, 1), ((0,), (1,), (2,), (3,)), ((), (0,), (1,), (0, 2)), ((), (0,), (1,), (0, 2)), costs=(1, 1, 1, 1)), 0.75)
+@example(
+    Graph(
+        (4, 4, 4, 1),
+        ((0,), (1,), (2,), (3,)),
+        ((), (0,), (1,), (0, 2)),
+        ((), (0,), (1,), (0, 2)),
+        costs=(1, 1, 1, 1),
+    ),
+    0.75,
+)
 def test_schedules_fit_and_claims_hold(graph: Graph, share: float) -> None:
     program_peak = peak_bytes(graph, tuple(range(graph.ops)))
     budget = math.floor(program_peak * share)
@@ -154,7 +165,11 @@ def test_schedules_fit_and_claims_hold(graph: Graph, share: float) -> None:
     # model's space (Checkmate's and MOCCASIN's stages in program order), or every one
     # (two runs an op at most) where the search of every schedule proved it.
     staged = result.method != "exhaustive"
-    fitting = [s for s in every if moccasin_peak(graph, s) <= budget and (_staged(s, graph.ops) or not staged)]
+    fitting = [
+        s
+        for s in every
+        if moccasin_peak(graph, s) <= budget and (_staged(s, graph.ops) or not staged)
+    ]
     if result.status is Status.OPTIMAL and fitting:
         from optplan.schedule.remat.heuristic import extra_cost
 
@@ -164,11 +179,15 @@ def test_schedules_fit_and_claims_hold(graph: Graph, share: float) -> None:
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graphs(max_ops=12), st.floats(0.2, 1.0), st.sampled_from((*RANKS, TABU)))
-def test_peak_heuristic_under_every_rank_meets_its_target(graph: Graph, share: float, rank: str) -> None:
+def test_peak_heuristic_under_every_rank_meets_its_target(
+    graph: Graph, share: float, rank: str
+) -> None:
     # Graphs too big for the brute force: each schedule judged by MOCCASIN's definition
     # of its peak, computed apart, and by the validity of its steps.
     target = math.floor(peak_bytes(graph, tuple(range(graph.ops))) * share)
-    steps = greedy(graph, tuple(range(graph.ops)), target, [True] * graph.ops, time.perf_counter() + 30, rank)
+    steps = greedy(
+        graph, tuple(range(graph.ops)), target, [True] * graph.ops, time.perf_counter() + 30, rank
+    )
     if steps is None:
         return
     assert is_valid_steps(graph, steps)
@@ -187,7 +206,10 @@ STUCK = Graph(
 
 def test_the_tabu_search_goes_on_where_no_move_helps() -> None:
     order = tuple(range(STUCK.ops))
-    assert all(greedy(STUCK, order, 29, [True] * STUCK.ops, time.perf_counter() + 30, rank) is None for rank in RANKS)
+    assert all(
+        greedy(STUCK, order, 29, [True] * STUCK.ops, time.perf_counter() + 30, rank) is None
+        for rank in RANKS
+    )
     steps = greedy(STUCK, order, 29, [True] * STUCK.ops, time.perf_counter() + 30, TABU)
     assert steps is not None and is_valid_steps(STUCK, steps)
     assert moccasin_peak(STUCK, steps) <= 29 < moccasin_peak(STUCK, order)
@@ -219,9 +241,13 @@ def test_relieved_schedules_meet_the_target_less_each_steps_relief(
     # before); with no relief it is the plain heuristic.
     start = tuple(range(graph.ops))
     target = math.floor(peak_bytes(graph, start) * share)
-    reliefs = st.lists(st.sampled_from((0, 0, 0, 1, 2, 4, 50)), min_size=graph.ops, max_size=graph.ops)
+    reliefs = st.lists(
+        st.sampled_from((0, 0, 0, 1, 2, 4, 50)), min_size=graph.ops, max_size=graph.ops
+    )
     relief = np.array(data.draw(reliefs), dtype=np.int64)
-    found = relieved(graph, start, target, [True] * graph.ops, time.perf_counter() + 30, rank, relief)
+    found = relieved(
+        graph, start, target, [True] * graph.ops, time.perf_counter() + 30, rank, relief
+    )
     if not relief.any():
         plain = greedy(graph, start, target, [True] * graph.ops, time.perf_counter() + 30, rank)
         assert plain == (found[0] if found is not None else None)
@@ -230,7 +256,9 @@ def test_relieved_schedules_meet_the_target_less_each_steps_relief(
     steps, carried = found
     assert is_valid_steps(graph, steps)
     assert len(carried) == len(steps)
-    assert all(held + int(extra) <= target for held, extra in zip(moccasin_profile(graph, steps), carried))
+    assert all(
+        held + int(extra) <= target for held, extra in zip(moccasin_profile(graph, steps), carried)
+    )
     firsts = {v: steps.index(v) for v in set(steps)}
     assert all(int(carried[t]) == int(relief[v]) for v, t in firsts.items())
     assert set(carried.tolist()) <= set(relief.tolist())
@@ -246,9 +274,16 @@ ROUNDS_CHANGE = Graph(
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(graphs(max_ops=10), st.floats(0.5, 1.0), st.sampled_from((*RANKS, TABU)), st.sampled_from((1, 3, 8)))
+@given(
+    graphs(max_ops=10),
+    st.floats(0.5, 1.0),
+    st.sampled_from((*RANKS, TABU)),
+    st.sampled_from((1, 3, 8)),
+)
 @example(ROUNDS_CHANGE, 33.5 / 38, "cost", 8)
-def test_packing_rounds_give_offsets_the_judge_accepts(graph: Graph, share: float, rank: str, alignment: int) -> None:
+def test_packing_rounds_give_offsets_the_judge_accepts(
+    graph: Graph, share: float, rank: str, alignment: int
+) -> None:
     # Odd alignments make packings overflow where the bytes held fit, so the rounds lower
     # the target at those steps; whatever they return is judged by `validate` against the
     # budget, the steps by their validity, the offsets by a replay in one arena.
@@ -261,7 +296,14 @@ def test_packing_rounds_give_offsets_the_judge_accepts(graph: Graph, share: floa
     assert len(tops) == len(met)
     if over == 0:  # greedy's packing fits: its top at every step is within the budget
         assert plan is not None and int(tops.max(initial=0)) <= budget
-    found = relieve(graph, Unpacked((met, rank), tops, budget), budget, alignment, [True] * graph.ops, time.perf_counter() + 10)
+    found = relieve(
+        graph,
+        Unpacked((met, rank), tops, budget),
+        budget,
+        alignment,
+        [True] * graph.ops,
+        time.perf_counter() + 10,
+    )
     if found is None:
         return
     steps, plan = found
@@ -321,12 +363,21 @@ def test_plain_orders_keep_their_problem() -> None:
     assert [b.id for b in problem_of(graph, (0, 1, 2)).buffers] == ["b0", "b1", "b2"]
     again = problem_of(graph, (0, 1, 0, 2))
     assert [(b.id, b.live[0].start, b.live[0].end) for b in again.buffers] == [
-        ("b0", 0, 2), ("b1", 1, 4), ("b2", 3, 4), ("b0@2", 2, 4)
+        ("b0", 0, 2),
+        ("b1", 1, 4),
+        ("b2", 3, 4),
+        ("b0@2", 2, 4),
     ]
 
 
 def test_budget_below_an_ops_inputs_and_outputs_is_infeasible_with_the_reason() -> None:
-    graph = Graph((4, 4, 1), ((0,), (1,), (2,)), ((), (0,), (0, 1)), ((), (0,), (0, 1)), labels=("a", "b", "c"))
+    graph = Graph(
+        (4, 4, 1),
+        ((0,), (1,), (2,)),
+        ((), (0,), (0, 1)),
+        ((), (0,), (0, 1)),
+        labels=("a", "b", "c"),
+    )
     result = rematerialise(graph, Remat(8, time_limit=1.0))
     assert result.status is Status.INFEASIBLE
     assert "'c' needs its inputs and outputs at once: 9 bytes" in result.reason
@@ -388,7 +439,9 @@ def skip_programs(draw: st.DrawFn) -> Program:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(skip_programs(), st.floats(0.0, 1.0))
-def test_programs_with_skips_recompute_and_replay_bit_for_bit(program: Program, share: float) -> None:
+def test_programs_with_skips_recompute_and_replay_bit_for_bit(
+    program: Program, share: float
+) -> None:
     """Budgets between the proven memory bound and the program order's peak, where a
     schedule may exist only with recomputation."""
     from optplan.passes.reorder import block_graphs
@@ -403,7 +456,9 @@ def test_programs_with_skips_recompute_and_replay_bit_for_bit(program: Program, 
         # proofs are judged by brute forces, above and in test_exhaustive.py): v6 = v5 +
         # v0 with v4 read after it, at the one-step bound of v4, v6 and their reader,
         # holds v6 while v4 is made again.
-        searched = "a search of every schedule" in result.reason or "may not run again" in result.reason
+        searched = (
+            "a search of every schedule" in result.reason or "may not run again" in result.reason
+        )
         assert searched or any(traced(g, capacity) is not None for g in block_graphs(program))
         return
     if not result.status.has_plan:
@@ -419,7 +474,9 @@ def test_programs_with_skips_recompute_and_replay_bit_for_bit(program: Program, 
     assert compare(reference_run(program, inputs), planned) is None
 
 
-def test_a_space_the_model_proves_empty_does_not_undo_anothers_proof(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_space_the_model_proves_empty_does_not_undo_anothers_proof(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The MLP training step at 60 %: the exact model proves +42.37 % the optimum of its
     space with the first runs in the searched order, and proves the space with them in
     the program order empty. An empty space bounds nothing, so the proof stands (it used
@@ -451,14 +508,19 @@ def test_a_space_the_model_proves_empty_does_not_undo_anothers_proof(monkeypatch
         (0.5, 25.5, 60),
     ],
 )
-def test_the_search_of_every_schedule_proves_the_mlp_step(share: float, below: float, seconds: float) -> None:
+def test_the_search_of_every_schedule_proves_the_mlp_step(
+    share: float, below: float, seconds: float
+) -> None:
     """Where the search ends, its least extra compute holds over every schedule: OPTIMAL."""
     from benchmarks.graphs.training import mlp_train
 
     program = mlp_train()
     capacity = math.ceil(lower_bound(build_memory(program, alignment=64).problem) * share)
     result = recompute(program, capacity, time_limit=seconds)
-    assert result.status is Status.OPTIMAL and result.extra_percent < below, (result.status, result.extra_percent)
+    assert result.status is Status.OPTIMAL and result.extra_percent < below, (
+        result.status,
+        result.extra_percent,
+    )
     assert result.bound_cost == result.extra_cost
 
 

@@ -22,7 +22,9 @@ from tests.test_remat import _staged, schedules
 
 
 @st.composite
-def awkward_graphs(draw: st.DrawFn, max_ops: int = 5, order_only: int = 1) -> tuple[Graph, tuple[bool, ...]]:
+def awkward_graphs(
+    draw: st.DrawFn, max_ops: int = 5, order_only: int = 1
+) -> tuple[Graph, tuple[bool, ...]]:
     """A block of up to `max_ops` ops and which of them may run again: up to two buffers
     live in (each read by some op), ops making one buffer, two or none (a view, or an op
     whose effect is all it leaves), reading up to three buffers made before, after up to
@@ -53,7 +55,9 @@ def awkward_graphs(draw: st.DrawFn, max_ops: int = 5, order_only: int = 1) -> tu
             v = draw(st.integers(0, n - 1))
             reads[v] = tuple(sorted((*reads[v], b)))
     made_any = sorted(maker)
-    live_out = frozenset(draw(st.sets(st.sampled_from(made_any), max_size=2))) if made_any else frozenset()
+    live_out = (
+        frozenset(draw(st.sets(st.sampled_from(made_any), max_size=2))) if made_any else frozenset()
+    )
     graph = Graph(
         tuple(sizes),
         tuple(creates),
@@ -87,12 +91,17 @@ def test_a_plain_orders_bytes_agree_however_counted(case: tuple[Graph, tuple[boo
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(awkward_graphs(), st.floats(0.3, 1.1), st.sampled_from((1, 3, 8)))
-def test_claims_hold_on_awkward_graphs(case: tuple[Graph, tuple[bool, ...]], share: float, alignment: int) -> None:
+def test_claims_hold_on_awkward_graphs(
+    case: tuple[Graph, tuple[bool, ...]], share: float, alignment: int
+) -> None:
     graph, recomputable = case
     budget = math.floor(peak_bytes(graph, tuple(range(graph.ops))) * share)
     result = rematerialise(graph, Remat(budget, time_limit=1.0, alignment=alignment), recomputable)
     every = schedules(graph, 2, recomputable)
-    arena = {s: graph.base_bytes + minimise(problem_of(graph, s, alignment), time_limit=5.0).peak for s in every}
+    arena = {
+        s: graph.base_bytes + minimise(problem_of(graph, s, alignment), time_limit=5.0).peak
+        for s in every
+    }
     assert result.memory_bound.bytes <= min(arena.values())
     if result.status is Status.INFEASIBLE:
         assert min(arena.values()) > budget
@@ -101,11 +110,17 @@ def test_claims_hold_on_awkward_graphs(case: tuple[Graph, tuple[bool, ...]], sha
         return
     assert is_valid_steps(graph, result.steps, recomputable)
     assert result.plan is not None and peak_bytes(graph, result.steps) <= budget
-    problem = Problem(problem_of(graph, result.steps, alignment).buffers, capacity=budget - graph.base_bytes)
+    problem = Problem(
+        problem_of(graph, result.steps, alignment).buffers, capacity=budget - graph.base_bytes
+    )
     assert validate(problem, result.plan) == []
     assert result.bound_cost <= result.extra_cost
     # No claimed optimum beaten: by any schedule where the search of every schedule
     # proved it, else by one in the model's space (first runs in program order).
-    fitting = [s for s in every if arena[s] <= budget and (result.method == "exhaustive" or _staged(s, graph.ops))]
+    fitting = [
+        s
+        for s in every
+        if arena[s] <= budget and (result.method == "exhaustive" or _staged(s, graph.ops))
+    ]
     if result.status is Status.OPTIMAL and fitting:
         assert result.extra_cost <= min(extra_cost(graph, s) for s in fitting)

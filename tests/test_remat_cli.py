@@ -21,10 +21,15 @@ def test_a_malformed_budget_is_exit_2(capsys: pytest.CaptureFixture[str]) -> Non
     assert "--capacity" in capsys.readouterr().err
 
 
-def test_a_budget_below_an_ops_inputs_and_outputs_is_exit_1_with_the_reason(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_budget_below_an_ops_inputs_and_outputs_is_exit_1_with_the_reason(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert main(["reorder", CNN, "--capacity", "16KiB", "--time-limit", "5"]) == 1
     out = capsys.readouterr().out
-    assert "no schedule fits 16384 bytes: at least" in out and "needs its inputs and outputs at once" in out
+    assert (
+        "no schedule fits 16384 bytes: at least" in out
+        and "needs its inputs and outputs at once" in out
+    )
     assert main(["run", CNN, "--capacity", "16KiB", "--time-limit", "5"]) == 1
 
 
@@ -36,7 +41,9 @@ def test_a_fixed_order_that_does_not_fit_is_one_line(capsys: pytest.CaptureFixtu
     assert main(["plan", CNN, "--capacity", "56KiB", "--json"]) == 0
 
 
-def test_reorder_writes_a_recomputing_program_that_replays(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_reorder_writes_a_recomputing_program_that_replays(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "fit.py"
     assert main(["reorder", CNN, "--capacity", "40KiB", "--time-limit", "10", "-o", str(out)]) == 0
     text = out.read_text()
@@ -46,14 +53,25 @@ def test_reorder_writes_a_recomputing_program_that_replays(tmp_path: Path, capsy
     assert "bit-for-bit equal" in capsys.readouterr().out
 
 
-def test_a_peers_graph_is_scheduled_with_real_offsets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    nodes = [{"id": v, "name": n, "cost_ram": s, "cost_cpu": c} for v, (n, s, c) in enumerate(
-        [("a", 100, 5), ("b", 100, 3), ("c", 10, 1), ("d", 100, 1), ("e", 10, 1)])]
-    links = [{"source": u, "target": v} for u, v in [(0, 1), (1, 2), (2, 3), (0, 4), (3, 4), (1, 3)]]
+def test_a_peers_graph_is_scheduled_with_real_offsets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nodes = [
+        {"id": v, "name": n, "cost_ram": s, "cost_cpu": c}
+        for v, (n, s, c) in enumerate(
+            [("a", 100, 5), ("b", 100, 3), ("c", 10, 1), ("d", 100, 1), ("e", 10, 1)]
+        )
+    ]
+    links = [
+        {"source": u, "target": v} for u, v in [(0, 1), (1, 2), (2, 3), (0, 4), (3, 4), (1, 3)]
+    ]
     path = tmp_path / "g.json"
     path.write_text(json.dumps({"nodes": nodes, "links": links}))
     schedule = tmp_path / "schedule.json"
-    assert main(["reorder", str(path), "--capacity", "250", "--time-limit", "5", "-o", str(schedule)]) == 0
+    assert (
+        main(["reorder", str(path), "--capacity", "250", "--time-limit", "5", "-o", str(schedule)])
+        == 0
+    )
     record = json.loads(schedule.read_text())
     assert record["arena_bytes"] <= 250 and record["steps"].count("a") == 2
     assert main(["plan", str(path), "--capacity", "250"]) == 1
@@ -83,15 +101,37 @@ def test_an_onnx_model_with_recomputation_runs_in_onnxruntime(tmp_path: Path) ->
     source, fitted = tmp_path / "skip.onnx", tmp_path / "fit.onnx"
     onnx.save(_skip_model(onnx), str(source))
     # a: 256 B, b, c, d: 512 B each; the program order holds a across b, c and d (1280 B).
-    assert main(["plan", str(source), "--alignment", "1", "--capacity", "1100", "--time-limit", "5"]) == 1
-    assert main(["reorder", str(source), "--alignment", "1", "--capacity", "1100", "--time-limit", "10", "-o", str(fitted)]) == 0
+    assert (
+        main(["plan", str(source), "--alignment", "1", "--capacity", "1100", "--time-limit", "5"])
+        == 1
+    )
+    assert (
+        main(
+            [
+                "reorder",
+                str(source),
+                "--alignment",
+                "1",
+                "--capacity",
+                "1100",
+                "--time-limit",
+                "10",
+                "-o",
+                str(fitted),
+            ]
+        )
+        == 0
+    )
     model = onnx.load(str(fitted))
     assert [n.op_type for n in model.graph.node].count("Relu") == 2
     x = np.random.default_rng(0).standard_normal((1, 64)).astype(np.float32)
     want = ort.InferenceSession(str(source)).run(None, {"x": x})
     got = ort.InferenceSession(str(fitted)).run(None, {"x": x})
     assert all(np.array_equal(a, b) for a, b in zip(want, got))
-    assert main(["run", str(source), "--alignment", "1", "--capacity", "1100", "--time-limit", "10"]) == 0
+    assert (
+        main(["run", str(source), "--alignment", "1", "--capacity", "1100", "--time-limit", "10"])
+        == 0
+    )
 
 
 def test_what_fits_counts_the_alignment(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -99,14 +139,28 @@ def test_what_fits_counts_the_alignment(tmp_path: Path, capsys: pytest.CaptureFi
     # beside a and d needs 8 + 8 + 1 = 17 bytes, though they hold 7: at 12 bytes no
     # order nor recomputation fits, at 17 recomputing a does.
     sizes = [("a", 5), ("b", 5), ("c", 5), ("d", 1), ("e", 1)]
-    nodes = [{"id": v, "name": name, "cost_ram": size, "cost_cpu": 1} for v, (name, size) in enumerate(sizes)]
+    nodes = [
+        {"id": v, "name": name, "cost_ram": size, "cost_cpu": 1}
+        for v, (name, size) in enumerate(sizes)
+    ]
     links = [{"source": u, "target": v} for u, v in [(0, 1), (1, 2), (2, 3), (3, 4), (0, 4)]]
     path = tmp_path / "g.json"
     path.write_text(json.dumps({"nodes": nodes, "links": links}))
-    assert main(["plan", str(path), "--capacity", "12", "--alignment", "8", "--time-limit", "5"]) == 1
+    assert (
+        main(["plan", str(path), "--capacity", "12", "--alignment", "8", "--time-limit", "5"]) == 1
+    )
     out = capsys.readouterr().out
     assert "15 bytes are live at point 2" in out
-    assert "no order nor recomputation can ('e' needs its inputs and outputs at once: 17 bytes at offsets on multiples of 8)" in out
-    assert main(["reorder", str(path), "--capacity", "16", "--alignment", "8", "--time-limit", "5"]) == 1
+    assert (
+        "no order nor recomputation can ('e' needs its inputs and outputs at once: 17 bytes at offsets on multiples of 8)"
+        in out
+    )
+    assert (
+        main(["reorder", str(path), "--capacity", "16", "--alignment", "8", "--time-limit", "5"])
+        == 1
+    )
     assert "at least 17 are needed" in capsys.readouterr().out
-    assert main(["reorder", str(path), "--capacity", "17", "--alignment", "8", "--time-limit", "5"]) == 0
+    assert (
+        main(["reorder", str(path), "--capacity", "17", "--alignment", "8", "--time-limit", "5"])
+        == 0
+    )

@@ -32,7 +32,9 @@ from tests.test_remat_awkward import awkward_graphs
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(awkward_graphs(max_ops=7), st.sampled_from((1, 2, 8, 64)), st.floats(0.0, 1.2))
-def test_a_deep_schedule_is_valid_and_fits(drawn: tuple[Graph, tuple[bool, ...]], alignment: int, scale: float) -> None:
+def test_a_deep_schedule_is_valid_and_fits(
+    drawn: tuple[Graph, tuple[bool, ...]], alignment: int, scale: float
+) -> None:
     graph, allowed = drawn
     program = tuple(range(graph.ops))
     peak = int(profile_of(graph, program).max(initial=0))
@@ -48,7 +50,10 @@ def test_a_deep_schedule_is_valid_and_fits(drawn: tuple[Graph, tuple[bool, ...]]
     assert int(profile_of(graph, found.steps).max(initial=0)) <= budget
     assert found.extra == extra_cost(graph, found.steps)
     problem = problem_of(graph, found.steps, alignment)
-    assert validate(Problem(problem.buffers, problem.aliases, budget - graph.base_bytes), found.plan) == []
+    assert (
+        validate(Problem(problem.buffers, problem.aliases, budget - graph.base_bytes), found.plan)
+        == []
+    )
 
 
 def _gadgets(count: int) -> Graph:
@@ -73,7 +78,9 @@ def test_the_draws_stop_once_idle_where_they_found_a_schedule_before_half_their_
     best: list[int] = []
     real_fit = anytime.fit
 
-    def fit(call: Call, order: tuple[int, ...], deadline: float, ranks: Sequence[str]) -> Found | None:
+    def fit(
+        call: Call, order: tuple[int, ...], deadline: float, ranks: Sequence[str]
+    ) -> Found | None:
         found = real_fit(call, order, deadline, ranks)
         cheaper = found is not None and (not best or found.extra < best[-1])
         if found is not None and cheaper:

@@ -44,14 +44,20 @@ def test_instances_and_readers_are_the_definitions(case: tuple[Graph, tuple[int,
     for k, b in enumerate(buffers):
         ours = [int(i) for i in state.made[state.made_ptr[b] : state.made_ptr[b + 1]]]
         position = ours.index(k)
-        readers = [t for t, v in enumerate(steps) if b in graph.reads[v] and latest_before(graph, steps, b, t) == position]
+        readers = [
+            t
+            for t, v in enumerate(steps)
+            if b in graph.reads[v] and latest_before(graph, steps, b, t) == position
+        ]
         assert state.readers(k).tolist() == readers
     assert state.first.tolist() == [steps.index(v) for v in range(graph.ops)]
 
 
 @settings(max_examples=300, deadline=None)
 @given(recomputed(), st.data())
-def test_a_moves_distance_is_that_of_the_moved_schedule(case: tuple[Graph, tuple[int, ...]], data: st.DataObject) -> None:
+def test_a_moves_distance_is_that_of_the_moved_schedule(
+    case: tuple[Graph, tuple[int, ...]], data: st.DataObject
+) -> None:
     graph, steps = case
     state = evaluate(graph, steps)
     moves = [
@@ -68,9 +74,25 @@ def test_a_moves_distance_is_that_of_the_moved_schedule(case: tuple[Graph, tuple
     # At step r - 1, k is held, not read, and read next at r: one of the moves there.
     flat = Flat(graph)
     keys, ks, rs = move_keys(
-        r - 1, state.profile, state.crossing, state.relief, state.buffer, state.start, state.end, state.read_ptr,
-        state.read_steps, state.made_ptr, state.made, flat.creator, np.ones(graph.ops, dtype=np.bool_), flat.sizes,
-        flat.reads_ptr, flat.reads_idx, flat.creates_ptr, flat.creates_idx, target,
+        r - 1,
+        state.profile,
+        state.crossing,
+        state.relief,
+        state.buffer,
+        state.start,
+        state.end,
+        state.read_ptr,
+        state.read_steps,
+        state.made_ptr,
+        state.made,
+        flat.creator,
+        np.ones(graph.ops, dtype=np.bool_),
+        flat.sizes,
+        flat.reads_ptr,
+        flat.reads_idx,
+        flat.creates_ptr,
+        flat.creates_idx,
+        target,
     )
     assert k in ks.tolist()
     at = ks.tolist().index(k)
@@ -96,7 +118,15 @@ def chained(draw: st.DrawFn) -> tuple[Graph, tuple[int, ...], int, list[int], np
     # A buffer live in that nothing reads is held to the end (else it is base bytes).
     unread = {b for b in range(live_in) if all(b not in r for r in reads)}
     live_out = frozenset(draw(st.sets(st.integers(live_in, made - 1), max_size=2))) | unread
-    graph = Graph(sizes, tuple(creates), tuple(reads), tuple(preds), tuple(range(live_in)), live_out, draw(st.integers(0, 5)))
+    graph = Graph(
+        sizes,
+        tuple(creates),
+        tuple(reads),
+        tuple(preds),
+        tuple(range(live_in)),
+        live_out,
+        draw(st.integers(0, 5)),
+    )
     steps = list(range(graph.ops))
     for _ in range(draw(st.integers(0, 5))):
         v = draw(st.integers(0, graph.ops - 1))
@@ -109,7 +139,9 @@ def chained(draw: st.DrawFn) -> tuple[Graph, tuple[int, ...], int, list[int], np
             chain.append(v)
             have |= set(graph.creates[v])
     assume(chain and r > 0)
-    relief = np.array(draw(st.lists(st.integers(0, 4), min_size=len(steps), max_size=len(steps))), dtype=np.int64)
+    relief = np.array(
+        draw(st.lists(st.integers(0, 4), min_size=len(steps), max_size=len(steps))), dtype=np.int64
+    )
     return graph, tuple(steps), r, chain, relief
 
 
@@ -122,9 +154,25 @@ def test_a_chains_distance_is_that_of_the_schedule_with_it(
     flat = Flat(graph)
     state = evaluate(graph, steps, flat, relief)
     key = chain_key(
-        np.array(chain, dtype=np.int64), r, state.profile, state.crossing, state.relief, state.buffer, state.start,
-        state.end, state.read_ptr, state.read_steps, state.made_ptr, state.made, flat.sizes, flat.reads_ptr,
-        flat.reads_idx, flat.creates_ptr, flat.creates_idx, flat.live_out, target,
+        np.array(chain, dtype=np.int64),
+        r,
+        state.profile,
+        state.crossing,
+        state.relief,
+        state.buffer,
+        state.start,
+        state.end,
+        state.read_ptr,
+        state.read_steps,
+        state.made_ptr,
+        state.made,
+        flat.sizes,
+        flat.reads_ptr,
+        flat.reads_idx,
+        flat.creates_ptr,
+        flat.creates_idx,
+        flat.live_out,
+        target,
     )
     moved = steps[:r] + tuple(chain) + steps[r:]
     inserted = np.concatenate((relief[:r], np.full(len(chain), relief[r]), relief[r:]))

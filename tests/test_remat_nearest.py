@@ -31,10 +31,15 @@ def test_where_nothing_packs_the_reason_gives_the_nearest_arena() -> None:
     result = rematerialise(graph, Remat(41, time_limit=0.5, alignment=8))
     assert result.status is Status.UNKNOWN and result.steps is None
     assert "the proven memory bound is 41" in result.reason
-    assert "the nearest schedule found fits 43 bytes with real offsets, at +0.000 % extra compute" in result.reason
+    assert (
+        "the nearest schedule found fits 43 bytes with real offsets, at +0.000 % extra compute"
+        in result.reason
+    )
 
 
-def test_where_nothing_packs_the_nearest_schedule_is_packed_for_longer(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_where_nothing_packs_the_nearest_schedule_is_packed_for_longer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # Eight ops whose bound is 25 bytes at offsets on multiples of 4. With the search of
     # every schedule, the placement search and the heuristics' CP-SAT packing turned
     # off, greedy packs no schedule found within 25 bytes; the nearest (+67.857 %,
@@ -43,7 +48,13 @@ def test_where_nothing_packs_the_nearest_schedule_is_packed_for_longer(monkeypat
     monkeypatch.setattr(packing, "DESCENT_PACKS", 0)
     monkeypatch.setattr(packing, "CPSAT_SECONDS", 0.0)
     reads = ((), (), (1,), (0, 1), (1, 2, 3), (0, 3), (), (0,))
-    graph = Graph((9, 8, 5, 4, 6, 6, 6, 7), tuple((v,) for v in range(8)), reads, reads, costs=(3, 4, 5, 3, 5, 5, 2, 1))
+    graph = Graph(
+        (9, 8, 5, 4, 6, 6, 6, 7),
+        tuple((v,) for v in range(8)),
+        reads,
+        reads,
+        costs=(3, 4, 5, 3, 5, 5, 2, 1),
+    )
     result = rematerialise(graph, Remat(25, time_limit=3.0, alignment=4))
     assert result.status is Status.FEASIBLE and result.steps is not None and result.plan is not None
     assert result.memory_bound.bytes == 25 and result.arena_bytes <= 25
@@ -53,7 +64,10 @@ def test_where_nothing_packs_the_nearest_schedule_is_packed_for_longer(monkeypat
     monkeypatch.setattr(remat, "NEAREST_SHARE", 0.0)
     result = rematerialise(graph, Remat(25, time_limit=3.0, alignment=4))
     assert result.status is Status.UNKNOWN
-    assert "the nearest schedule found fits 26 bytes with real offsets, at +67.857 % extra compute" in result.reason
+    assert (
+        "the nearest schedule found fits 26 bytes with real offsets, at +67.857 % extra compute"
+        in result.reason
+    )
 
 
 @dataclass
@@ -68,8 +82,15 @@ class Counted(Nearest):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(graphs(max_ops=10), st.floats(0.3, 1.0), st.sampled_from((*RANKS, TABU)), st.sampled_from((1, 3, 8)))
-def test_the_nearest_is_a_real_packing_and_the_lowest_offered(graph: Graph, share: float, rank: str, alignment: int) -> None:
+@given(
+    graphs(max_ops=10),
+    st.floats(0.3, 1.0),
+    st.sampled_from((*RANKS, TABU)),
+    st.sampled_from((1, 3, 8)),
+)
+def test_the_nearest_is_a_real_packing_and_the_lowest_offered(
+    graph: Graph, share: float, rank: str, alignment: int
+) -> None:
     # Everything a search offers: the order's packing, a schedule the heuristic gave up
     # on, the packing of one it met, the order's packing by `packed`. Budgets down to 30 % of the order's peak leave many
     # met nowhere; odd alignments leave many met that do not pack.
@@ -77,7 +98,9 @@ def test_the_nearest_is_a_real_packing_and_the_lowest_offered(graph: Graph, shar
     budget = math.floor(peak_bytes(graph, order) * share)
     nearest = Counted(graph, alignment, budget)
     nearest.pack(order)
-    met = greedy(graph, order, budget, [True] * graph.ops, time.perf_counter() + 30, rank, nearest.pack)
+    met = greedy(
+        graph, order, budget, [True] * graph.ops, time.perf_counter() + 30, rank, nearest.pack
+    )
     for steps in (met, order):  # the order's own packing again, last: often not the lowest
         if steps is not None:
             packed(graph, steps, budget, alignment, time.perf_counter() + 5, nearest=nearest)

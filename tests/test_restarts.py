@@ -30,8 +30,14 @@ def graphs(draw: st.DrawFn) -> Graph:
     """A DAG of up to 7 ops, each making one buffer (sizes include 0), with order edges
     beside the reads."""
     n = draw(st.integers(1, 7))
-    reads = [tuple(sorted(draw(st.sets(st.integers(0, v - 1), max_size=3)))) if v else () for v in range(n)]
-    preds = [tuple(sorted(set(r) | draw(st.sets(st.integers(0, v - 1), max_size=2)))) if v else () for v, r in enumerate(reads)]
+    reads = [
+        tuple(sorted(draw(st.sets(st.integers(0, v - 1), max_size=3)))) if v else ()
+        for v in range(n)
+    ]
+    preds = [
+        tuple(sorted(set(r) | draw(st.sets(st.integers(0, v - 1), max_size=2)))) if v else ()
+        for v, r in enumerate(reads)
+    ]
     sizes = tuple(draw(st.lists(st.integers(0, 9), min_size=n, max_size=n)))
     return Graph(sizes, tuple((v,) for v in range(n)), tuple(reads), tuple(preds))
 
@@ -71,7 +77,10 @@ def test_the_attention_step_at_half_its_peak_is_rewritten_and_replays() -> None:
     plan = get_planner("cpsat", time_limit=10.0)(problem)
     assert plan.status.has_plan and validate(problem, plan) == []
     inputs = make_inputs(program, seed=0)
-    assert compare(reference_run(program, inputs), planned_run(result.program, memory, plan, inputs)) is None
+    assert (
+        compare(reference_run(program, inputs), planned_run(result.program, memory, plan, inputs))
+        is None
+    )
 
 
 def test_a_schedule_outside_the_models_spaces_is_not_called_optimal_on_their_bound(

@@ -55,7 +55,9 @@ def test_a_rolled_plan_is_valid_and_keeps_the_staircase(
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(awkward_graphs(max_ops=6), st.sampled_from((1, 4, 16)), st.floats(0.6, 1.5))
-def test_a_rolled_schedule_is_valid_and_fits(drawn: tuple[Graph, tuple[bool, ...]], alignment: int, scale: float) -> None:
+def test_a_rolled_schedule_is_valid_and_fits(
+    drawn: tuple[Graph, tuple[bool, ...]], alignment: int, scale: float
+) -> None:
     """From a schedule met at the budget (the tabu rank from the program order, or the
     program order), at budgets from the proven memory bound to above the program
     order's peak: a schedule `rolled` gives runs every op in an order that is valid,
@@ -63,11 +65,18 @@ def test_a_rolled_schedule_is_valid_and_fits(drawn: tuple[Graph, tuple[bool, ...
     the bytes live across."""
     graph, allowed = drawn
     steps = tuple(range(graph.ops))
-    peak, low = int(profile_of(graph, steps).max(initial=0)), memory_bound(graph, allowed, alignment).bytes
+    peak, low = (
+        int(profile_of(graph, steps).max(initial=0)),
+        memory_bound(graph, allowed, alignment).bytes,
+    )
     budget = max(graph.base_bytes, low + int((scale - 0.6) / 0.9 * (peak - low)))
     deadline = time.perf_counter() + 20
-    met = relieved(graph, steps, budget, allowed, deadline, TABU, np.zeros(len(steps), dtype=np.int64))
-    got = rolled(graph, steps if met is None else met[0], budget, alignment, list(allowed), deadline)
+    met = relieved(
+        graph, steps, budget, allowed, deadline, TABU, np.zeros(len(steps), dtype=np.int64)
+    )
+    got = rolled(
+        graph, steps if met is None else met[0], budget, alignment, list(allowed), deadline
+    )
     if got is None:
         return
     schedule, plan = got
@@ -79,7 +88,9 @@ def test_a_rolled_schedule_is_valid_and_fits(drawn: tuple[Graph, tuple[bool, ...
 
 
 @settings(max_examples=40, deadline=None)
-@given(awkward_graphs(max_ops=6), st.floats(0.5, 1.5), st.lists(st.permutations(range(6)), max_size=4))
+@given(
+    awkward_graphs(max_ops=6), st.floats(0.5, 1.5), st.lists(st.permutations(range(6)), max_size=4)
+)
 def test_the_nearest_keeps_the_cheapest_schedule_within_the_budget_in_live_bytes(
     drawn: tuple[Graph, tuple[bool, ...]], scale: float, shuffles: list[list[int]]
 ) -> None:
@@ -89,7 +100,10 @@ def test_the_nearest_keeps_the_cheapest_schedule_within_the_budget_in_live_bytes
     base = tuple(range(graph.ops))
     budget = int(scale * int(profile_of(graph, base).max(initial=0)))
     nearest = Nearest(graph, 1, budget)
-    offered = [base] + [tuple(v for v in shuffle if v < graph.ops and graph.preds[v] == ()) + base for shuffle in shuffles]
+    offered = [base] + [
+        tuple(v for v in shuffle if v < graph.ops and graph.preds[v] == ()) + base
+        for shuffle in shuffles
+    ]
     greedy = get_planner("greedy")
     for steps in offered:
         nearest.offer(steps, greedy(problem_of(graph, steps)))

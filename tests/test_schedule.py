@@ -26,7 +26,9 @@ def graphs(draw: st.DrawFn, max_ops: int = 8) -> Graph:
     creates, reads, preds = [], [], []
     for v in range(n):
         available = list(range(len(sizes)))
-        read = draw(st.lists(st.sampled_from(available), unique=True, max_size=3)) if available else []
+        read = (
+            draw(st.lists(st.sampled_from(available), unique=True, max_size=3)) if available else []
+        )
         made = []
         for _ in range(draw(st.integers(0, 2))):
             creator[len(sizes)] = v
@@ -41,8 +43,12 @@ def graphs(draw: st.DrawFn, max_ops: int = 8) -> Graph:
     live_in = [b for b in live_in if b in read_any]
     base = sum(sizes[b] for b in range(len(sizes)) if b not in creator and b not in live_in)
     sizes = [0 if (b not in creator and b not in live_in) else s for b, s in enumerate(sizes)]
-    live_out = frozenset(b for b in range(len(sizes)) if draw(st.booleans()) and (b in creator or b in live_in))
-    return Graph(tuple(sizes), tuple(creates), tuple(reads), tuple(preds), tuple(live_in), live_out, base)
+    live_out = frozenset(
+        b for b in range(len(sizes)) if draw(st.booleans()) and (b in creator or b in live_in)
+    )
+    return Graph(
+        tuple(sizes), tuple(creates), tuple(reads), tuple(preds), tuple(live_in), live_out, base
+    )
 
 
 def topological_orders(graph: Graph) -> list[tuple[int, ...]]:
@@ -61,7 +67,9 @@ CHAIN_AND_BRANCH = Graph(
 @given(graphs())
 @example(CHAIN_AND_BRANCH)
 def test_exact_agrees_with_brute_force(graph: Graph) -> None:
-    best = min((peak_bytes(graph, o) for o in topological_orders(graph)), default=peak_bytes(graph, ()))
+    best = min(
+        (peak_bytes(graph, o) for o in topological_orders(graph)), default=peak_bytes(graph, ())
+    )
     result = Scheduler("exact")(graph)
     assert result.peak_bytes == best
     assert result.optimal
@@ -106,7 +114,9 @@ def test_every_scheduler_returns_a_valid_order_no_worse_than_program_order(graph
 
 @settings(max_examples=80, deadline=None)
 @given(graphs(max_ops=10), st.data())
-def test_a_window_costs_what_its_steps_cost_in_the_whole_order(graph: Graph, data: st.DataObject) -> None:
+def test_a_window_costs_what_its_steps_cost_in_the_whole_order(
+    graph: Graph, data: st.DataObject
+) -> None:
     order = Scheduler("bfs")(graph).order
     lo = data.draw(st.integers(0, graph.ops))
     hi = data.draw(st.integers(lo, graph.ops))
@@ -133,7 +143,9 @@ def test_split_windows_end_at_cuts_and_the_split_search_is_exact(graph: Graph) -
     parts = windows(graph)
     assert [lo for lo, _ in parts] == [0, *(hi for _, hi in parts[:-1])] or graph.ops == 0
     assert not parts or parts[-1][1] == graph.ops
-    best = min((peak_bytes(graph, o) for o in topological_orders(graph)), default=peak_bytes(graph, ()))
+    best = min(
+        (peak_bytes(graph, o) for o in topological_orders(graph)), default=peak_bytes(graph, ())
+    )
     found = exact_split(graph, range(graph.ops), time_limit=5.0, max_states=100_000)
     assert is_valid_order(graph, found.order) and found.peak == peak_bytes(graph, found.order)
     assert found.proven and found.peak == best and found.bound == best

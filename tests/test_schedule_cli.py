@@ -13,7 +13,7 @@ from optplan.passes.reorder import reorder
 
 # Written order holds s while the wide g is made and summed; run g's branch first and
 # the peak drops.
-BRANCHES = '''
+BRANCHES = """
 @R.function
 def main(x: R.Tensor((64,), "float32")) -> R.Tensor((64,), "float32"):
     with R.dataflow():
@@ -23,7 +23,7 @@ def main(x: R.Tensor((64,), "float32")) -> R.Tensor((64,), "float32"):
         d = R.add(s, h)
         R.output(d)
     return d
-'''
+"""
 
 
 @pytest.fixture
@@ -54,7 +54,10 @@ def test_plan_and_compare_with_reorder(program: str, capsys: pytest.CaptureFixtu
     after = json.loads(capsys.readouterr().out)
     assert after["reorder"] == "auto" and before["reorder"] is None
     assert after["arena_bytes"] < before["arena_bytes"]
-    assert main(["compare", program, "--planners", "greedy,cpsat", "--reorder", "heuristic", "--json"]) == 0
+    assert (
+        main(["compare", program, "--planners", "greedy,cpsat", "--reorder", "heuristic", "--json"])
+        == 0
+    )
     records = json.loads(capsys.readouterr().out)
     assert [(r["planner"], r["reorder"]) for r in records] == [
         ("greedy", None), ("cpsat", None), ("greedy", "heuristic"), ("cpsat", "heuristic"),
@@ -70,7 +73,9 @@ def test_run_replays_the_reordered_program_against_the_original(
     assert "bit-for-bit equal" in out and f"reordered by {scheduler}" in out
 
 
-def test_lower_and_show_take_reorder(program: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_lower_and_show_take_reorder(
+    program: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["lower", program, "--reorder"]) == 0
     assert "alloc_tensor" in capsys.readouterr().out
     pytest.importorskip("matplotlib")
@@ -79,7 +84,9 @@ def test_lower_and_show_take_reorder(program: str, tmp_path: Path, capsys: pytes
     assert picture.is_file()
 
 
-def test_a_csv_problem_has_no_order_to_change(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_csv_problem_has_no_order_to_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "p.csv"
     path.write_text("id,lower,upper,size\nb1,0,3,4\n")
     assert main(["plan", str(path), "--reorder"]) == 2
@@ -87,7 +94,9 @@ def test_a_csv_problem_has_no_order_to_change(tmp_path: Path, capsys: pytest.Cap
     assert err.count("\n") == 1 and "no operator order" in err
 
 
-def test_an_onnx_model_is_written_back_in_the_new_order(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_onnx_model_is_written_back_in_the_new_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper
 
@@ -99,7 +108,13 @@ def test_an_onnx_model_is_written_back_in_the_new_order(tmp_path: Path, capsys: 
         helper.make_node("Add", ["s", "h"], ["d"]),
     ]
     reps = helper.make_tensor("reps", TensorProto.INT64, [1], [16])
-    graph = helper.make_graph(nodes, "branches", [small], [helper.make_tensor_value_info("d", TensorProto.FLOAT, [64])], [reps])
+    graph = helper.make_graph(
+        nodes,
+        "branches",
+        [small],
+        [helper.make_tensor_value_info("d", TensorProto.FLOAT, [64])],
+        [reps],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     source, target = tmp_path / "m.onnx", tmp_path / "r.onnx"
     onnx.save(model, str(source))

@@ -31,4 +31,7 @@ def test_exact_is_proven_optimal_and_replays(name: str) -> None:
     assert validate(memory.problem, plan) == []
     assert plan.arena == result.peak_bytes
     inputs = make_inputs(program)
-    assert compare(reference_run(program, inputs), planned_run(result.program, memory, plan, inputs)) is None
+    assert (
+        compare(reference_run(program, inputs), planned_run(result.program, memory, plan, inputs))
+        is None
+    )

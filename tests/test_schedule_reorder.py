@@ -26,7 +26,9 @@ from optplan.strategies.programs import programs
 FAST = [Scheduler(name, time_limit=1.0) for name in SCHEDULERS]
 
 
-def check_reordered(program: Program, scheduler: Scheduler, reference_program: Program | None = None) -> None:
+def check_reordered(
+    program: Program, scheduler: Scheduler, reference_program: Program | None = None
+) -> None:
     """Reorder `program`, check the claims, and replay the reordered program planned
     against the unplanned run of `reference_program` (default: `program` itself)."""
     original = infer_types(program)
@@ -55,7 +57,9 @@ def _same_plain_blocks(before: SeqExpr, after: SeqExpr) -> None:
         if not old.dataflow:
             assert [b.var.name for b in old.bindings] == [b.var.name for b in new.bindings]
         else:
-            assert sorted(b.var.name for b in old.bindings) == sorted(b.var.name for b in new.bindings)
+            assert sorted(b.var.name for b in old.bindings) == sorted(
+                b.var.name for b in new.bindings
+            )
             for index, binding in enumerate(old.bindings):
                 if binding.var.name == "_":
                     assert new.bindings[index] == binding
@@ -74,7 +78,9 @@ def _if_alias() -> Program:
             Binding(Var("v1"), If(Var("cond"), SeqExpr((), Var("v0")), SeqExpr((), Var("x0")))),
         )
     )
-    tail = Block((relu("v3", "x0"), relu("v4", "x0"), relu("v5", "v1")), dataflow=True, outputs=(Var("v5"),))
+    tail = Block(
+        (relu("v3", "x0"), relu("v4", "x0"), relu("v5", "v1")), dataflow=True, outputs=(Var("v5"),)
+    )
     params = (Param(Var("x0"), scalar), Param(Var("cond"), TensorType((), "bool")))
     return Program((Function("main", params, None, SeqExpr((ifs, tail), Var("v0"))),))
 
@@ -82,7 +88,9 @@ def _if_alias() -> Program:
 @settings(max_examples=40, deadline=None)
 @given(programs(), st.sampled_from(FAST), st.booleans())
 @example(_if_alias(), Scheduler("auto", time_limit=1.0), True)
-def test_random_programs_reorder_validly_and_replay(program: Program, scheduler: Scheduler, inplace: bool) -> None:
+def test_random_programs_reorder_validly_and_replay(
+    program: Program, scheduler: Scheduler, inplace: bool
+) -> None:
     # The reference is the program before the in-place rewrite, so one replay judges the
     # rewrite and the new order together.
     check_reordered(use_inplace_calls(program) if inplace else program, scheduler, program)
@@ -90,7 +98,9 @@ def test_random_programs_reorder_validly_and_replay(program: Program, scheduler:
 
 @settings(max_examples=60, deadline=None)
 @given(straight_programs(), st.sampled_from(FAST), st.booleans())
-def test_straight_programs_reorder_validly_and_replay(program: Program, scheduler: Scheduler, inplace: bool) -> None:
+def test_straight_programs_reorder_validly_and_replay(
+    program: Program, scheduler: Scheduler, inplace: bool
+) -> None:
     check_reordered(use_inplace_calls(program) if inplace else program, scheduler, program)
 
 
@@ -216,9 +226,17 @@ def main(x: R.Tensor((64,), "float32"), c: R.Tensor((), "bool")) -> R.Tensor((64
         Block(block.bindings[4:]),
     )
     branch = dataclasses.replace(node.then_branch, blocks=split)
-    if_binding = dataclasses.replace(if_binding, value=dataclasses.replace(node, then_branch=branch))
-    blocks = (dataclasses.replace(fn.body.blocks[0], bindings=(if_binding, *fn.body.blocks[0].bindings[1:])),)
-    program = plain.replace_function(dataclasses.replace(fn, body=dataclasses.replace(fn.body, blocks=blocks)))
+    if_binding = dataclasses.replace(
+        if_binding, value=dataclasses.replace(node, then_branch=branch)
+    )
+    blocks = (
+        dataclasses.replace(
+            fn.body.blocks[0], bindings=(if_binding, *fn.body.blocks[0].bindings[1:])
+        ),
+    )
+    program = plain.replace_function(
+        dataclasses.replace(fn, body=dataclasses.replace(fn.body, blocks=blocks))
+    )
     result = reorder(program, Scheduler("exact"))
     reordered = result.program.main.body.blocks[0].bindings[0].value
     assert isinstance(reordered, If)

@@ -237,7 +237,11 @@ def test_a_packing_asked_again_answers_as_a_fresh_one(problem: Problem) -> None:
     for capacity in (peak, max(peak - 1, 0), peak + 3):
         again = ask(kept, capacity, time_limit=10)
         fresh = ask(prepare(form.rects, form.parts), capacity, time_limit=10)
-        assert (again.status, again.placement, again.nodes) == (fresh.status, fresh.placement, fresh.nodes)
+        assert (again.status, again.placement, again.nodes) == (
+            fresh.status,
+            fresh.placement,
+            fresh.nodes,
+        )
         if again.offsets is not None:
             assert_valid(problem, again.offsets, capacity)
 
@@ -306,7 +310,11 @@ def test_reading_the_clock_more_often_changes_no_answer(problem: Problem) -> Non
         chunked = search(problem, capacity, time_limit=10.0)
     finally:
         driver._CHUNK_SECONDS, driver._FIRST_CHUNK = saved
-    assert (chunked.status, chunked.offsets, chunked.nodes) == (whole.status, whole.offsets, whole.nodes)
+    assert (chunked.status, chunked.offsets, chunked.nodes) == (
+        whole.status,
+        whole.offsets,
+        whole.nodes,
+    )
 
 
 def test_cpsat_never_compiles_inside_its_time_limit(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -339,6 +347,8 @@ def test_a_stopped_search_answers_at_once_and_reports_what_it_found() -> None:
     assert stopped.status is not SearchStatus.FOUND
     assert stopped.nodes <= driver._FIRST_CHUNK  # one chunk of the first configuration
     heard: list[tuple[int, int]] = []
-    result = lowest(packing, time_limit=10, upper=20, first_share=0.0, heard=lambda p, b: heard.append((p, b)))
+    result = lowest(
+        packing, time_limit=10, upper=20, first_share=0.0, heard=lambda p, b: heard.append((p, b))
+    )
     assert result.optimal and heard[-1] == (result.peak, result.bound) == (8, 8)
     assert all(a[0] >= b[0] and a[1] <= b[1] for a, b in itertools.pairwise(heard))

@@ -86,7 +86,9 @@ def test_an_overlapping_plan_runs_and_computes_something_else(tmp_path: Path) ->
     data = path.read_bytes()
     names = tensor_names(parse_model(data).subgraphs[0])
     wrong = tmp_path / "wrong.tflite"
-    wrong.write_bytes(with_offline_plan(data, [min(o, 0) for o in offline_offsets(loaded, plan, names)]))
+    wrong.write_bytes(
+        with_offline_plan(data, [min(o, 0) for o in offline_offsets(loaded, plan, names)])
+    )
     inputs = model_inputs(data)
     with prober(path, inputs, 1) as run:
         own = run(ROOMY)

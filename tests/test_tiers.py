@@ -68,7 +68,9 @@ def test_capacity_is_the_one_memorys() -> None:
         (Buffer("a", 4, (I(0, 2),)), (), "at least one memory"),
     ],
 )
-def test_malformed_problems_are_refused(buffer: Buffer, memories: tuple[Memory, ...], message: str) -> None:
+def test_malformed_problems_are_refused(
+    buffer: Buffer, memories: tuple[Memory, ...], message: str
+) -> None:
     with pytest.raises(ValueError, match=message):
         Problem((buffer,), memories=memories)
 
@@ -84,26 +86,48 @@ def test_a_spill_and_a_prefetch_are_valid() -> None:
 @pytest.mark.parametrize(
     ("changes", "kind", "words"),
     [
-        ({"copies": (Copy("x", 1, "fast", "slow"),)}, "copy", "enters memory 'fast' at point 5 with 0"),
-        ({"copies": (*spilled_plan().copies, Copy("y", 3, "fast", "slow"))}, "copy", "does not enter"),
+        (
+            {"copies": (Copy("x", 1, "fast", "slow"),)},
+            "copy",
+            "enters memory 'fast' at point 5 with 0",
+        ),
+        (
+            {"copies": (*spilled_plan().copies, Copy("y", 3, "fast", "slow"))},
+            "copy",
+            "does not enter",
+        ),
         ({"traffic": 1}, "traffic", "claims traffic 1"),
         ({"traffic": None}, "traffic", "claims no traffic"),
         ({"offsets": {"x": 4, "y": 0}}, "offset", "plan's offsets say 4"),
         (
-            {"residences": (Residence("x", "slow", 0, (I(0, 6),)), Residence("y", "fast", 0, (I(2, 4),)), Residence("x", "fast", 0, (I(0, 1),)))},
+            {
+                "residences": (
+                    Residence("x", "slow", 0, (I(0, 6),)),
+                    Residence("y", "fast", 0, (I(2, 4),)),
+                    Residence("x", "fast", 0, (I(0, 1),)),
+                )
+            },
             "written",
             "2 memories (fast, slow) at its first point",
         ),
         (
             {
-                "residences": (Residence("x", "fast", 16, (I(0, 2), I(5, 6))), *spilled_plan().residences[1:]),
+                "residences": (
+                    Residence("x", "fast", 16, (I(0, 2), I(5, 6))),
+                    *spilled_plan().residences[1:],
+                ),
                 "offsets": {"x": 16, "y": 0},
             },
             "capacity",
             "memory 'fast': its buffers reach byte 24, past its capacity of 16 bytes",
         ),
         (
-            {"residences": (Residence("x", "fast", 0, (I(0, 3), I(5, 6))), *spilled_plan().residences[1:])},
+            {
+                "residences": (
+                    Residence("x", "fast", 0, (I(0, 3), I(5, 6))),
+                    *spilled_plan().residences[1:],
+                )
+            },
             "overlap",
             "memory 'fast': buffers 'x' and 'y' are live at the same time",
         ),
@@ -135,7 +159,10 @@ def test_cpsat_spills_and_prefetches() -> None:
 
 def test_a_capacity_no_plan_meets_is_infeasible_naming_the_point() -> None:
     fast_only = Problem(
-        (Buffer("a", 8, (I(0, 3),), memories=("fast",)), Buffer("b", 12, (I(2, 4),), memories=("fast",))),
+        (
+            Buffer("a", 8, (I(0, 3),), memories=("fast",)),
+            Buffer("b", 12, (I(2, 4),), memories=("fast",)),
+        ),
         memories=(FAST, SLOW),
     )
     for name in PLANNERS:
@@ -148,7 +175,11 @@ def test_a_capacity_no_plan_meets_is_infeasible_naming_the_point() -> None:
 
 @pytest.mark.parametrize("name", sorted(PLANNERS))
 def test_one_memory_named_is_the_plain_problem(name: str) -> None:
-    buffers = (Buffer("a", 8, (I(0, 3),), alignment=4), Buffer("b", 6, (I(1, 4),)), Buffer("c", 8, (I(3, 5),)))
+    buffers = (
+        Buffer("a", 8, (I(0, 3),), alignment=4),
+        Buffer("b", 6, (I(1, 4),)),
+        Buffer("c", 8, (I(3, 5),)),
+    )
     plain = get_planner(name)(Problem(buffers))
     named = get_planner(name)(Problem(buffers, memories=(Memory("main", None, 1, 5),)))
     assert (plain.offsets, plain.arena, named.traffic) == (named.offsets, named.arena, None)
@@ -157,7 +188,11 @@ def test_one_memory_named_is_the_plain_problem(name: str) -> None:
 def test_spill_is_greedy_on_one_arena() -> None:
     buffers = (Buffer("a", 8, (I(0, 3),)), Buffer("b", 6, (I(1, 4),)), Buffer("c", 8, (I(3, 5),)))
     spill, greedy = get_planner("spill")(Problem(buffers)), get_planner("greedy")(Problem(buffers))
-    assert (spill.offsets, spill.arena, spill.status) == (greedy.offsets, greedy.arena, greedy.status)
+    assert (spill.offsets, spill.arena, spill.status) == (
+        greedy.offsets,
+        greedy.arena,
+        greedy.status,
+    )
 
 
 @settings(max_examples=120)
@@ -211,4 +246,7 @@ def test_one_arena_too_small_names_the_point_too() -> None:
     buffers = (Buffer("a", 8, (I(0, 3),)), Buffer("b", 12, (I(2, 4),)))
     plan = get_planner("cpsat")(Problem(buffers, (), 16))
     assert plan.status == Status.INFEASIBLE
-    assert plan.detail["reason"] == "at point 2, 20 bytes of tensors are live, more than the capacity 16: b, a"
+    assert (
+        plan.detail["reason"]
+        == "at point 2, 20 bytes of tensors are live, more than the capacity 16: b, a"
+    )

@@ -26,7 +26,9 @@ def test_parse_bytes(text: str, size: int) -> None:
     assert parse_bytes(text) == size
 
 
-@pytest.mark.parametrize(("text", "words"), [("12KB", "powers of 1024"), ("x", "such as 4096"), ("-1", "such as")])
+@pytest.mark.parametrize(
+    ("text", "words"), [("12KB", "powers of 1024"), ("x", "such as 4096"), ("-1", "such as")]
+)
 def test_parse_bytes_refuses(text: str, words: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match=words):
         parse_bytes(text)
@@ -48,7 +50,9 @@ def test_parse_memory() -> None:
         ("fast=5KB", "KiB"),
     ],
 )
-def test_a_malformed_memory_is_exit_2_in_one_line(memory: str, words: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_malformed_memory_is_exit_2_in_one_line(
+    memory: str, words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["plan", EXAMPLE, "--memory", memory, "--memory", "slow"]) == 2
     error = capsys.readouterr().err.strip()
     assert len(error.splitlines()) == 1 and words in error
@@ -75,7 +79,9 @@ def test_compare_adds_traffic(capsys: pytest.CaptureFixture[str]) -> None:
     assert table[1].split()[:3] == ["planner", "status", "traffic"]
 
 
-def test_plan_writes_memories_and_copies(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_plan_writes_memories_and_copies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "plan.csv"
     assert main(["plan", EXAMPLE, *TWO, "-o", str(out)]) == 0
     rows = out.read_text().splitlines()
@@ -100,7 +106,9 @@ def test_run_show_and_lower(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert "astype(resid1, resid1_slow" in lowered.read_text()
 
 
-def test_a_program_with_if_is_refused_for_several_memories(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_program_with_if_is_refused_for_several_memories(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     program = tmp_path / "branch.py"
     program.write_text(
         "@R.function\n"
@@ -115,9 +123,13 @@ def test_a_program_with_if_is_refused_for_several_memories(tmp_path: Path, capsy
     assert "without If" in capsys.readouterr().err
 
 
-def test_a_capacity_no_plan_meets_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_capacity_no_plan_meets_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     problem = tmp_path / "p.csv"
     problem.write_text("id,lower,upper,size,memories\na,0,3,8,fast\nb,2,4,12,fast\n")
     assert main(["plan", str(problem), "--memory", "fast=16", "--memory", "slow:cost=10"]) == 1
     out = capsys.readouterr().out.strip()
-    assert out.endswith("at point 2, 20 bytes of tensors are live that only fast may hold (16 bytes): b, a")
+    assert out.endswith(
+        "at point 2, 20 bytes of tensors are live that only fast may hold (16 bytes): b, a"
+    )

@@ -20,7 +20,9 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 def _loaded(name: str, share: float) -> optplan.Loaded:
     path = str(EXAMPLES / name)
     least = lower_bound(optplan.load(path).problem)
-    return optplan.load(path, memories=(Memory("fast", int(least * share)), Memory("slow", cost=10)))
+    return optplan.load(
+        path, memories=(Memory("fast", int(least * share)), Memory("slow", cost=10))
+    )
 
 
 def _replay(loaded: optplan.Loaded, plan: Plan) -> object:
@@ -62,13 +64,16 @@ def test_a_copy_landing_on_a_live_buffer_shows() -> None:
     where = {(r.buffer, r.memory): r for r in plan.residences}
     target = where[(moved.buffer, moved.target)]
     others = [
-        r for r in plan.residences
-        if r.memory == moved.target and r.buffer != moved.buffer
+        r
+        for r in plan.residences
+        if r.memory == moved.target
+        and r.buffer != moved.buffer
         and any(iv.start <= moved.point < iv.end for iv in r.live)
     ]
     assert others
     residences = tuple(
-        dataclasses.replace(r, offset=others[0].offset) if r is target else r for r in plan.residences
+        dataclasses.replace(r, offset=others[0].offset) if r is target else r
+        for r in plan.residences
     )
     broken = dataclasses.replace(plan, residences=residences)
     assert any(f.kind == "overlap" for f in validate(loaded.problem, broken))
@@ -108,9 +113,13 @@ def test_zoo_models_in_two_memories_replay_bit_for_bit(name: str, planner: str) 
     pytest.importorskip("onnx")
     path = str(ZOO / f"{name}.onnx")
     least = lower_bound(optplan.load(path, alignment=16).problem)
-    loaded = optplan.load(path, alignment=16, memories=(Memory("fast", least // 2), Memory("slow", cost=10)))
+    loaded = optplan.load(
+        path, alignment=16, memories=(Memory("fast", least // 2), Memory("slow", cost=10))
+    )
     assert loaded.program is not None and loaded.memory is not None
-    plan = get_planner(planner, **({"time_limit": 30} if planner == "cpsat" else {}))(loaded.problem)
+    plan = get_planner(planner, **({"time_limit": 30} if planner == "cpsat" else {}))(
+        loaded.problem
+    )
     assert validate(loaded.problem, plan) == []
     inputs = {**make_inputs(loaded.program), **loaded.weights}
     reference = reference_run(loaded.program, inputs)

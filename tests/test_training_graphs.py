@@ -36,7 +36,10 @@ def test_training_steps_reorder_to_a_proven_optimum_and_replay(path: Path) -> No
     plan = get_planner("cpsat", time_limit=10.0)(memory.problem)
     assert validate(memory.problem, plan) == []
     inputs = make_inputs(program)
-    assert compare(reference_run(program, inputs), planned_run(result.program, memory, plan, inputs)) is None
+    assert (
+        compare(reference_run(program, inputs), planned_run(result.program, memory, plan, inputs))
+        is None
+    )
 
 
 ZOO = Path(__file__).parent / "data" / "zoo"
@@ -57,7 +60,11 @@ def test_every_reordered_zoo_model_replays_bit_for_bit(name: str) -> None:
     plan = get_planner("greedy")(memory.problem)
     assert validate(memory.problem, plan) == []
     with np.load(ZOO / f"{name}.npz") as data:  # the export's own inputs: shapes follow them
-        feeds = {model.names[k.removeprefix("input_")]: data[k] for k in data.files if k.startswith("input_")}
+        feeds = {
+            model.names[k.removeprefix("input_")]: data[k]
+            for k in data.files
+            if k.startswith("input_")
+        }
     inputs = {**model.weights, **feeds}
     reference = reference_run(model.program, inputs)
     assert reference.failure is None

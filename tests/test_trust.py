@@ -101,7 +101,9 @@ def test_statuses_agree_with_brute_force(problem: Problem) -> None:
 
 @given(awkward_problems(), st.data())
 @example(PAST_THE_BASE, None)
-def test_no_accepted_plan_beats_the_bound_or_the_optimum(problem: Problem, data: st.DataObject) -> None:
+def test_no_accepted_plan_beats_the_bound_or_the_optimum(
+    problem: Problem, data: st.DataObject
+) -> None:
     """Any placement `validate` accepts is at least `lower_bound` and the brute force."""
     classes = alias_classes(problem)
     if data is None:  # the reproducer: a 20-byte plan once passed for a 30-byte bound

@@ -41,11 +41,18 @@ def bind(name: str, value: object, type_: object = None, line: int = 10) -> Bind
     return Binding(Var(name, loc=at(line, 9)), value, type_, loc=at(line, 9))  # type: ignore[arg-type]
 
 
-def program(*bindings: Binding, result: str = "out", dataflow: bool = False, outputs: tuple[str, ...] = (),
-            kernels: tuple[Kernel, ...] = ()) -> Program:
+def program(
+    *bindings: Binding,
+    result: str = "out",
+    dataflow: bool = False,
+    outputs: tuple[str, ...] = (),
+    kernels: tuple[Kernel, ...] = (),
+) -> Program:
     block = Block(tuple(bindings), dataflow=dataflow, outputs=tuple(Var(o) for o in outputs))
     params = (Param(Var("x"), X), Param(Var("w"), W))
-    fn = Function("main", params, None, SeqExpr((block,), Var(result, loc=at(20, 12))), loc=at(1, 1))
+    fn = Function(
+        "main", params, None, SeqExpr((block,), Var(result, loc=at(20, 12))), loc=at(1, 1)
+    )
     return Program((fn,), kernels)
 
 
@@ -69,7 +76,9 @@ def test_use_before_definition_names_the_var_the_place_and_the_function() -> Non
         bind("lv3", Call("nn.relu", (Var("x"),)), line=15),
         result="lv3",
     )
-    assert message(prog) == "model.py:14:30: 'lv3' is used before it is defined (in function 'main')"
+    assert (
+        message(prog) == "model.py:14:30: 'lv3' is used before it is defined (in function 'main')"
+    )
 
 
 def test_a_var_bound_twice_is_an_error_but_underscore_is_not() -> None:
@@ -80,7 +89,10 @@ def test_a_var_bound_twice_is_an_error_but_underscore_is_not() -> None:
         bind("a", Call("nn.relu", (Var("x"),)), line=14),
         result="a",
     )
-    assert message(prog) == "model.py:14:9: 'a' is defined twice (first at line 11) (in function 'main')"
+    assert (
+        message(prog)
+        == "model.py:14:9: 'a' is defined twice (first at line 11) (in function 'main')"
+    )
 
 
 def test_unknown_op_is_an_error_but_a_kernel_call_is_opaque() -> None:
@@ -90,7 +102,11 @@ def test_unknown_op_is_an_error_but_a_kernel_call_is_opaque() -> None:
     opaque = Call("call_tir", (Var("x"),), (("kernel", "fused_undefined"), ("out_ty", X)))
     verify(program(bind("out", opaque)))
     # So is a direct call to a kernel the module defines.
-    verify(program(bind("out", Call("my_kernel", (Var("x"),)), X), kernels=(Kernel("my_kernel", "..."),)))
+    verify(
+        program(
+            bind("out", Call("my_kernel", (Var("x"),)), X), kernels=(Kernel("my_kernel", "..."),)
+        )
+    )
 
 
 def test_dataflow_output_must_be_bound_in_its_block() -> None:
@@ -100,7 +116,10 @@ def test_dataflow_output_must_be_bound_in_its_block() -> None:
 
 def test_the_returned_value_must_be_defined() -> None:
     prog = program(bind("a", Call("nn.relu", (Var("x"),))), result="nothing")
-    assert message(prog) == "model.py:20:12: 'nothing' is used before it is defined (in function 'main')"
+    assert (
+        message(prog)
+        == "model.py:20:12: 'nothing' is used before it is defined (in function 'main')"
+    )
 
 
 def test_a_var_bound_in_a_branch_is_not_visible_after_the_if() -> None:
@@ -112,7 +131,14 @@ def test_a_var_bound_in_a_branch_is_not_visible_after_the_if() -> None:
         (Param(Var("c"), cond), Param(Var("x"), X)),
         None,
         SeqExpr(
-            (Block((bind("r", If(Var("c"), then_branch, else_branch)), bind("z", Call("nn.relu", (Var("inner", loc=at(30, 4)),))))),),
+            (
+                Block(
+                    (
+                        bind("r", If(Var("c"), then_branch, else_branch)),
+                        bind("z", Call("nn.relu", (Var("inner", loc=at(30, 4)),))),
+                    )
+                ),
+            ),
             Var("z"),
         ),
     )
@@ -145,7 +171,10 @@ def test_inference_fills_unannotated_bindings() -> None:
 
 
 def test_an_annotation_that_disagrees_is_an_error_naming_both_types() -> None:
-    prog = program(bind("lv3", Call("matmul", (Var("x"), Var("w"))), TensorType((1, 64), F32), line=12), result="lv3")
+    prog = program(
+        bind("lv3", Call("matmul", (Var("x"), Var("w"))), TensorType((1, 64), F32), line=12),
+        result="lv3",
+    )
     assert message(prog, infer_types) == (
         "model.py:12:9: 'lv3' is annotated R.Tensor((1, 64), float32) but matmul gives "
         "R.Tensor((1, 32), float32)"
@@ -158,7 +187,9 @@ def test_op_errors_carry_the_call_place_or_else_the_binding_place() -> None:
         "model.py:7:21: matmul of (64, 32) and (64, 32): inner dimensions differ"
     )
     unlocated = Call("matmul", (Var("w"), Var("w")))
-    assert message(program(bind("out", unlocated, line=8)), infer_types).startswith("model.py:8:9: matmul")
+    assert message(program(bind("out", unlocated, line=8)), infer_types).startswith(
+        "model.py:8:9: matmul"
+    )
 
 
 def test_object_annotations_accept_anything_and_opaque_calls_keep_their_annotation() -> None:
@@ -175,7 +206,9 @@ def test_if_branches_must_agree() -> None:
     def fn(else_value: Call) -> Program:
         then_branch = SeqExpr((), Var("x"))
         else_branch = SeqExpr((Block((bind("e", else_value),)),), Var("e"))
-        body = SeqExpr((Block((bind("r", If(Var("c"), then_branch, else_branch), line=5),)),), Var("r"))
+        body = SeqExpr(
+            (Block((bind("r", If(Var("c"), then_branch, else_branch), line=5),)),), Var("r")
+        )
         params = (Param(Var("c"), cond), Param(Var("x"), X), Param(Var("w"), W))
         return Program((Function("main", params, None, body),))
 

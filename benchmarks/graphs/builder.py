@@ -79,7 +79,13 @@ class Builder:
 
     def pool(self, x: str, size: int = 3, stride: int = 1) -> str:
         pad = size // 2 if stride == 1 else 0
-        return self.op("nn.max_pool2d", x, pool_size=(size, size), strides=(stride, stride), padding=(pad, pad, pad, pad))
+        return self.op(
+            "nn.max_pool2d",
+            x,
+            pool_size=(size, size),
+            strides=(stride, stride),
+            padding=(pad, pad, pad, pad),
+        )
 
     def matmul(self, a: str, b: str) -> str:
         return self.op("matmul", a, b)
@@ -100,7 +106,9 @@ class Builder:
     def program(self, *outputs: str) -> Program:
         body: Expr = Var(outputs[0]) if len(outputs) == 1 else Tuple(tuple(Var(o) for o in outputs))
         block = Block(tuple(self.bindings), dataflow=True, outputs=tuple(Var(o) for o in outputs))
-        fn = Function("main", tuple(self.params), None, SeqExpr((block,), body), (("num_input", self.inputs),))
+        fn = Function(
+            "main", tuple(self.params), None, SeqExpr((block,), body), (("num_input", self.inputs),)
+        )
         return infer_types(Program((fn,)))
 
     def _typed(self, name: str) -> tuple[int, ...]:

@@ -47,7 +47,9 @@ def nasnet(channels: int = 8, size: int = 16) -> Program:
     return b.program(b.relu(b.conv(b.concat(blocks), channels, 1)))
 
 
-def randwire(nodes: int = 24, p: float = 0.25, seed: int = 0, channels: int = 8, size: int = 16) -> Program:
+def randwire(
+    nodes: int = 24, p: float = 0.25, seed: int = 0, channels: int = 8, size: int = 16
+) -> Program:
     """A randomly wired network (Erdos-Renyi edges between ordered nodes): each node sums
     its inputs and runs relu -> 3x3 conv with its own width; nodes without successors are
     summed into the output."""

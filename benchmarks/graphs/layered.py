@@ -40,7 +40,11 @@ def layered_graph(
             edges.add((rng.choice(previous), v))
             edges.update((u, v) for u in previous if rng.random() < density)
             for back in range(2, depth + 1):
-                edges.update((u, v) for u in layers[depth - back] if rng.random() < skip / back / len(layers[depth - back]))
+                edges.update(
+                    (u, v)
+                    for u in layers[depth - back]
+                    if rng.random() < skip / back / len(layers[depth - back])
+                )
     sink = count
     read = {u for u, _ in edges}
     edges.update((u, sink) for u in range(sink) if u not in read)

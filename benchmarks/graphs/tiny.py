@@ -19,11 +19,18 @@ from optplan.ir import Program
 from .builder import Builder
 
 
-def _conv(b: Builder, x: str, channels: int, kernel: tuple[int, int], stride: int = 1, groups: int = 1) -> str:
+def _conv(
+    b: Builder, x: str, channels: int, kernel: tuple[int, int], stride: int = 1, groups: int = 1
+) -> str:
     w = b.weight(f"w{len(b.params)}", (channels, b.shapes[x][1] // groups, *kernel))
     pad_h, pad_w = kernel[0] // 2, kernel[1] // 2
     out = b.op(
-        "nn.conv2d", x, w, strides=(stride, stride), padding=(pad_h, pad_w, pad_h, pad_w), groups=groups
+        "nn.conv2d",
+        x,
+        w,
+        strides=(stride, stride),
+        padding=(pad_h, pad_w, pad_h, pad_w),
+        groups=groups,
     )
     return b.relu(out)
 

@@ -158,7 +158,9 @@ def _walk_seq(walk: _Walk, seq: SeqExpr) -> None:
         for binding in block.bindings:
             name = binding.var.name
             if binding.type is None and name != "_":
-                raise _error(binding.var, f"the type of {name!r} is not known; run infer_types first")
+                raise _error(
+                    binding.var, f"the type of {name!r} is not known; run infer_types first"
+                )
             if isinstance(binding.value, If):
                 _walk_if(walk, name, binding.value, binding.type or ObjectType())
                 continue
@@ -230,14 +232,18 @@ def _value_of_binding(walk: _Walk, name: str, expr: Expr, type_: Type) -> Value:
     return _value_of(walk, expr)
 
 
-def _inplace_value(walk: _Walk, name: str, call: Call, indices: tuple[int, ...], type_: Type) -> Value:
+def _inplace_value(
+    walk: _Walk, name: str, call: Call, indices: tuple[int, ...], type_: Type
+) -> Value:
     """An in-place call's outputs take the memory of the arguments they overwrite; an
     index of -1 is a fresh output."""
     fields = type_.fields if isinstance(type_, TupleType) else (type_,)
     values = tuple(
         _value_of(walk, call.args[index])
         if index >= 0
-        else _new_buffers(walk, name if len(fields) == 1 else f"{name}[{position}]", fields[position])
+        else _new_buffers(
+            walk, name if len(fields) == 1 else f"{name}[{position}]", fields[position]
+        )
         for position, index in enumerate(indices)
     )
     return values[0] if len(values) == 1 else values
@@ -318,7 +324,9 @@ def _occupancy(points: list[_Point]) -> dict[str, list[int]]:
     return occupied
 
 
-def _accesses(points: list[_Point]) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
+def _accesses(
+    points: list[_Point],
+) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
     """The points where each buffer is written, and read (one read per reading point)."""
     writes: dict[str, list[int]] = {}
     reads: dict[str, list[int]] = {}
@@ -344,7 +352,9 @@ def _intervals(points: list[int]) -> tuple[Interval, ...]:
     return tuple(runs)
 
 
-def _releases(walk: _Walk, occupied: dict[str, list[int]], excluded: set[str]) -> dict[str, Releases]:
+def _releases(
+    walk: _Walk, occupied: dict[str, list[int]], excluded: set[str]
+) -> dict[str, Releases]:
     """Which buffers the executor may poison after each binding and around each If."""
     at: list[set[str]] = [set() for _ in walk.points]
     for name, points in occupied.items():

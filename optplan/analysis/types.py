@@ -109,7 +109,12 @@ class _Checker:
     def function(self) -> None:
         for p in self.fn.params:
             if p.var.name in self.defined_at:
-                raise _error(f"parameter {p.var.name!r} is declared twice {self.where()}", p.loc, p.var.loc, self.fn.loc)
+                raise _error(
+                    f"parameter {p.var.name!r} is declared twice {self.where()}",
+                    p.loc,
+                    p.var.loc,
+                    self.fn.loc,
+                )
             self.defined_at[p.var.name] = p.loc or p.var.loc
         self.seq(self.fn.body, set(self.defined_at))
 
@@ -151,7 +156,9 @@ class _Checker:
         if name in self.defined_at:
             first = self.defined_at[name]
             previous = f" (first at line {first.line})" if first is not None and first.line else ""
-            raise _error(f"{name!r} is defined twice{previous} {self.where()}", binding.var.loc, binding.loc)
+            raise _error(
+                f"{name!r} is defined twice{previous} {self.where()}", binding.var.loc, binding.loc
+            )
         self.defined_at[name] = binding.var.loc or binding.loc
         visible.add(name)
 
@@ -159,12 +166,20 @@ class _Checker:
         for var in free_vars(expr):
             if var.name not in visible:
                 known = var.name in self.defined_at
-                what = "is used outside the If branch that defines it" if known else "is used before it is defined"
+                what = (
+                    "is used outside the If branch that defines it"
+                    if known
+                    else "is used before it is defined"
+                )
                 raise _error(f"{var.name!r} {what} {self.where()}", var.loc, loc)
 
     def ops(self, expr: Expr, loc: Loc | None) -> None:
         for call in _calls(expr):
-            if lookup(call.op) is None and call.op not in self.kernels and call.attr("kernel") is None:
+            if (
+                lookup(call.op) is None
+                and call.op not in self.kernels
+                and call.attr("kernel") is None
+            ):
                 raise _error(f"unknown op {call.op!r} {self.where()}", call.loc, loc)
 
 
@@ -270,7 +285,9 @@ class _Inferrer:
     def if_(self, node: If, binding: Binding) -> tuple[If, Type | None]:
         cond = _fill_meta(node.cond, self.known)
         cond_type = self.type_of(cond, node.loc or binding.loc)
-        if isinstance(cond_type, TensorType) and (cond_type.shape != () or cond_type.dtype != "bool"):
+        if isinstance(cond_type, TensorType) and (
+            cond_type.shape != () or cond_type.dtype != "bool"
+        ):
             raise _error(
                 f"the condition of the If bound to {binding.var.name!r} is "
                 f"{format_type(cond_type)}, not a bool scalar",
@@ -330,7 +347,9 @@ class _Inferrer:
         if not isinstance(tuple_type, TupleType):
             raise _error(f"cannot take item {index} of {format_type(tuple_type)}", loc)
         if not -len(tuple_type.fields) <= index < len(tuple_type.fields):
-            raise _error(f"item {index} of a tuple of {len(tuple_type.fields)} is out of range", loc)
+            raise _error(
+                f"item {index} of a tuple of {len(tuple_type.fields)} is out of range", loc
+            )
         return tuple_type.fields[index]
 
     def call(self, call: Call, loc: Loc | None, annotated: Type | None) -> Type | None:

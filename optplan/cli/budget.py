@@ -43,7 +43,9 @@ def does_not_fit(args: argparse.Namespace, loaded: Loaded) -> str | None:
         (b for b in loaded.problem.buffers if any(iv.start <= point < iv.end for iv in b.live)),
         key=lambda b: -b.size,
     )
-    shown = ", ".join(f"{b.id} ({b.size})" for b in live[:6]) + (f" and {len(live) - 6} more" if len(live) > 6 else "")
+    shown = ", ".join(f"{b.id} ({b.size})" for b in live[:6]) + (
+        f" and {len(live) - 6} more" if len(live) > 6 else ""
+    )
     where = _binding_at(loaded, point)
     return (
         f"{loaded.path}: does not fit --capacity {capacity}: {peak} bytes are live at point {point}{where}: "
@@ -70,7 +72,9 @@ def _what_fits(args: argparse.Namespace, loaded: Loaded, capacity: int) -> str:
     reordered = max(Scheduler("auto", time_limit=seconds)(g).peak_bytes for g in graphs)
     if reordered <= capacity and not getattr(args, "reorder", None):
         return f"another order would fit it (--reorder: {reordered} bytes)"
-    bound = max((memory_bound(g, alignment=args.alignment) for g in graphs), key=lambda found: found.bytes)
+    bound = max(
+        (memory_bound(g, alignment=args.alignment) for g in graphs), key=lambda found: found.bytes
+    )
     if bound.bytes <= capacity:
         command = "optplan run" if args.command == "run" else "optplan reorder"
         return (
@@ -137,7 +141,9 @@ def remat_graph(args: argparse.Namespace, loaded: Loaded) -> int:
     from optplan.schedule.remat import Remat, rematerialise
 
     assert loaded.graph is not None
-    result = rematerialise(loaded.graph, Remat(args.capacity, time_limit=args.time_limit, alignment=args.alignment))
+    result = rematerialise(
+        loaded.graph, Remat(args.capacity, time_limit=args.time_limit, alignment=args.alignment)
+    )
     record = _graph_record(loaded, result, args.capacity)
     if args.output:
         from optplan.cli.files import write_text
@@ -182,8 +188,10 @@ def _graph_record(loaded: Loaded, result: RematSchedule, capacity: int) -> dict[
 
 def refuse_capacity_without_program(args: argparse.Namespace, loaded: Loaded) -> None:
     if loaded.program is None and loaded.graph is None:
-        raise InputError("a CSV problem has no operator order to change; give a .py, .onnx or .json", file=args.program)
-
+        raise InputError(
+            "a CSV problem has no operator order to change; give a .py, .onnx or .json",
+            file=args.program,
+        )
 
 
 def recompute_program(args: argparse.Namespace, loaded: Loaded) -> int:
@@ -205,12 +213,16 @@ def recompute_program(args: argparse.Namespace, loaded: Loaded) -> int:
         from optplan.cli.options import parse_dims
         from optplan.frontends.onnx_write import write_recomputed_onnx
 
-        write_recomputed_onnx(args.program, result.program, result.copies, output, parse_dims(args.dim))
+        write_recomputed_onnx(
+            args.program, result.program, result.copies, output, parse_dims(args.dim)
+        )
     else:
         try:
             text = print_program(result.program)
         except ValueError as error:
-            raise InputError(f"cannot print the recomputing program: {error}", file=args.program) from None
+            raise InputError(
+                f"cannot print the recomputing program: {error}", file=args.program
+            ) from None
         if output:
             from optplan.cli.files import write_text
 
@@ -220,7 +232,10 @@ def recompute_program(args: argparse.Namespace, loaded: Loaded) -> int:
     if args.json:
         print(json.dumps(_program_record(loaded, result, args.capacity), indent=1))
     else:
-        print(note + (f"; written to {output}" if output else ""), file=sys.stdout if output else sys.stderr)
+        print(
+            note + (f"; written to {output}" if output else ""),
+            file=sys.stdout if output else sys.stderr,
+        )
     return 0
 
 

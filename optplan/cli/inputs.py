@@ -49,7 +49,9 @@ def reorder_target(args: argparse.Namespace, loaded: Loaded) -> Loaded:
     a peer's graph (`.json`) gets its ops reordered and the problem of the new order."""
     if not getattr(args, "reorder", None):
         if getattr(args, "work", None) is not None:
-            raise InputError("--work bounds the order search: give --reorder too", file=args.program)
+            raise InputError(
+                "--work bounds the order search: give --reorder too", file=args.program
+            )
         return loaded
     from optplan.analysis.liveness import build_memory
     from optplan.passes.reorder import reorder
@@ -71,7 +73,10 @@ def reorder_target(args: argparse.Namespace, loaded: Loaded) -> Loaded:
     if not getattr(args, "json", False):
         print(f"{loaded.path}: {reorder_note(result)}", file=sys.stderr)
     memory = build_memory(
-        program, plan_outputs=args.plan_outputs, alignment=args.alignment, memories=memories_of(args)
+        program,
+        plan_outputs=args.plan_outputs,
+        alignment=args.alignment,
+        memories=memories_of(args),
     )
     return Loaded(loaded.path, memory.problem, program, memory, loaded.weights)
 

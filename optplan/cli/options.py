@@ -13,7 +13,18 @@ from optplan.problem import Memory
 # The subcommands' registry argparse hands each command module's `add`.
 Commands = argparse._SubParsersAction  # type: ignore[type-arg]
 
-REORDERS = ("auto", "program", "exact", "beam", "cpsat", "heuristic", "improve", "lpmf", "bfs", "dfs")
+REORDERS = (
+    "auto",
+    "program",
+    "exact",
+    "beam",
+    "cpsat",
+    "heuristic",
+    "improve",
+    "lpmf",
+    "bfs",
+    "dfs",
+)
 
 
 class Parser(argparse.ArgumentParser):
@@ -54,11 +65,19 @@ def parse_bytes(text: str) -> int:
     argparse `type` and as a parser of its own."""
     found = _SIZE.fullmatch(text)
     if found is None:
-        raise argparse.ArgumentTypeError(f"expected a size in bytes such as 4096 or 256KiB, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected a size in bytes such as 4096 or 256KiB, got {text!r}"
+        )
     number, unit = found.groups()
     if unit.lower() not in UNITS:
-        hint = " (sizes are in powers of 1024: write KiB, MiB or GiB)" if unit.lower() in ("k", "kb", "m", "mb", "g", "gb") else ""
-        raise argparse.ArgumentTypeError(f"unknown unit {unit!r} in {text!r}; use B, KiB, MiB or GiB{hint}")
+        hint = (
+            " (sizes are in powers of 1024: write KiB, MiB or GiB)"
+            if unit.lower() in ("k", "kb", "m", "mb", "g", "gb")
+            else ""
+        )
+        raise argparse.ArgumentTypeError(
+            f"unknown unit {unit!r} in {text!r}; use B, KiB, MiB or GiB{hint}"
+        )
     return int(number) * UNITS[unit.lower()]
 
 
@@ -69,7 +88,9 @@ def parse_memory(text: str) -> Memory:
     name, has_size, size = head.partition("=")
     name = name.strip()
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", name):
-        raise argparse.ArgumentTypeError(f"expected NAME=SIZE[:cost=C] with a name of letters, digits and _, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=SIZE[:cost=C] with a name of letters, digits and _, got {text!r}"
+        )
     try:
         capacity = parse_bytes(size) if has_size else None
     except argparse.ArgumentTypeError as error:
@@ -79,7 +100,9 @@ def parse_memory(text: str) -> Memory:
         key, _, value = option.partition("=")
         key = key.strip().lower()
         if key not in settings or not value.strip().isdigit():
-            raise argparse.ArgumentTypeError(f"expected cost=C or alignment=A (whole numbers) after ':', got {option!r} in {text!r}")
+            raise argparse.ArgumentTypeError(
+                f"expected cost=C or alignment=A (whole numbers) after ':', got {option!r} in {text!r}"
+            )
         settings[key] = int(value)
     if settings["alignment"] < 1:
         raise argparse.ArgumentTypeError(f"alignment must be at least 1 in {text!r}")
@@ -144,7 +167,6 @@ def add_input(parser: argparse.ArgumentParser, *, json: bool = True, memory: boo
             "it copies between them, for the least traffic",
         )
     _add_order(parser)
-
 
 
 def _add_dims(parser: argparse.ArgumentParser) -> None:

@@ -121,7 +121,9 @@ def draw_arena(
         figure, axes = plt.subplots(figsize=(11, 5.5))
         _draw_plan(axes, problem, plan, labels)
         axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _: human_bytes(value)))
-        axes.set_title(title or f"{plan.planner}: {plan.arena} bytes, lower bound {plan.lower_bound}")
+        axes.set_title(
+            title or f"{plan.planner}: {plan.arena} bytes, lower bound {plan.lower_bound}"
+        )
         axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), framealpha=0.9, fontsize=8)
     figure.tight_layout()
     target = Path(path)
@@ -156,7 +158,13 @@ def _draw_plan(axes: Any, problem: Problem, plan: Plan, labels: int) -> None:
     largest = sorted(drawn, key=lambda r: -(r[3] - r[2]) * r[5])[:labels]
     for _, name, start, end, offset, size in largest:
         axes.text(
-            (start + end) / 2, offset + size / 2, name, ha="center", va="center", fontsize=7, clip_on=True
+            (start + end) / 2,
+            offset + size / 2,
+            name,
+            ha="center",
+            va="center",
+            fontsize=7,
+            clip_on=True,
         )
     arena_label = f"arena ({plan.planner}): {human_bytes(plan.arena)}"
     axes.axhline(plan.arena, color="black", linewidth=1.2, label=arena_label)
@@ -177,10 +185,27 @@ def _draw_panel(axes: Any, panel: Panel, labels: int) -> None:
     horizon = max((end for _, _, _, end, _, _ in panel.drawn), default=1)
     for number, _, start, end, offset, size in panel.drawn:
         axes.add_patch(
-            Rectangle((start, offset), end - start, size, facecolor=colour(number), edgecolor="black", linewidth=0.3)
+            Rectangle(
+                (start, offset),
+                end - start,
+                size,
+                facecolor=colour(number),
+                edgecolor="black",
+                linewidth=0.3,
+            )
         )
-    for _, name, start, end, offset, size in sorted(panel.drawn, key=lambda r: -(r[3] - r[2]) * r[5])[:labels]:
-        axes.text((start + end) / 2, offset + size / 2, name, ha="center", va="center", fontsize=7, clip_on=True)
+    for _, name, start, end, offset, size in sorted(
+        panel.drawn, key=lambda r: -(r[3] - r[2]) * r[5]
+    )[:labels]:
+        axes.text(
+            (start + end) / 2,
+            offset + size / 2,
+            name,
+            ha="center",
+            va="center",
+            fontsize=7,
+            clip_on=True,
+        )
     for arriving, marker, label in ((True, "^", "copy in"), (False, "v", "copy out")):
         points = [(p + 0.5, o + z / 2) for p, o, z, _, _, a in panel.copies if a == arriving]
         if points:
@@ -189,7 +214,12 @@ def _draw_panel(axes: Any, panel: Panel, labels: int) -> None:
     axes.axhline(panel.used, color="black", linewidth=1.2, label=f"used: {human_bytes(panel.used)}")
     top = max(panel.used, 1)
     if panel.capacity is not None:
-        axes.axhline(panel.capacity, color="crimson", linewidth=2, label=f"capacity: {human_bytes(panel.capacity)}")
+        axes.axhline(
+            panel.capacity,
+            color="crimson",
+            linewidth=2,
+            label=f"capacity: {human_bytes(panel.capacity)}",
+        )
         top = max(top, panel.capacity)
     axes.set_xlim(0, horizon)
     axes.set_ylim(0, top * 1.05)
@@ -230,13 +260,17 @@ def arena_html(problem: Problem, plan: Plan, *, title: str = "") -> str:
     several memories, one SVG per memory, its capacity solid red, its copies triangles."""
     if plan.residences:
         heading = html.escape(title or f"{plan.planner}: traffic {plan.traffic}")
-        svgs = "\n".join(f"<h4>{html.escape(p.memory)}</h4>\n{_panel_svg(p)}" for p in panels(problem, plan))
+        svgs = "\n".join(
+            f"<h4>{html.escape(p.memory)}</h4>\n{_panel_svg(p)}" for p in panels(problem, plan)
+        )
         return (
             '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
             f'<title>{heading}</title></head>\n<body style="font-family: sans-serif">\n'
             f"<h3>{heading}</h3>\n<p>One panel per memory: program points left to right, offsets "
             "bottom to top; hover a rectangle for its tensor, a triangle for its copy. Solid "
-            "red: the memory's capacity; black: the bytes it uses.</p>\n" + svgs + "\n</body></html>\n"
+            "red: the memory's capacity; black: the bytes it uses.</p>\n"
+            + svgs
+            + "\n</body></html>\n"
         )
     width, height, margin = 1100.0, 560.0, 60.0
     drawn = _rectangles(problem, plan)

@@ -45,7 +45,11 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     loaded = with_capacity(args, reorder_target(args, load_input(args)))
     line = does_not_fit(args, loaded)
     if line:
-        print(json.dumps({"program": loaded.path, "status": "infeasible", "reason": line}) if args.json else line)
+        print(
+            json.dumps({"program": loaded.path, "status": "infeasible", "reason": line})
+            if args.json
+            else line
+        )
         return 1
     plan, interrupted = solve_watched(
         loaded.problem, args.planner, args.time_limit, quiet=args.json

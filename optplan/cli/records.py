@@ -49,7 +49,13 @@ def memory_record(problem: Problem, plan: Plan) -> dict[str, object]:
             home[r.buffer] = r.memory
     return {
         "memories": [
-            {"name": m.name, "capacity_bytes": m.capacity, "alignment": m.alignment, "cost": m.cost, "used_bytes": used[m.name]}
+            {
+                "name": m.name,
+                "capacity_bytes": m.capacity,
+                "alignment": m.alignment,
+                "cost": m.cost,
+                "used_bytes": used[m.name],
+            }
             for m in problem.memories
         ],
         "traffic": plan.traffic,
@@ -57,10 +63,18 @@ def memory_record(problem: Problem, plan: Plan) -> dict[str, object]:
         "traffic_all_in_slow": all_in(problem, dearest(problem)),
         "memory_of": home,
         "residences": [
-            {"buffer": r.buffer, "memory": r.memory, "offset": r.offset, "live": [[iv.start, iv.end] for iv in r.live]}
+            {
+                "buffer": r.buffer,
+                "memory": r.memory,
+                "offset": r.offset,
+                "live": [[iv.start, iv.end] for iv in r.live],
+            }
             for r in plan.residences
         ],
-        "copies": [{"buffer": c.buffer, "point": c.point, "from": c.source, "to": c.target} for c in plan.copies],
+        "copies": [
+            {"buffer": c.buffer, "point": c.point, "from": c.source, "to": c.target}
+            for c in plan.copies
+        ],
     }
 
 
@@ -72,11 +86,14 @@ def dearest(problem: Problem) -> str:
 def summary(loaded: Loaded, plan: Plan, args: argparse.Namespace) -> str:
     if not plan.status.has_plan:
         reason = plan.detail.get("reason")
-        return f"{loaded.path}: {plan.planner} found no plan ({plan.status.value})" + (f": {reason}" if reason else "")
+        return f"{loaded.path}: {plan.planner} found no plan ({plan.status.value})" + (
+            f": {reason}" if reason else ""
+        )
     if not loaded.problem.plain:
         record = memory_record(loaded.problem, plan)
         where = ", ".join(
-            f"{m['name']} {m['used_bytes']}" + ("" if m["capacity_bytes"] is None else f" of {m['capacity_bytes']}")
+            f"{m['name']} {m['used_bytes']}"
+            + ("" if m["capacity_bytes"] is None else f" of {m['capacity_bytes']}")
             for m in record["memories"]  # type: ignore[attr-defined]
         )
         return (
@@ -165,25 +182,38 @@ def memory_table(loaded: Loaded, records: list[dict[str, object]], args: argpars
     best = max([int(r.get("traffic_bound") or 0) for r in records] or [0])  # type: ignore[call-overload]
     slow = all_in(problem, dearest(problem))
     names = [m.name for m in problem.memories]
-    header = ("planner", "status", "traffic", "proven bound", "gap", f"vs all in {dearest(problem)}", "copies", *(f"{n} bytes" for n in names), "seconds")
+    header = (
+        "planner",
+        "status",
+        "traffic",
+        "proven bound",
+        "gap",
+        f"vs all in {dearest(problem)}",
+        "copies",
+        *(f"{n} bytes" for n in names),
+        "seconds",
+    )
     rows = [header]
     for r in records:
         has_plan = r in planned
         traffic = int(r["traffic"]) if has_plan else 0  # type: ignore[call-overload]
         used = {m["name"]: m["used_bytes"] for m in r.get("memories", [])} if has_plan else {}  # type: ignore[attr-defined]
-        rows.append((
-            str(r["planner"]) + (f" (reorder {r['reorder']})" if r.get("reorder") else ""),
-            str(r["status"]),
-            str(traffic) if has_plan else "-",
-            str(r.get("traffic_bound", "-")),
-            f"{(traffic - best) / best:.2%}" if has_plan and best else "-",
-            f"{traffic / slow:.1%}" if has_plan and slow else "-",
-            str(len(r.get("copies", []))) if has_plan else "-",  # type: ignore[arg-type]
-            *(str(used.get(n, "-")) for n in names),
-            f"{float(r['seconds']):.2f}",  # type: ignore[arg-type]
-        ))
+        rows.append(
+            (
+                str(r["planner"]) + (f" (reorder {r['reorder']})" if r.get("reorder") else ""),
+                str(r["status"]),
+                str(traffic) if has_plan else "-",
+                str(r.get("traffic_bound", "-")),
+                f"{(traffic - best) / best:.2%}" if has_plan and best else "-",
+                f"{traffic / slow:.1%}" if has_plan and slow else "-",
+                str(len(r.get("copies", []))) if has_plan else "-",  # type: ignore[arg-type]
+                *(str(used.get(n, "-")) for n in names),
+                f"{float(r['seconds']):.2f}",  # type: ignore[arg-type]
+            )
+        )
     memories = ", ".join(
-        f"{m.name} ({'unbounded' if m.capacity is None else f'{m.capacity} bytes'}, cost {m.cost})" for m in problem.memories
+        f"{m.name} ({'unbounded' if m.capacity is None else f'{m.capacity} bytes'}, cost {m.cost})"
+        for m in problem.memories
     )
     title = (
         f"{loaded.path}: {len(problem.buffers)} buffers, alignment {args.alignment}, "

@@ -42,12 +42,20 @@ def reorder_graph(args: argparse.Namespace, loaded: Loaded, scheduler: Scheduler
         data["graph"] = {**info, "order": nodes}
         write_text(output, json.dumps(data))
     if args.json:
-        print(json.dumps(_record(loaded.path, scheduler.name, program_peak, schedule, nodes, seconds), indent=1))
+        print(
+            json.dumps(
+                _record(loaded.path, scheduler.name, program_peak, schedule, nodes, seconds),
+                indent=1,
+            )
+        )
         return 0
     if not output:
         print(json.dumps(nodes))
     note = f"{loaded.path}: {graph_note(program_peak, schedule)}"
-    print(note + (f"; written to {output}" if output else ""), file=sys.stdout if output else sys.stderr)
+    print(
+        note + (f"; written to {output}" if output else ""),
+        file=sys.stdout if output else sys.stderr,
+    )
     return 0
 
 

@@ -137,7 +137,8 @@ def _recomputed(args: argparse.Namespace, target: Loaded) -> tuple[Loaded, dict[
     dims = parse_dims(args.dim)
     if args.plan or any(target.bounds.get(name) != value for name, value in dims.items()):
         raise InputError(
-            "--capacity that needs recomputation replays its own plan, at the planned sizes", file=args.program
+            "--capacity that needs recomputation replays its own plan, at the planned sizes",
+            file=args.program,
         )
     result = recomputed(args, target)
     if not result.status.has_plan:

@@ -73,7 +73,9 @@ def compile_notes(plan: Plan, waiting: list[str]) -> list[str]:
         )
     compiling = "the exact search's kernels are compiling in the background for this environment"
     if plan.detail.get("search") == "compiling":
-        notes.append(f"{compiling} (about 20 s on an idle machine, once); this plan is without them")
+        notes.append(
+            f"{compiling} (about 20 s on an idle machine, once); this plan is without them"
+        )
     elif "search_joined_s" in plan.detail:
         notes.append(f"{compiling}; they joined this plan at {plan.detail['search_joined_s']} s")
     return notes

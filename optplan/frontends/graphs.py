@@ -57,10 +57,16 @@ def read_graph(path: str | Path) -> PeerGraph:
     except OSError as error:
         raise InputError(f"cannot read: {error.strerror}", file=file) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        where = {"line": error.lineno, "col": error.colno} if isinstance(error, json.JSONDecodeError) else {}
+        where = (
+            {"line": error.lineno, "col": error.colno}
+            if isinstance(error, json.JSONDecodeError)
+            else {}
+        )
         raise InputError(f"not JSON: {error}", file=file, **where) from None
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
-        raise InputError("expected networkx node-link JSON: an object with 'nodes' and 'links'", file=file)
+        raise InputError(
+            "expected networkx node-link JSON: an object with 'nodes' and 'links'", file=file
+        )
     nodes = [_node(entry, file) for entry in data["nodes"]]
     ids = [node_id for node_id, _, _, _ in nodes]
     if len(set(map(_key, ids))) != len(ids):
@@ -89,13 +95,19 @@ def _node(entry: object, file: str) -> tuple[object, str, int, int]:
 
 
 def _number(
-    entry: Mapping[str, object], keys: tuple[str, ...], node_id: object, file: str, default: int | None = None
+    entry: Mapping[str, object],
+    keys: tuple[str, ...],
+    node_id: object,
+    file: str,
+    default: int | None = None,
 ) -> int:
     for key in keys:
         if key in entry:
             value = entry[key]
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise InputError(f"node {node_id!r}: {key} is not a non-negative integer: {value!r}", file=file)
+                raise InputError(
+                    f"node {node_id!r}: {key} is not a non-negative integer: {value!r}", file=file
+                )
             return value
     if default is None:
         raise InputError(f"node {node_id!r} has no size ({' or '.join(keys)})", file=file)
@@ -141,13 +153,18 @@ def _schedule_graph(
         u, v = op_of[_key(source)], op_of[_key(target)]
         if u >= v:
             raise InputError(
-                f"link {source!r} -> {target!r} runs against the program order (or is a loop)", file=file
+                f"link {source!r} -> {target!r} runs against the program order (or is a loop)",
+                file=file,
             )
         preds[v].add(u)
     ordered = [nodes[k] for k in order]
     reads = tuple(tuple(sorted(p)) for p in preds)
     labels = [label for _, label, _, _ in ordered]
-    twice = {label for label in labels if labels.count(label) > 1} if len(set(labels)) < len(labels) else set()
+    twice = (
+        {label for label in labels if labels.count(label) > 1}
+        if len(set(labels)) < len(labels)
+        else set()
+    )
     names = [f"{label}#{node_id}" if label in twice else label for node_id, label, _, _ in ordered]
     return Graph(
         sizes=tuple(size for _, _, size, _ in ordered),

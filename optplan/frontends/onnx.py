@@ -175,7 +175,8 @@ def _static_types(
     except ShapeFault as error:
         raise InputError(str(error), file=path) from None
     types = {
-        name: _tensor_type(name, elem_type, shape, path) for name, (elem_type, shape) in found.items()
+        name: _tensor_type(name, elem_type, shape, path)
+        for name, (elem_type, shape) in found.items()
     }
     for value in _graph_inputs(model.graph):
         types[value.name] = _declared_type(value.name, value.type, path)

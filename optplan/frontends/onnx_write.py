@@ -33,7 +33,9 @@ def write_reordered_onnx(source: str, program: Program, target: str, dims: dict[
         outputs = [o for o in node.output if o]
         key = f"node:{index}" if len(outputs) > 1 else outputs[0]
         if names.get(key) not in position:
-            raise InputError(f"node {node.name or index} of the model is not in the program", file=source)
+            raise InputError(
+                f"node {node.name or index} of the model is not in the program", file=source
+            )
         return (position[names[key]], index)
 
     _save(model, [node for _, node in sorted(enumerate(model.graph.node), key=rank)], target)
@@ -44,7 +46,9 @@ def node_variables(source: str, dims: dict[str, int]) -> set[str]:
     with recomputation can compute again by running their node again."""
     model = onnx.load(source)
     names = read_onnx(source, dims, with_weights=False).names
-    outputs = [[o for o in node.output if o] for node in model.graph.node if node.op_type != "Constant"]
+    outputs = [
+        [o for o in node.output if o] for node in model.graph.node if node.op_type != "Constant"
+    ]
     return {names[out[0]] for out in outputs if len(out) == 1 and out[0] in names}
 
 
@@ -75,11 +79,14 @@ def write_recomputed_onnx(
         node.input[:] = [latest.get(name, name) for name in node.input]
         if var in copies:
             if len(node.output) != 1:
-                raise InputError(f"node {node.name or original} has several outputs; it cannot be computed again", file=source)
-            fresh = f"{onnx_name[original]}__{var[len(original) + 1:]}"
+                raise InputError(
+                    f"node {node.name or original} has several outputs; it cannot be computed again",
+                    file=source,
+                )
+            fresh = f"{onnx_name[original]}__{var[len(original) + 1 :]}"
             latest[onnx_name[original]] = fresh
             node.output[:] = [fresh]
-            node.name = f"{node.name}__{var[len(original) + 1:]}" if node.name else ""
+            node.name = f"{node.name}__{var[len(original) + 1 :]}" if node.name else ""
         nodes.append(node)
     _save(model, nodes, target)
 

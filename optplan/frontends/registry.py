@@ -157,7 +157,13 @@ def load(
         except InputError as error:
             raise error.located(path) from None
     options = Options(
-        alignment, plan_outputs, dict(dims or {}), inplace, dict(bounds or {}), with_weights, memories
+        alignment,
+        plan_outputs,
+        dict(dims or {}),
+        inplace,
+        dict(bounds or {}),
+        with_weights,
+        memories,
     )
     try:
         frontend = frontend_of(path)
@@ -206,9 +212,7 @@ def _from_program(path: str, source: Source, options: Options, size_multiple: in
 
 def rounded_sizes(problem: Problem, multiple: int) -> Problem:
     """`problem` with every buffer's size rounded up to a multiple of `multiple`."""
-    buffers = tuple(
-        replace(b, size=-(-b.size // multiple) * multiple) for b in problem.buffers
-    )
+    buffers = tuple(replace(b, size=-(-b.size // multiple) * multiple) for b in problem.buffers)
     return replace(problem, buffers=buffers)
 
 
@@ -417,7 +421,12 @@ def _memory_fields(path: str, data: dict[str, object]) -> dict[str, object]:
         return {}
     try:
         residences = tuple(
-            Residence(str(r["buffer"]), str(r["memory"]), int(r["offset"]), tuple(Interval(int(a), int(b)) for a, b in r["live"]))
+            Residence(
+                str(r["buffer"]),
+                str(r["memory"]),
+                int(r["offset"]),
+                tuple(Interval(int(a), int(b)) for a, b in r["live"]),
+            )
             for r in data["residences"]  # type: ignore[attr-defined]
         )
         copies = tuple(
@@ -425,7 +434,11 @@ def _memory_fields(path: str, data: dict[str, object]) -> dict[str, object]:
             for c in data.get("copies", [])  # type: ignore[attr-defined]
         )
         traffic = data.get("traffic")
-        return {"residences": residences, "copies": copies, "traffic": None if traffic is None else int(traffic)}  # type: ignore[call-overload]
+        return {
+            "residences": residences,
+            "copies": copies,
+            "traffic": None if traffic is None else int(traffic),
+        }  # type: ignore[call-overload]
     except (KeyError, TypeError, ValueError) as error:
         raise InputError(f"malformed residences or copies: {error!s}", file=path) from None
 

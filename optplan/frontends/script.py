@@ -162,7 +162,9 @@ def _module_name(stmt: ast.ClassDef, src: Source) -> str:
 
 def _definition(stmt: ast.stmt, src: Source) -> Function | Kernel:
     if not isinstance(stmt, ast.FunctionDef):
-        message = f"unsupported statement {statement_kind(stmt)!r} (expected @R.function or @T.prim_func)"
+        message = (
+            f"unsupported statement {statement_kind(stmt)!r} (expected @R.function or @T.prim_func)"
+        )
         raise error_at(message, stmt, src)
     if len(stmt.decorator_list) != 1:
         message = f"expected one decorator on {stmt.name!r}: @R.function or @T.prim_func"
@@ -217,7 +219,9 @@ def _is_module_alias(stmt: ast.stmt) -> bool:
 
 def _param(arg: ast.arg, src: Source) -> Param:
     if arg.annotation is None:
-        raise error_at(f"parameter {arg.arg!r} needs a type such as R.Tensor(shape, dtype)", arg, src)
+        raise error_at(
+            f"parameter {arg.arg!r} needs a type such as R.Tensor(shape, dtype)", arg, src
+        )
     loc = loc_of(arg, src)
     return Param(new_var(arg.arg, loc), read_type(arg.annotation, src), loc=loc)
 
@@ -298,7 +302,9 @@ def _statement(stmt: ast.stmt, src: Source, *, dataflow: bool) -> Binding:
     """One binding: `x = e`, `x: T = e`, a bare call (bound to `_`), or an if/else."""
     match stmt:
         case ast.Assign(targets=[ast.Name(id=name) as target], value=value):
-            return Binding(new_var(name, loc_of(target, src)), read_expr(value, src), loc=loc_of(stmt, src))
+            return Binding(
+                new_var(name, loc_of(target, src)), read_expr(value, src), loc=loc_of(stmt, src)
+            )
         case ast.Assign(targets=[target, *more]):
             culprit = more[0] if more else target
             raise error_at(f"unsupported assignment target {shown(culprit, src)}", culprit, src)
@@ -310,7 +316,9 @@ def _statement(stmt: ast.stmt, src: Source, *, dataflow: bool) -> Binding:
         case ast.AnnAssign(target=target):
             raise error_at(f"unsupported assignment target {shown(target, src)}", target, src)
         case ast.Expr(value=ast.Call() as call) if callee_name(call) not in STATEMENT_ONLY:
-            return Binding(new_var("_", loc_of(stmt, src)), read_expr(call, src), loc=loc_of(stmt, src))
+            return Binding(
+                new_var("_", loc_of(stmt, src)), read_expr(call, src), loc=loc_of(stmt, src)
+            )
         case ast.Expr(value=ast.Call() as call) if callee_name(call) == "R.output":
             where = "last statement of a dataflow block" if dataflow else "end of a dataflow block"
             raise error_at(f"R.output(...) must be the {where}", stmt, src)
@@ -351,7 +359,9 @@ def _branch(stmts: list[ast.stmt], src: Source) -> tuple[Var, Type | None, SeqEx
         ):
             ty = read_type(ann, src)
         case _:
-            raise error_at("an 'if' branch must end by assigning its result to a variable", last, src)
+            raise error_at(
+                "an 'if' branch must end by assigning its result to a variable", last, src
+            )
     blocks = _blocks(stmts[:-1], src, in_branch=True)
     seq = SeqExpr(blocks, read_expr(value, src), loc=loc_of(stmts[0], src))
     return new_var(name, loc_of(target, src)), ty, seq

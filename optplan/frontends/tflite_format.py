@@ -95,7 +95,9 @@ class Table:
         start, length = self.vector(field_id)
         size = struct.calcsize(fmt)
         if start + size * length > len(self.data):
-            raise FormatFault(f"a vector of {length} numbers at {start} is past the end of the file")
+            raise FormatFault(
+                f"a vector of {length} numbers at {start} is past the end of the file"
+            )
         return struct.unpack_from(f"<{length}{fmt[1:]}", self.data, start) if length else ()
 
     def tables(self, field_id: int) -> tuple[Table, ...]:

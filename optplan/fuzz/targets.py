@@ -143,7 +143,9 @@ class _ProblemTarget:
             return judge_plan(problem, result)
         if isinstance(result, dict):
             if not problem.plain:
-                return Failure("bad-result", f"{name} returned offsets; several memories need a Plan")
+                return Failure(
+                    "bad-result", f"{name} returned offsets; several memories need a Plan"
+                )
             return judge_plan(problem, plan_from_offsets(problem, result, name))
         return Failure("bad-result", f"{name} returned {type(result).__name__}, not offsets")
 

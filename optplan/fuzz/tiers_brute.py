@@ -41,7 +41,9 @@ def least_traffic(problem: Problem, *, copies: bool = True) -> int | None:
     """Without `copies`, every buffer stays in one memory all its life (step 1 for all)."""
     names = [m.name for m in problem.memories]
     cost = {m.name: m.cost for m in problem.memories}
-    per_class = [_options(problem, names, cost, cls.members, copies) for cls in alias_classes(problem)]
+    per_class = [
+        _options(problem, names, cost, cls.members, copies) for cls in alias_classes(problem)
+    ]
     combos = sorted(
         (sum(option[0] for option in combo), position, combo)
         for position, combo in enumerate(itertools.product(*per_class))
@@ -53,13 +55,20 @@ def least_traffic(problem: Problem, *, copies: bool = True) -> int | None:
 
 
 def _options(
-    problem: Problem, names: list[str], cost: dict[str, int], members: tuple[tuple[str, int], ...], copies: bool
+    problem: Problem,
+    names: list[str],
+    cost: dict[str, int],
+    members: tuple[tuple[str, int], ...],
+    copies: bool,
 ) -> list[Option]:
     buffers = [problem.buffer(name) for name, _ in members]
     allowed = [n for n in names if all(not b.memories or n in b.memories for b in buffers)]
     if len(buffers) > 1 or buffers[0].offset is not None or not copies:
         return [
-            (sum(_accesses(b) * b.size * cost[m] for b in buffers), {m: {b.id: _points(b) for b in buffers}})
+            (
+                sum(_accesses(b) * b.size * cost[m] for b in buffers),
+                {m: {b.id: _points(b) for b in buffers}},
+            )
             for m in allowed
         ]
     b = buffers[0]
@@ -114,8 +123,12 @@ def _packs(problem: Problem, memory: object, combo: tuple[Option, ...]) -> bool:
     for buffer_id, points in held.items():
         b = problem.buffer(buffer_id)
         live = tuple(Interval(p, p + 1) for p in points)
-        buffers.append(Buffer(b.id, b.size, _joined(live), math.lcm(b.alignment, alignment), b.offset))
-    aliases = tuple(Alias(a.base, a.view, a.delta) for a in problem.aliases if a.base in held and a.view in held)
+        buffers.append(
+            Buffer(b.id, b.size, _joined(live), math.lcm(b.alignment, alignment), b.offset)
+        )
+    aliases = tuple(
+        Alias(a.base, a.view, a.delta) for a in problem.aliases if a.base in held and a.view in held
+    )
     plan = brute_force(Problem(tuple(buffers), aliases))
     return plan.status.has_plan and (capacity is None or plan.arena <= capacity)
 

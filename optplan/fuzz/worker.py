@@ -3,7 +3,6 @@ it shares with the campaign, failures written as reproducers, and the progress l
 `campaign` runs workers on local processes; `on_ray` runs them as Ray tasks.
 """
 
-
 from __future__ import annotations
 
 import queue

@@ -156,7 +156,11 @@ class PlanReport:
         if self.traffic is None:
             return line
         uses = "; ".join(use.summary() for use in self.memories)
-        proven = "" if self.traffic_bound is None else f"bound {self.traffic_bound}, gap {self.traffic_gap:.1%}; "
+        proven = (
+            ""
+            if self.traffic_bound is None
+            else f"bound {self.traffic_bound}, gap {self.traffic_gap:.1%}; "
+        )
         line += f"; traffic {self.traffic} ({proven}all in slow memory {self.traffic_all_in_slow}); {uses}"
         return line + (f"; no plan within the capacities: {self.reason}" if self.reason else "")
 
@@ -190,7 +194,9 @@ class Algorithm:
         if self.time_limit is not None:
             name += f"_{self.time_limit:g}s"
         for mem_id, memory in self.memories:
-            name += f"_{mem_id}{memory.name}" + ("" if memory.capacity is None else f"{memory.capacity}")
+            name += f"_{mem_id}{memory.name}" + (
+                "" if memory.capacity is None else f"{memory.capacity}"
+            )
         return name
 
     def __call__(
@@ -205,7 +211,9 @@ class Algorithm:
         started = time.perf_counter()
         specs = list(specs)
         if self.memories:
-            return self._place(started, alignment, specs, graph_module, graph_signature, extra_padding)
+            return self._place(
+                started, alignment, specs, graph_module, graph_signature, extra_padding
+            )
         result, plans, bounds = _plan_buffers(self, alignment, specs, graph_module, extra_padding)
         if self.report is None and not LOG.isEnabledFor(logging.INFO):
             return result

@@ -104,7 +104,11 @@ def check_memories(memories: object, planner: str | None = None) -> Ids:
         if memory.name in names:
             raise ValueError(f"memories: memory {memory.name!r} appears twice")
         names.add(memory.name)
-    return tuple(sorted(pairs, key=lambda pair: pair[0])) if isinstance(memories, Mapping) else tuple(pairs)
+    return (
+        tuple(sorted(pairs, key=lambda pair: pair[0]))
+        if isinstance(memories, Mapping)
+        else tuple(pairs)
+    )
 
 
 def _check_one(mem_id: object, memory: object) -> None:

@@ -83,13 +83,17 @@ def plan_memories(
     plan = _solve(planner, options, problem)
     reason, placed = "", (problem, plan)
     if not plan.status.has_plan:
-        reason = str(plan.detail.get("reason") or f"no plan within the capacities ({plan.status.value})")
+        reason = str(
+            plan.detail.get("reason") or f"no plan within the capacities ({plan.status.value})"
+        )
         reason = given.seen.where(reason)
         placed = _relaxed(planner, options, given, rooms)
     result = write_back(given, placement(*placed))
     judgement = judge(ids, alignment, specs, graph_module, result)
     if judgement.violations:
-        raise RuntimeError(f"optplan's {planner} wrote an invalid plan back: {judgement.violations[0]}")
+        raise RuntimeError(
+            f"optplan's {planner} wrote an invalid plan back: {judgement.violations[0]}"
+        )
     if plan.traffic is not None:
         bound = plan.traffic_bound
     else:  # one memory: every spec is in it, so the traffic is what it is

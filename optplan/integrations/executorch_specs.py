@@ -122,7 +122,9 @@ class Specs:
         return start_of(mem_id, self.by_id[mem_id], self.reserved, self.alignment)
 
 
-def derive(ids: Ids, alignment: int, specs: Sequence[Any], graph_module: Any, padding: int) -> Specs:
+def derive(
+    ids: Ids, alignment: int, specs: Sequence[Any], graph_module: Any, padding: int
+) -> Specs:
     """The specs of one call of the algorithm (already realigned), with their graph."""
     seen = accesses(graph_module)
     group = list(specs)
@@ -165,7 +167,10 @@ def accesses(graph_module: Any) -> Accesses:
             reads.setdefault(key, []).append(point)
     nodes = tuple(node.name for node in graph_module.graph.nodes)
     return Accesses(
-        {k: tuple(v) for k, v in writes.items()}, {k: tuple(v) for k, v in reads.items()}, names, nodes
+        {k: tuple(v) for k, v in writes.items()},
+        {k: tuple(v) for k, v in reads.items()},
+        names,
+        nodes,
     )
 
 
@@ -190,7 +195,9 @@ def memory_of(ids: Ids, specs: Iterable[Any]) -> dict[int, Memory]:
 def memory_problem(given: Specs, rooms: Mapping[int, int | None]) -> Problem:
     """Step 2: the specs over every memory id, id m holding at most `rooms[m]` bytes."""
     declared = tuple(memory.name for _, memory in given.ids)
-    memories = tuple(replace(memory, capacity=rooms[m]) for m, memory in sorted(given.by_id.items()))
+    memories = tuple(
+        replace(memory, capacity=rooms[m]) for m, memory in sorted(given.by_id.items())
+    )
     index = {id(spec): k for k, spec in enumerate(given.group)}
     buffers, aliases = [], []
     for k, spec in enumerate(given.group):
@@ -203,11 +210,25 @@ def memory_problem(given: Specs, rooms: Mapping[int, int | None]) -> Problem:
         reads = _inside(given.seen.reads.get(id(spec)), live, empty=True)
         size = spec.allocated_memory
         buffers.append(
-            Buffer(given.names[k], size, (live,), given.alignment, memories=allowed, writes=writes, reads=reads)
+            Buffer(
+                given.names[k],
+                size,
+                (live,),
+                given.alignment,
+                memories=allowed,
+                writes=writes,
+                reads=reads,
+            )
         )
         base = spec.storage_base
         if base is not None and id(base) in index:  # in place, or a view: inside its base
-            aliases.append(Alias(given.names[index[id(base)]], given.names[k], storage_offset(spec, given.alignment)))
+            aliases.append(
+                Alias(
+                    given.names[index[id(base)]],
+                    given.names[k],
+                    storage_offset(spec, given.alignment),
+                )
+            )
     return Problem(tuple(buffers), tuple(aliases), memories=memories)
 
 
@@ -233,7 +254,9 @@ def spec_interval(spec: Any) -> Interval:
     return Interval(int(start), int(last) + 1)
 
 
-def _inside(points: tuple[int, ...] | None, live: Interval, *, empty: bool = False) -> tuple[int, ...] | None:
+def _inside(
+    points: tuple[int, ...] | None, live: Interval, *, empty: bool = False
+) -> tuple[int, ...] | None:
     """The points inside `live`; None (the defaults) when none were seen, or for reads
     when the spec was never found (an empty tuple when it was found and never read)."""
     kept = tuple(p for p in points or () if live.start <= p < live.end)
@@ -280,7 +303,9 @@ def start_of(mem_id: int, memory: Memory, reserved: Sequence[int], alignment: in
 # ---------------------------------------------------------------------------- 3. the judge
 
 
-def judge(ids: Ids, alignment: int, specs: Sequence[Any], graph_module: Any, result: Any) -> Judgement:
+def judge(
+    ids: Ids, alignment: int, specs: Sequence[Any], graph_module: Any, result: Any
+) -> Judgement:
     """Step 3: `result` (any algorithm's, on these realigned specs) judged as a plan of the
     memories `ids`: `validate` on every spec's residence, and each id's use."""
     given = derive(ids, alignment, specs, graph_module, 0)
@@ -314,11 +339,15 @@ def _uses(
     count: dict[str, int] = {}
     for r in residences:
         b, cost = problem.buffer(r.buffer), problem.memory(r.memory).cost
-        traffic[r.memory] = traffic.get(r.memory, 0) + b.size * cost * (len(b.written_at) + len(b.read_at))
+        traffic[r.memory] = traffic.get(r.memory, 0) + b.size * cost * (
+            len(b.written_at) + len(b.read_at)
+        )
         count[r.memory] = count.get(r.memory, 0) + 1
     uses = []
     for mem_id, memory in sorted(given.by_id.items()):
         size = bufsizes[mem_id] if mem_id < len(bufsizes) else 0
         name = memory.name
-        uses.append(MemoryUse(mem_id, name, size, memory.capacity, traffic.get(name, 0), count.get(name, 0)))
+        uses.append(
+            MemoryUse(mem_id, name, size, memory.capacity, traffic.get(name, 0), count.get(name, 0))
+        )
     return tuple(uses)

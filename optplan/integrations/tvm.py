@@ -290,7 +290,11 @@ def _fault(problem: Problem, plan: Plan, tvm_bytes: int) -> str | None:
 
 
 def _problem(
-    name: str, func: relax.Function, carved: list[relax.Binding], mine: Sequence[int], alignment: int
+    name: str,
+    func: relax.Function,
+    carved: list[relax.Binding],
+    mine: Sequence[int],
+    alignment: int,
 ) -> Problem:
     """Step 2: the tensors `mine` (indices into `carved`, TVM's carves in program order)
     as buffers of their size at the bounds, live as optplan reads them from TVM's text.

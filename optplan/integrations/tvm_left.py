@@ -104,9 +104,12 @@ def split(func: relax.Function, mod: tvm.IRModule) -> Split:
         elif is_call(value, ALLOC_TENSOR) and sizes.get(value.args[0], 0) is None:
             why = _unbounded_reason(func, value.ty.shape)
         elif _packed_name(value) is not None and _holds_memory(b.var) and b.var in used:
-            why = "runtime", (
-                f"returned by the packed function {_packed_name(value)}: the runtime's "
-                "memory, which optplan cannot see into"
+            why = (
+                "runtime",
+                (
+                    f"returned by the packed function {_packed_name(value)}: the runtime's "
+                    "memory, which optplan cannot see into"
+                ),
             )
         if why is not None:
             left.append(Left(b.var.name, _type(b.var), why[1], why[0]))

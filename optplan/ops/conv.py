@@ -162,7 +162,11 @@ def _conv_flops(call: Call, arg_types: Sequence[Type | None], result: Type) -> i
 
 
 register(OpDef("nn.conv2d", _infer_conv2d, _conv2d_kernel, flops=_conv_flops))
-register(OpDef("nn.conv2d_transpose", _infer_conv2d_transpose, _conv2d_transpose_kernel, flops=_conv_flops))
+register(
+    OpDef(
+        "nn.conv2d_transpose", _infer_conv2d_transpose, _conv2d_transpose_kernel, flops=_conv_flops
+    )
+)
 
 # ---------------------------------------------------------------------------- pooling
 

@@ -192,9 +192,7 @@ def gather_elements(data: np.ndarray, indices: np.ndarray, axis: int) -> np.ndar
     index = indices.astype(np.int64, copy=False)
     if index.size and (index.min() < -size or index.max() >= size):
         raise IndexError(f"an index is outside [-{size}, {size}) on axis {axis}")
-    window = tuple(
-        slice(None) if d == axis else slice(0, index.shape[d]) for d in range(data.ndim)
-    )
+    window = tuple(slice(None) if d == axis else slice(0, index.shape[d]) for d in range(data.ndim))
     return np.take_along_axis(data[window], np.where(index < 0, index + size, index), axis=axis)
 
 
@@ -266,7 +264,9 @@ def conv2d_transpose(
     )
     spread = _pad_or_crop(spread, before, after)
     grouped = w.reshape(groups, in_channels // groups, per_group, kh, kw)[..., ::-1, ::-1]
-    flipped = grouped.transpose(0, 2, 1, 3, 4).reshape(groups * per_group, in_channels // groups, kh, kw)
+    flipped = grouped.transpose(0, 2, 1, 3, 4).reshape(
+        groups * per_group, in_channels // groups, kh, kw
+    )
     return conv2d(spread, flipped, (1, 1), (0, 0, 0, 0), dilation, groups, out_dtype)
 
 
@@ -324,7 +324,11 @@ def avg_pool2d(
     sums = _pool_windows(wide, pool_size, strides, dilation, padding, ceil_mode, 0).sum(axis=(4, 5))
     real = np.ones((1, 1) + x.shape[2:], dtype=wide.dtype)
     if count_include_pad:
-        real = np.pad(real, ((0, 0), (0, 0), (padding[0], padding[2]), (padding[1], padding[3])), constant_values=1)
+        real = np.pad(
+            real,
+            ((0, 0), (0, 0), (padding[0], padding[2]), (padding[1], padding[3])),
+            constant_values=1,
+        )
         counts = _pool_windows(real, pool_size, strides, dilation, (0, 0, 0, 0), ceil_mode, 0)
     else:
         counts = _pool_windows(real, pool_size, strides, dilation, padding, ceil_mode, 0)
@@ -350,7 +354,9 @@ def adaptive_avg_pool2d(x: np.ndarray, output_size: Sequence[int]) -> np.ndarray
 # ---------------------------------------------------------------------------- indexing
 
 
-def split(x: np.ndarray, indices_or_sections: int | Sequence[int], axis: int) -> tuple[np.ndarray, ...]:
+def split(
+    x: np.ndarray, indices_or_sections: int | Sequence[int], axis: int
+) -> tuple[np.ndarray, ...]:
     if isinstance(indices_or_sections, int):
         parts = np.array_split(x, indices_or_sections, axis=axis)
     else:

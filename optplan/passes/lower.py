@@ -318,7 +318,10 @@ class _MemoryLowering(_Lowering):
                 "memory.alloc_tensor",
                 (Var(storage.name), Literal("prim", offset), shape, dtype, Literal("prim", 0)),
             )
-            out += [Binding(target, carve, type_), Binding(Var(BARE), copy_call(source, target, type_))]
+            out += [
+                Binding(target, carve, type_),
+                Binding(Var(BARE), copy_call(source, target, type_)),
+            ]
             self.name(target, copy.buffer, copy.target)
             self.names[(var, copy.target)] = target
         return out
@@ -330,7 +333,9 @@ class _MemoryLowering(_Lowering):
         if isinstance(expr, Call):
             return dataclasses.replace(expr, args=tuple(self.substitute(a, out) for a in expr.args))
         if isinstance(expr, Tuple):
-            return dataclasses.replace(expr, fields=tuple(self.substitute(f, out) for f in expr.fields))
+            return dataclasses.replace(
+                expr, fields=tuple(self.substitute(f, out) for f in expr.fields)
+            )
         if isinstance(expr, TupleGetItem):
             inner = self.substitute(expr.tuple_value, out)
             if isinstance(inner, Tuple):
@@ -349,7 +354,11 @@ class _MemoryLowering(_Lowering):
                 fields.append(self.where_read(Var(self.defining[item.buffer][0]), out))
             return Tuple(tuple(fields))
         buffer = self.buffer_of.get(var.name)
-        if buffer is None and isinstance(placement, Placement) and placement.buffer in self.defining:
+        if (
+            buffer is None
+            and isinstance(placement, Placement)
+            and placement.buffer in self.defining
+        ):
             buffer = placement.buffer
         if buffer is None:
             return var
@@ -376,9 +385,17 @@ class _MemoryLowering(_Lowering):
         type_ = binding.type
         if isinstance(placement, Placement) and isinstance(type_, TensorType):
             self.define(binding.var, placement.buffer, type_)
-        elif isinstance(placement, tuple) and isinstance(type_, TupleType) and isinstance(last.value, Tuple):
+        elif (
+            isinstance(placement, tuple)
+            and isinstance(type_, TupleType)
+            and isinstance(last.value, Tuple)
+        ):
             for item, var, field_type in zip(placement, last.value.fields, type_.fields):
-                if isinstance(item, Placement) and isinstance(var, Var) and isinstance(field_type, TensorType):
+                if (
+                    isinstance(item, Placement)
+                    and isinstance(var, Var)
+                    and isinstance(field_type, TensorType)
+                ):
                     self.define(var, item.buffer, field_type)
 
     def define(self, var: Var, buffer: str, type_: TensorType) -> None:
@@ -395,7 +412,9 @@ class _MemoryLowering(_Lowering):
 
     def storage_in(self, buffer: str, memory: str) -> tuple[Storage, int]:
         storage = next(s for s in self.storages if s.scope == memory)
-        offset = next(r.offset for r in self.plan.residences if r.buffer == buffer and r.memory == memory)
+        offset = next(
+            r.offset for r in self.plan.residences if r.buffer == buffer and r.memory == memory
+        )
         return storage, offset
 
     def holds(self, buffer: str, memory: str, point: int) -> bool:

@@ -106,7 +106,9 @@ def recompute(
     unpacked: Recomputed | None = None  # live bytes within the budget, not yet packed
     for _ in range(4):
         left = time_limit - (time.perf_counter() - began)
-        result = _attempt(program, graphs, budget, max(0.5, left / 2), plan_outputs, alignment, allow, original)
+        result = _attempt(
+            program, graphs, budget, max(0.5, left / 2), plan_outputs, alignment, allow, original
+        )
         if not result.status.has_plan:
             break
         if _fits(result, capacity_bytes, plan_outputs, alignment, left):
@@ -119,7 +121,9 @@ def recompute(
     return dataclasses.replace(unpacked or result, seconds=time.perf_counter() - began)
 
 
-def _fits(result: Recomputed, capacity: int, plan_outputs: bool, alignment: int, seconds: float) -> bool:
+def _fits(
+    result: Recomputed, capacity: int, plan_outputs: bool, alignment: int, seconds: float
+) -> bool:
     problem = build_memory(result.program, plan_outputs=plan_outputs, alignment=alignment).problem
     problem = Problem(problem.buffers, problem.aliases, capacity)
     plan = get_planner("greedy")(problem)
@@ -137,7 +141,10 @@ def _costed(program: Program, graphs: list[Graph]) -> list[Graph]:
         for binding in block.bindings:
             value = binding.value
             if isinstance(value, Call):
-                args = [types.get(a.name) if isinstance(a, Var) else getattr(a, "type", None) for a in value.args]
+                args = [
+                    types.get(a.name) if isinstance(a, Var) else getattr(a, "type", None)
+                    for a in value.args
+                ]
                 costs.append(compute_cost(value, args, binding.type))
             else:
                 costs.append(0)  # tuples and item reads move no data
@@ -194,7 +201,9 @@ def _recomputable(graph: Graph, block: Block, allow: Callable[[str], bool] | Non
         if ok:
             b = graph.creates[v][0]
             known = {name} | aliases.get(name, set())
-            ok = all(known & {var.name for var in free_vars(block.bindings[w].value)} for w in readers[b])
+            ok = all(
+                known & {var.name for var in free_vars(block.bindings[w].value)} for w in readers[b]
+            )
         out.append(ok)
     return out
 
@@ -219,13 +228,41 @@ def _attempt(
     failed = [s for s in state.schedules if s.steps is None]
     if failed:
         worst = failed[0]
-        return Recomputed(program, {}, 0, total, 0, original_peak, original_peak, worst.status, worst.reason, tuple(state.schedules), 0.0)
-    rewritten = dataclasses.replace(program.replace_function(dataclasses.replace(fn, body=body)), typed=True)
-    peak = lower_bound(build_memory(rewritten, plan_outputs=plan_outputs, alignment=alignment).problem)
+        return Recomputed(
+            program,
+            {},
+            0,
+            total,
+            0,
+            original_peak,
+            original_peak,
+            worst.status,
+            worst.reason,
+            tuple(state.schedules),
+            0.0,
+        )
+    rewritten = dataclasses.replace(
+        program.replace_function(dataclasses.replace(fn, body=body)), typed=True
+    )
+    peak = lower_bound(
+        build_memory(rewritten, plan_outputs=plan_outputs, alignment=alignment).problem
+    )
     extra = sum(s.extra_cost for s in state.schedules)
     bound = sum(s.bound_cost for s in state.schedules)
     status = Status.OPTIMAL if extra <= bound else Status.FEASIBLE
-    return Recomputed(rewritten, state.copies, extra, total, bound, peak, original_peak, status, "", tuple(state.schedules), 0.0)
+    return Recomputed(
+        rewritten,
+        state.copies,
+        extra,
+        total,
+        bound,
+        peak,
+        original_peak,
+        status,
+        "",
+        tuple(state.schedules),
+        0.0,
+    )
 
 
 @dataclass(slots=True)
@@ -255,7 +292,9 @@ class _Rewrite:
         if not isinstance(binding.value, If):
             return binding
         node = binding.value
-        value = dataclasses.replace(node, then_branch=self.seq(node.then_branch), else_branch=self.seq(node.else_branch))
+        value = dataclasses.replace(
+            node, then_branch=self.seq(node.then_branch), else_branch=self.seq(node.else_branch)
+        )
         return dataclasses.replace(binding, value=value)
 
     def _block(self, block: Block, graph: Graph) -> Block:
@@ -284,7 +323,9 @@ class _Rewrite:
                 self.copies[fresh] = name
                 # A later read through a second name reads the new variable.
                 latest.update(dict.fromkeys({name} | aliases.get(name, set()), fresh))
-                binding = dataclasses.replace(binding, var=dataclasses.replace(binding.var, name=fresh))
+                binding = dataclasses.replace(
+                    binding, var=dataclasses.replace(binding.var, name=fresh)
+                )
             out.append(dataclasses.replace(binding, value=value))
         return tuple(out)
 

@@ -84,7 +84,10 @@ class Reordered:
 
 
 def reorder(
-    program: Program, scheduler: Callable[[Graph], Schedule] | None = None, *, plan_outputs: bool = False
+    program: Program,
+    scheduler: Callable[[Graph], Schedule] | None = None,
+    *,
+    plan_outputs: bool = False,
 ) -> Reordered:
     """`program` with the dataflow blocks of its entry function reordered by `scheduler`
     (`Scheduler("auto")` by default)."""
@@ -97,12 +100,19 @@ def reorder(
     schedules: list[Schedule] = []
     body = _seq(fn.body, facts, scheduler, schedules)
     # The same typed bindings in another order: still typed.
-    reordered = dataclasses.replace(program.replace_function(dataclasses.replace(fn, body=body)), typed=True)
-    fixed = max((live for point, live in _profile(memory.problem) if point not in facts.scheduled), default=0)
+    reordered = dataclasses.replace(
+        program.replace_function(dataclasses.replace(fn, body=body)), typed=True
+    )
+    fixed = max(
+        (live for point, live in _profile(memory.problem) if point not in facts.scheduled),
+        default=0,
+    )
     peak = max([fixed, *(s.peak_bytes for s in schedules)])
     bound = max([fixed, *(s.bound_bytes for s in schedules)])
     original = max((live for _, live in _profile(memory.problem)), default=0)
-    return Reordered(reordered, peak, original, bound, tuple(schedules), time.perf_counter() - began)
+    return Reordered(
+        reordered, peak, original, bound, tuple(schedules), time.perf_counter() - began
+    )
 
 
 def block_graphs(program: Program, *, plan_outputs: bool = False) -> list[Graph]:
@@ -129,7 +139,8 @@ class _Facts:
     def __post_init__(self) -> None:
         self.sizes = {b.id: b.size for b in self.problem.buffers}
         self.occupied = {
-            b.id: {p for iv in b.live for p in range(iv.start, iv.end)} for b in self.problem.buffers
+            b.id: {p for iv in b.live for p in range(iv.start, iv.end)}
+            for b in self.problem.buffers
         }
 
 
@@ -137,12 +148,16 @@ def _profile(problem: Problem) -> list[tuple[int, int]]:
     """Live bytes at every point (not only where they change)."""
     profile = live_profile(problem)
     out: list[tuple[int, int]] = []
-    for (point, live), nxt in zip(profile, [*profile[1:], (profile[-1][0] + 1, 0)] if profile else []):
+    for (point, live), nxt in zip(
+        profile, [*profile[1:], (profile[-1][0] + 1, 0)] if profile else []
+    ):
         out.extend((p, live) for p in range(point, nxt[0]))
     return out
 
 
-def _seq(seq: SeqExpr, facts: _Facts, scheduler: Callable[[Graph], Schedule], schedules: list[Schedule]) -> SeqExpr:
+def _seq(
+    seq: SeqExpr, facts: _Facts, scheduler: Callable[[Graph], Schedule], schedules: list[Schedule]
+) -> SeqExpr:
     blocks = []
     for block in seq.blocks:
         bindings = tuple(_branches(b, facts, scheduler, schedules) for b in block.bindings)
@@ -169,7 +184,12 @@ def _reorderable(block: Block) -> bool:
     )
 
 
-def _branches(binding: Binding, facts: _Facts, scheduler: Callable[[Graph], Schedule], schedules: list[Schedule]) -> Binding:
+def _branches(
+    binding: Binding,
+    facts: _Facts,
+    scheduler: Callable[[Graph], Schedule],
+    schedules: list[Schedule],
+) -> Binding:
     if not isinstance(binding.value, If):
         return binding
     node = binding.value
@@ -209,7 +229,9 @@ def block_graph(bindings: tuple[Binding, ...], facts: _Facts) -> Graph:
         reads=tuple(tuple(ids[buf] for buf in sorted(bufs) if buf in ids) for bufs in reads),
         # In-place order is about every buffer overwritten, planned or not (one that
         # becomes a returned value is not planned, yet its earlier readers come first).
-        preds=_edges(bindings, [_read_buffers(b.value, facts, planned=False) for b in bindings], facts),
+        preds=_edges(
+            bindings, [_read_buffers(b.value, facts, planned=False) for b in bindings], facts
+        ),
         live_in=tuple(ids[buf] for buf in live_in),
         live_out=frozenset(ids[buf] for buf in buffers if last + 1 in facts.occupied[buf]),
         base_bytes=base,
@@ -218,7 +240,9 @@ def block_graph(bindings: tuple[Binding, ...], facts: _Facts) -> Graph:
     )
 
 
-def _edges(bindings: tuple[Binding, ...], reads: list[set[str]], facts: _Facts) -> tuple[tuple[int, ...], ...]:
+def _edges(
+    bindings: tuple[Binding, ...], reads: list[set[str]], facts: _Facts
+) -> tuple[tuple[int, ...], ...]:
     index = {b.var.name: i for i, b in enumerate(bindings)}
     preds: list[set[int]] = [set() for _ in bindings]
     for v, binding in enumerate(bindings):
@@ -273,7 +297,9 @@ def _binding_value(binding: Binding, values: dict[str, Value]) -> Value:
     if indices:
         fields = type_.fields if isinstance(type_, TupleType) else (type_,)
         parts = tuple(
-            _value_of(expr.args[i], values) if i >= 0 else _fresh(name if len(fields) == 1 else f"{name}[{k}]", fields[k])
+            _value_of(expr.args[i], values)
+            if i >= 0
+            else _fresh(name if len(fields) == 1 else f"{name}[{k}]", fields[k])
             for k, i in enumerate(indices)
         )
         return parts[0] if len(parts) == 1 else parts

@@ -72,4 +72,13 @@ def get_planner(name: str, **options: object) -> Planner:
     return dataclasses.replace(planner, **options)  # type: ignore[type-var]
 
 
-__all__ = ["PLANNERS", "CpSat", "Greedy", "Naive", "Planner", "Spill", "TokensPlanner", "get_planner"]
+__all__ = [
+    "PLANNERS",
+    "CpSat",
+    "Greedy",
+    "Naive",
+    "Planner",
+    "Spill",
+    "TokensPlanner",
+    "get_planner",
+]

@@ -268,7 +268,9 @@ def no_plan(
 ) -> Plan:
     """A Plan that says why there is none (INFEASIBLE: proven; UNKNOWN: not found)."""
     detail: dict[str, object] = {"reason": reason}
-    return make_plan(form, planner, None, started=started, bound=bound, status=status, detail=detail)
+    return make_plan(
+        form, planner, None, started=started, bound=bound, status=status, detail=detail
+    )
 
 
 def now() -> float:

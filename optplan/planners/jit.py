@@ -56,7 +56,12 @@ GREEDY = "optplan.planners.greedy"
 SEARCH = "optplan.planners.search"
 BEAM = "optplan.schedule.beam"  # the order search's beam
 REMAT = "optplan.schedule.remat.kernel"  # the recomputation heuristics' profile
-KERNELS = (GREEDY, SEARCH, BEAM, REMAT)  # packages or modules of kernels, each with a `warm_kernels()`
+KERNELS = (
+    GREEDY,
+    SEARCH,
+    BEAM,
+    REMAT,
+)  # packages or modules of kernels, each with a `warm_kernels()`
 STALE_SECONDS = 600  # a compile marked as running longer than this is taken as dead
 
 _ROOT = Path(__file__).resolve().parents[2]  # the folder holding the optplan package

@@ -47,7 +47,9 @@ def plan_naive(form: Form, options: Naive = Naive(), *, started: float | None = 
     if not form.problem.plain:  # several memories: everything in the dearest, no reuse
         return plan_heuristics(form.problem, options.name, ["dearest"], _pack, started=started)
     if form.fault is not None:
-        return no_plan(form, options.name, started=started, status=Status.INFEASIBLE, reason=form.fault)
+        return no_plan(
+            form, options.name, started=started, status=Status.INFEASIBLE, reason=form.fault
+        )
     return make_plan(form, options.name, stack(form.rects), started=started)
 
 

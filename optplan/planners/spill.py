@@ -40,4 +40,6 @@ def plan_spill(form: Form, options: Spill = Spill(), *, started: float | None = 
     packer = Greedy(options.name, options.orders, options.fits)
     if form.problem.plain:
         return plan_greedy(form, packer, started=started)
-    return plan_heuristics(form.problem, options.name, ["spill"], pack_with(packer), started=started)
+    return plan_heuristics(
+        form.problem, options.name, ["spill"], pack_with(packer), started=started
+    )

@@ -58,7 +58,9 @@ class _Pools:
     released: int = 0
 
     def release(self, token: _Token) -> None:
-        bisect.insort(self.free.setdefault(token.kind, []), (token.size, self.released, token.number))
+        bisect.insort(
+            self.free.setdefault(token.kind, []), (token.size, self.released, token.number)
+        )
         self.released += 1
 
     def reuse(self, size: int, kind: tuple[str, int, int]) -> int | None:
@@ -104,9 +106,7 @@ def plan_tokens(form: Form, *, started: float | None = None) -> Plan:
             token_of[rect.index] = number
     floor = max((r.pin + r.size for r in rects if r.pin is not None), default=0)
     storages = lay_end_to_end([(t.size, t.kind[1], t.kind[2]) for t in tokens], floor)
-    offsets = [
-        r.pin if r.pin is not None else storages[token_of[r.index]][0] for r in rects
-    ]
+    offsets = [r.pin if r.pin is not None else storages[token_of[r.index]][0] for r in rects]
     return make_plan(form, "tokens", offsets, started=started, storages=tuple(storages))
 
 

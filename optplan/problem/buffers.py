@@ -1,9 +1,9 @@
 """The records of an allocation problem: program-point intervals, buffers, aliases.
 
-    point:    0   1   2   3   4
-    a         [=======)              live [0, 2), never shares bytes with b
-    b             [===========)      live [1, 4)
-    c                     [=======)  live [3, 5): may reuse a's bytes
+point:    0   1   2   3   4
+a         [=======)              live [0, 2), never shares bytes with b
+b             [===========)      live [1, 4)
+c                     [=======)  live [3, 5): may reuse a's bytes
 """
 
 from __future__ import annotations

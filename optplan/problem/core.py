@@ -62,7 +62,9 @@ class Problem:
     def capacity(self) -> int | None:
         """The capacity of the problem's one memory (ValueError with several)."""
         if len(self.memories) != 1:
-            raise ValueError(f"a problem of {len(self.memories)} memories has a capacity per memory")
+            raise ValueError(
+                f"a problem of {len(self.memories)} memories has a capacity per memory"
+            )
         return self.memories[0].capacity
 
     @property
@@ -153,7 +155,9 @@ def _check_tiers(buffer: Buffer, names: set[str]) -> None:
         for point in points:
             if not any(iv.start <= point < iv.end for iv in buffer.live):
                 lives = ", ".join(str(iv) for iv in buffer.live)
-                raise ValueError(f"buffer {buffer.id!r} is {kind} at point {point}, outside {lives}")
+                raise ValueError(
+                    f"buffer {buffer.id!r} is {kind} at point {point}, outside {lives}"
+                )
 
 
 def _check_buffer(buffer: Buffer) -> None:

@@ -178,13 +178,17 @@ def _checked(
     if offset is not None and (offset < 0).any():
         return None
     if float(alignment.max(initial=1) if alignment is not None else 1) * least < 2.0**62:
-        aligns = np.full(len(ids), least, np.int64) if alignment is None else np.lcm(alignment, least)
+        aligns = (
+            np.full(len(ids), least, np.int64) if alignment is None else np.lcm(alignment, least)
+        )
         if offset is None:
             offset = np.full(len(ids), -1, np.int64)
         # Columns, no object per buffer (`optplan.problem.columns`): 7 s -> 1 s at 1,000,000 rows.
         return Problem(BufferColumns(tuple(ids), lower, upper, size, aligns, offset))
     assert alignment is not None
-    return _objects(ids, lower, upper, size, [math.lcm(a, least) for a in alignment.tolist()], offset)
+    return _objects(
+        ids, lower, upper, size, [math.lcm(a, least) for a in alignment.tolist()], offset
+    )
 
 
 def _objects(
@@ -295,7 +299,11 @@ class _Row:
         for memory in memories:
             if memory not in self.memories:
                 known = ", ".join(self.memories)
-                self.fault("memories", None, f"buffer {self.buffer_id!r} names memory {memory!r}; the memories are {known} (--memory)")
+                self.fault(
+                    "memories",
+                    None,
+                    f"buffer {self.buffer_id!r} names memory {memory!r}; the memories are {known} (--memory)",
+                )
         return replace(buffer, writes=writes, reads=reads, memories=memories)
 
     def points(self, column: str, buffer: Buffer) -> tuple[int, ...] | None:
@@ -305,7 +313,9 @@ class _Row:
         items = cell.split()
         for item in items:
             if not _INTEGER.fullmatch(item):
-                self.fault(column, None, f"{column} of buffer {self.buffer_id!r}: {item!r} is not a point")
+                self.fault(
+                    column, None, f"{column} of buffer {self.buffer_id!r}: {item!r} is not a point"
+                )
         at = tuple(int(item) for item in items)
         for point in at:
             if not buffer.start <= point < buffer.end:
@@ -385,7 +395,9 @@ def _write_columns(columns: BufferColumns, offsets: dict[str, int] | None) -> st
     so that a string per cell never exists for the whole table at once."""
     has_alignment = bool((columns.alignment != 1).any())
     header = ["id", "lower", "upper", "size"] + (["alignment"] if has_alignment else [])
-    numbers = [columns.start, columns.end, columns.size] + ([columns.alignment] if has_alignment else [])
+    numbers = [columns.start, columns.end, columns.size] + (
+        [columns.alignment] if has_alignment else []
+    )
     if offsets is not None or columns.pinned:
         header.append("offset")
     given = offsets if offsets is not None else {}
@@ -397,8 +409,12 @@ def _write_columns(columns: BufferColumns, offsets: dict[str, int] | None) -> st
         cells = [list(ids), *(list(map(str, c[rows].tolist())) for c in numbers)]
         if "offset" in header:
             pins = columns.pin[rows].tolist()
-            cells.append([str(given.get(name, pin if pin >= 0 else "")) for name, pin in zip(ids, pins)])
-        chunks.append(_write_rows(cells) if quoted else "".join(",".join(row) + "\n" for row in zip(*cells)))
+            cells.append(
+                [str(given.get(name, pin if pin >= 0 else "")) for name, pin in zip(ids, pins)]
+            )
+        chunks.append(
+            _write_rows(cells) if quoted else "".join(",".join(row) + "\n" for row in zip(*cells))
+        )
     return "".join(chunks)
 
 

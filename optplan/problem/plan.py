@@ -63,7 +63,9 @@ def validate_arena(problem: Problem, plan: Plan) -> list[Violation]:
     known = {b.id for b in problem.buffers}
     for name in offsets:
         if name not in known:
-            faults.append(Violation("unknown", (name,), f"offset given for unknown buffer {name!r}"))
+            faults.append(
+                Violation("unknown", (name,), f"offset given for unknown buffer {name!r}")
+            )
     if plan.arena < 0:
         faults.append(Violation("arena", (), f"arena {plan.arena} is negative"))
     if problem.capacity is not None and plan.arena > problem.capacity:
@@ -75,7 +77,9 @@ def validate_arena(problem: Problem, plan: Plan) -> list[Violation]:
         if offset is None:
             faults.append(Violation("missing", (b.id,), f"buffer {b.id!r} has no offset"))
         elif offset < 0:
-            faults.append(Violation("negative", (b.id,), f"buffer {b.id!r} at negative offset {offset}"))
+            faults.append(
+                Violation("negative", (b.id,), f"buffer {b.id!r} at negative offset {offset}")
+            )
         elif offset % b.alignment:
             faults.append(
                 Violation(
@@ -86,7 +90,11 @@ def validate_arena(problem: Problem, plan: Plan) -> list[Violation]:
             )
         if offset is not None and b.offset is not None and offset != b.offset:
             faults.append(
-                Violation("pinned", (b.id,), f"buffer {b.id!r} is pinned at {b.offset}, placed at {offset}")
+                Violation(
+                    "pinned",
+                    (b.id,),
+                    f"buffer {b.id!r} is pinned at {b.offset}, placed at {offset}",
+                )
             )
         if offset is not None and offset + b.size > plan.arena:
             faults.append(
@@ -176,7 +184,9 @@ def _overlaps(problem: Problem, offsets: dict[str, int]) -> list[Violation]:
             pair = (min(number, other), max(number, other))
             if entry[0] < other_high and other_low < entry[1] and pair not in reported:
                 reported.add(pair)
-                faults.append(_overlap(names[pair[0]], names[pair[1]], entry, (other_low, other_high)))
+                faults.append(
+                    _overlap(names[pair[0]], names[pair[1]], entry, (other_low, other_high))
+                )
         active.insert(at, entry)
     return faults
 
@@ -234,7 +244,9 @@ def _valid_as_columns(problem: Problem, plan: Plan) -> bool:
     return _disjoint_while_live(columns.start, columns.end, offset, end)
 
 
-def _disjoint_while_live(start: np.ndarray, stop: np.ndarray, low: np.ndarray, high: np.ndarray) -> bool:
+def _disjoint_while_live(
+    start: np.ndarray, stop: np.ndarray, low: np.ndarray, high: np.ndarray
+) -> bool:
     """Whether no two buffers live at one point share a byte: a sweep over time, ends
     before starts at equal points, with the live byte ranges sorted by offset. While they
     are disjoint a new range can only meet its two neighbours."""
@@ -247,7 +259,11 @@ def _disjoint_while_live(start: np.ndarray, stop: np.ndarray, low: np.ndarray, h
     highs: list[int] = []
     for first in range(0, len(order), _CHUNK_EVENTS):  # Python integers a chunk at a time
         chunk = who[first : first + _CHUNK_EVENTS]
-        events = zip(starting[order[first : first + _CHUNK_EVENTS]].tolist(), low[chunk].tolist(), high[chunk].tolist())
+        events = zip(
+            starting[order[first : first + _CHUNK_EVENTS]].tolist(),
+            low[chunk].tolist(),
+            high[chunk].tolist(),
+        )
         for is_start, a, b in events:
             if is_start:
                 at = bisect.bisect_right(lows, a)

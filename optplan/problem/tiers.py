@@ -79,7 +79,9 @@ def validate_memories(problem: Problem, plan: Plan, judge_one: Judge) -> list[Vi
 # ---------------------------------------------------------------------------- residences
 
 
-def _residences(problem: Problem, plan: Plan, faults: list[Violation]) -> dict[str, list[Residence]]:
+def _residences(
+    problem: Problem, plan: Plan, faults: list[Violation]
+) -> dict[str, list[Residence]]:
     """The plan's residences by buffer, those naming unknown things reported and left out."""
     known = {b.id: b for b in problem.buffers}
     names = {m.name for m in problem.memories}
@@ -87,9 +89,15 @@ def _residences(problem: Problem, plan: Plan, faults: list[Violation]) -> dict[s
     for r in plan.residences:
         b = known.get(r.buffer)
         if b is None:
-            faults.append(Violation("unknown", (r.buffer,), f"residence of unknown buffer {r.buffer!r}"))
+            faults.append(
+                Violation("unknown", (r.buffer,), f"residence of unknown buffer {r.buffer!r}")
+            )
         elif r.memory not in names:
-            faults.append(Violation("memory", (b.id,), f"buffer {b.id!r} is placed in unknown memory {r.memory!r}"))
+            faults.append(
+                Violation(
+                    "memory", (b.id,), f"buffer {b.id!r} is placed in unknown memory {r.memory!r}"
+                )
+            )
         elif b.memories and r.memory not in b.memories:
             message = f"buffer {b.id!r} is placed in memory {r.memory!r}, not one of {', '.join(b.memories)}"
             faults.append(Violation("memory", (b.id,), message))
@@ -104,7 +112,9 @@ def _residences(problem: Problem, plan: Plan, faults: list[Violation]) -> dict[s
     return by_buffer
 
 
-def _copies_by_buffer(problem: Problem, plan: Plan, faults: list[Violation]) -> dict[str, list[Copy]]:
+def _copies_by_buffer(
+    problem: Problem, plan: Plan, faults: list[Violation]
+) -> dict[str, list[Copy]]:
     known = {b.id for b in problem.buffers}
     by_buffer: dict[str, list[Copy]] = {}
     for c in plan.copies:
@@ -122,7 +132,9 @@ def _placement_faults(b: Buffer, places: list[Residence], plan: Plan) -> list[Vi
     for r in places:
         for iv in r.live:
             if not any(whole.start <= iv.start and iv.end <= whole.end for whole in life):
-                message = f"buffer {b.id!r} is held in memory {r.memory!r} over {iv}, outside its life"
+                message = (
+                    f"buffer {b.id!r} is held in memory {r.memory!r} over {iv}, outside its life"
+                )
                 faults.append(Violation("residence", (b.id,), message))
     held = merge_intervals([iv for r in places for iv in r.live])
     for whole in life:
@@ -179,7 +191,9 @@ def _pieces(b: Buffer, places: list[Residence], copies: list[Copy]) -> list[_Pie
     pieces = []
     for start, end in itertools.pairwise(ordered):
         if any(whole.start <= start < whole.end for whole in life):
-            held = frozenset(r.memory for r in places if any(iv.start <= start < iv.end for iv in r.live))
+            held = frozenset(
+                r.memory for r in places if any(iv.start <= start < iv.end for iv in r.live)
+            )
             pieces.append(_Piece(start, end, held))
     return pieces
 
@@ -198,7 +212,9 @@ def _hold_faults(b: Buffer, pieces: list[_Piece]) -> list[Violation]:
         held = _held_at(pieces, point)
         if len(held) > 1:
             what = "its first point" if point == b.start else f"point {point}, where it is written"
-            message = f"buffer {b.id!r} is in {len(held)} memories ({', '.join(sorted(held))}) at {what}"
+            message = (
+                f"buffer {b.id!r} is in {len(held)} memories ({', '.join(sorted(held))}) at {what}"
+            )
             faults.append(Violation("written", (b.id,), message))
     return faults
 
@@ -250,7 +266,9 @@ def _memory_faults(
     aliases = tuple(a for a in problem.aliases if a.base in inside and a.view in inside)
     used = max((offsets[b.id] + b.size for b in buffers), default=0)
     try:
-        alone = Problem(tuple(buffers), tuple(Alias(a.base, a.view, a.delta) for a in aliases), memory.capacity)
+        alone = Problem(
+            tuple(buffers), tuple(Alias(a.base, a.view, a.delta) for a in aliases), memory.capacity
+        )
     except ValueError as error:
         return [Violation("memory", (), f"memory {name!r}: {error}")]
     judged = judge_one(alone, Plan(offsets, used, Status.FEASIBLE, "judge", 0))
@@ -293,5 +311,3 @@ def all_in(problem: Problem, memory: str) -> int:
     the figure to beat when everything sits in slow memory."""
     cost = problem.memory(memory).cost
     return sum(b.size * cost * (len(b.written_at) + len(b.read_at)) for b in problem.buffers)
-
-

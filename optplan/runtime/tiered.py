@@ -105,9 +105,13 @@ class Tiered(Planned):
             assert isinstance(type_, TupleType)
             return tuple(self.current(p, t) for p, t in zip(placement, type_.fields))
         assert isinstance(placement, Placement)
-        held = any(_holds_live(r.live, self.point) for r in self.residences.get(placement.buffer, []))
+        held = any(
+            _holds_live(r.live, self.point) for r in self.residences.get(placement.buffer, [])
+        )
         if not held and isinstance(type_, TensorType):
-            return np.full(type_.size_bytes, POISON, np.uint8).view(type_.dtype).reshape(type_.shape)
+            return (
+                np.full(type_.size_bytes, POISON, np.uint8).view(type_.dtype).reshape(type_.shape)
+            )
         return self.view(placement, type_)
 
     def view(self, placement: Placement, type_: Type | None) -> np.ndarray:
@@ -116,14 +120,21 @@ class Tiered(Planned):
         memory = self.read_memory(placement.buffer)
         whole = self.bytes_of(placement.buffer, memory)
         if type_.size_bytes > whole.size:
-            raise ReplayFailure(f"{type_.size_bytes} bytes read from buffer {placement.buffer!r} of {whole.size}", None)
+            raise ReplayFailure(
+                f"{type_.size_bytes} bytes read from buffer {placement.buffer!r} of {whole.size}",
+                None,
+            )
         return whole[: type_.size_bytes].view(type_.dtype).reshape(type_.shape)
 
     def read_memory(self, buffer: str) -> str:
         """The cheapest memory holding `buffer` at the current point."""
-        held = [r.memory for r in self.residences.get(buffer, []) if _holds_live(r.live, self.point)]
+        held = [
+            r.memory for r in self.residences.get(buffer, []) if _holds_live(r.live, self.point)
+        ]
         if not held:
-            raise ReplayFailure(f"the plan holds buffer {buffer!r} in no memory at point {self.point}", None)
+            raise ReplayFailure(
+                f"the plan holds buffer {buffer!r} in no memory at point {self.point}", None
+            )
         return min(held, key=lambda m: (self.costs[m], list(self.costs).index(m)))
 
     def bytes_of(self, buffer: str, memory: str) -> np.ndarray:

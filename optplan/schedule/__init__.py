@@ -75,7 +75,9 @@ class Scheduler:
 
     def __call__(self, graph: Graph) -> Schedule:
         if self.name not in SCHEDULERS:
-            raise ValueError(f"unknown scheduler {self.name!r}; choose from {', '.join(SCHEDULERS)}")
+            raise ValueError(
+                f"unknown scheduler {self.name!r}; choose from {', '.join(SCHEDULERS)}"
+            )
         if self.work is not None and self.work < 1:
             raise ValueError(f"work must be a positive number of search steps, got {self.work}")
         began = time.perf_counter()
@@ -88,7 +90,18 @@ class Scheduler:
         return Schedule(order, peak, min(peak, bound), self.name, time.perf_counter() - began)
 
 
-SCHEDULERS = ("auto", "program", "lpmf", "bfs", "dfs", "heuristic", "exact", "beam", "cpsat", "improve")
+SCHEDULERS = (
+    "auto",
+    "program",
+    "lpmf",
+    "bfs",
+    "dfs",
+    "heuristic",
+    "exact",
+    "beam",
+    "cpsat",
+    "improve",
+)
 
 
 def best_quick(graph: Graph) -> tuple[int, ...]:
@@ -139,4 +152,12 @@ def _run(options: Scheduler, graph: Graph) -> tuple[tuple[int, ...], int]:
     return improve(graph, start, time_limit=options.time_limit, work=options.work), 0
 
 
-__all__ = ["SCHEDULERS", "Graph", "Schedule", "Scheduler", "best_quick", "lower_bound", "peak_bytes"]
+__all__ = [
+    "SCHEDULERS",
+    "Graph",
+    "Schedule",
+    "Scheduler",
+    "best_quick",
+    "lower_bound",
+    "peak_bytes",
+]

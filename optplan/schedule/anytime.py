@@ -81,7 +81,9 @@ def anytime(
         run.beam([4**k for k in range(12)], run.budget(1 / 2) - run.beam_work, run.until(0.25))
         if run.done():
             return run.outcome()
-    improved = improve(graph, run.order, time_limit=run.left(), work=run.budget(1 / 64) if work else None)
+    improved = improve(
+        graph, run.order, time_limit=run.left(), work=run.budget(1 / 64) if work else None
+    )
     run.offer(improved, peak_bytes(graph, improved), "improve")
     return run.outcome()
 
@@ -104,7 +106,12 @@ class _Run:
     """One run's incumbent, bound and limits."""
 
     def __init__(
-        self, graph: Graph, start: Sequence[int], deadline: float, time_limit: float, work: int | None
+        self,
+        graph: Graph,
+        start: Sequence[int],
+        deadline: float,
+        time_limit: float,
+        work: int | None,
     ) -> None:
         self.graph, self.deadline, self.time_limit, self.work = graph, deadline, time_limit, work
         self.tables = tables(graph)

@@ -365,7 +365,12 @@ def warm_kernels() -> None:
     from optplan.schedule.graph import Graph
     from optplan.schedule.tables import tables
 
-    graph = Graph(sizes=(2, 1, 3), creates=((0,), (1,), (2,)), reads=((), (0,), (0, 1)), preds=((), (0,), (0, 1)))
+    graph = Graph(
+        sizes=(2, 1, 3),
+        creates=((0,), (1,), (2,)),
+        reads=((), (0,), (0, 1)),
+        preds=((), (0,), (0, 1)),
+    )
     t = tables(graph)
     for forward in (True, False):
         beam(t, 2, forward, 1 << 40, time.perf_counter() + 60)

@@ -146,12 +146,18 @@ class _Network:
         self.flow = max_flow.SimpleMaxFlow()
         if tails:
             self.flow.add_arcs_with_capacity(
-                np.array(tails, dtype=np.int32), np.array(heads, dtype=np.int32), np.array(caps, dtype=np.int64)
+                np.array(tails, dtype=np.int32),
+                np.array(heads, dtype=np.int32),
+                np.array(caps, dtype=np.int64),
             )
         ops = np.arange(n, dtype=np.int32)
         zero = np.zeros(n, dtype=np.int64)
-        self.source_arcs = self.flow.add_arcs_with_capacity(np.full(n, self.source, dtype=np.int32), ops, zero)
-        self.sink_arcs = self.flow.add_arcs_with_capacity(ops, np.full(n, self.sink, dtype=np.int32), zero)
+        self.source_arcs = self.flow.add_arcs_with_capacity(
+            np.full(n, self.source, dtype=np.int32), ops, zero
+        )
+        self.sink_arcs = self.flow.add_arcs_with_capacity(
+            ops, np.full(n, self.sink, dtype=np.int32), zero
+        )
         self.arcs = len(tails) + 2 * n
 
     def cut(self, v: int, t: Tables) -> tuple[int, np.ndarray]:

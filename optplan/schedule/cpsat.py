@@ -33,7 +33,10 @@ def cpsat_schedule(
     if n == 0:
         return (), peak_bytes(graph, ()), peak_bytes(graph, ()), True
     model = cp_model.CpModel()
-    pos = [model.new_int_var(0, n - 1, f"pos[{graph.labels[v] if graph.labels else v}]") for v in range(n)]
+    pos = [
+        model.new_int_var(0, n - 1, f"pos[{graph.labels[v] if graph.labels else v}]")
+        for v in range(n)
+    ]
     model.add_all_different(pos)
     for v, preds in enumerate(graph.preds):
         for u in set(preds):
@@ -72,7 +75,9 @@ def cpsat_schedule(
 
 def _rectangles(
     model: cp_model.CpModel, graph: Graph, pos: list[cp_model.IntVar], top: int
-) -> tuple[list[cp_model.IntervalVar], list[cp_model.IntervalVar], list[cp_model.LinearExpr], list[int]]:
+) -> tuple[
+    list[cp_model.IntervalVar], list[cp_model.IntervalVar], list[cp_model.LinearExpr], list[int]
+]:
     n = graph.ops
     readers = graph.readers()
     creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
@@ -98,6 +103,8 @@ def _rectangles(
     return spans, rows, ends, demands
 
 
-def _hint(model: cp_model.CpModel, graph: Graph, pos: list[cp_model.IntVar], order: Sequence[int]) -> None:
+def _hint(
+    model: cp_model.CpModel, graph: Graph, pos: list[cp_model.IntVar], order: Sequence[int]
+) -> None:
     for step, v in enumerate(order):
         model.add_hint(pos[v], step)

@@ -62,7 +62,9 @@ def exact_search(
     start_held = tables.held_at_start
     cost: dict[int, int] = {0: start_held if graph.ops == 0 else 0}
     parent: dict[int, tuple[int, int]] = {}
-    heap: list[tuple[int, int, int, int, int]] = [(tables.rank(0, cost[0]), 0, start_held, 0, cost[0])]
+    heap: list[tuple[int, int, int, int, int]] = [
+        (tables.rank(0, cost[0]), 0, start_held, 0, cost[0])
+    ]
     deadline = time.perf_counter() + time_limit
     expanded = 0
     while heap:
@@ -91,7 +93,16 @@ def exact_search(
 class _Tables:
     """Per-op bit masks and byte counts the search reads at every state."""
 
-    __slots__ = ("bounds", "by_bound", "graph", "held_at_start", "made", "pred_mask", "reader_mask", "touch")
+    __slots__ = (
+        "bounds",
+        "by_bound",
+        "graph",
+        "held_at_start",
+        "made",
+        "pred_mask",
+        "reader_mask",
+        "touch",
+    )
 
     def __init__(self, graph: Graph, bounds: Sequence[int] | None) -> None:
         self.graph = graph

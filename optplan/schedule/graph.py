@@ -72,7 +72,9 @@ class Graph:
         read = {b for reads in self.reads for b in reads}
         for b in self.live_in:
             if b not in read and b not in self.live_out:
-                raise ValueError(f"buffer {b} is live in but nothing reads it nor is it live out: count it in base_bytes")
+                raise ValueError(
+                    f"buffer {b} is live in but nothing reads it nor is it live out: count it in base_bytes"
+                )
         for v, preds in enumerate(self.preds):
             if any(not 0 <= u < n or u == v for u in preds):
                 raise ValueError(f"op {v} has a predecessor out of range: {preds}")
@@ -130,7 +132,10 @@ def step_bytes(graph: Graph, order: Sequence[int]) -> list[int]:
 def peak_bytes(graph: Graph, order: Sequence[int]) -> int:
     """The most memory at any step of `order`; `base_bytes` plus what is live in for an
     empty block."""
-    return max(step_bytes(graph, order), default=graph.base_bytes + sum(graph.sizes[b] for b in graph.live_in))
+    return max(
+        step_bytes(graph, order),
+        default=graph.base_bytes + sum(graph.sizes[b] for b in graph.live_in),
+    )
 
 
 def live_spans(graph: Graph, order: Sequence[int]) -> list[tuple[int, int]]:
@@ -175,7 +180,9 @@ def instances(graph: Graph, steps: Sequence[int]) -> tuple[list[int], list[tuple
         for b in graph.reads[v]:
             span = latest.get(b)
             if span is None:
-                raise ValueError(f"step {t} runs op {v}, which reads buffer {b} before any step makes it")
+                raise ValueError(
+                    f"step {t} runs op {v}, which reads buffer {b} before any step makes it"
+                )
             span[1] = max(span[1], t + 1)
         for b in graph.creates[v]:
             latest[b] = [t, t + 1]
@@ -211,8 +218,11 @@ def problem_of(graph: Graph, order: Sequence[int], alignment: int = 1) -> Proble
     """The allocation problem of `order`: one buffer per computed instance, live over its
     `live_spans`; its lower bound is `peak_bytes(graph, order)` less `base_bytes`. A
     buffer's first instance has its name, its k-th recomputation `name@k+1`."""
-    buffers, spans = instances(graph, order) if len(order) > graph.ops else (
-        list(range(len(graph.sizes))), live_spans(graph, order))
+    buffers, spans = (
+        instances(graph, order)
+        if len(order) > graph.ops
+        else (list(range(len(graph.sizes))), live_spans(graph, order))
+    )
     names = graph.names or tuple(f"b{b}" for b in range(len(graph.sizes)))
     seen = [0] * len(graph.sizes)
     out = []
@@ -261,7 +271,9 @@ def closure(edges: tuple[tuple[int, ...], ...]) -> list[set[int]]:
     return [m or set() for m in memo]
 
 
-def _iterative_reach(edges: tuple[tuple[int, ...], ...], start: int, memo: list[set[int] | None]) -> None:
+def _iterative_reach(
+    edges: tuple[tuple[int, ...], ...], start: int, memo: list[set[int] | None]
+) -> None:
     """Fill `memo` for `start` and everything below it without deep recursion."""
     stack = [(start, False)]
     while stack:

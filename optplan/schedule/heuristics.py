@@ -54,11 +54,7 @@ def lpmf(graph: Graph) -> tuple[int, ...]:
 
 def _lpmf_key(graph: Graph, v: int, held: int, left: list[int]) -> tuple[int, int, int]:
     made = sum(graph.sizes[b] for b in graph.creates[v])
-    freed = sum(
-        graph.sizes[b]
-        for b in graph.reads[v]
-        if left[b] == 1 and b not in graph.live_out
-    )
+    freed = sum(graph.sizes[b] for b in graph.reads[v] if left[b] == 1 and b not in graph.live_out)
     return (held + made, made - freed, v)
 
 

@@ -90,7 +90,9 @@ def _resolve(
     expanded are taken from `budget` (one mutable count shared by the whole run)."""
     sub, ops = window_graph(graph, order, lo, hi)
     left = max(0.0, deadline - time.perf_counter())
-    found = exact_search(sub, range(sub.ops), time_limit=left, max_states=min(WINDOW_STATES, budget[0]))
+    found = exact_search(
+        sub, range(sub.ops), time_limit=left, max_states=min(WINDOW_STATES, budget[0])
+    )
     budget[0] -= found.states
     sub_order = found.order
     if list(sub_order) == list(range(sub.ops)):
@@ -120,7 +122,10 @@ def window_graph(graph: Graph, order: Sequence[int], lo: int, hi: int) -> tuple[
     base = sum(
         size
         for b, size in enumerate(graph.sizes)
-        if b not in ids and (b in creator or b in graph.live_in) and made_before(b) and needed_after(b)
+        if b not in ids
+        and (b in creator or b in graph.live_in)
+        and made_before(b)
+        and needed_after(b)
     )
     sub = Graph(
         sizes=tuple(graph.sizes[b] for b in touched),

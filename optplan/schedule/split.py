@@ -70,7 +70,9 @@ def exact_split(
     order = tuple(start)
     parts = windows(graph)
     if len(parts) <= 1:
-        return exact_search(graph, order, time_limit=time_limit, max_states=max_states, bounds=bounds)
+        return exact_search(
+            graph, order, time_limit=time_limit, max_states=max_states, bounds=bounds
+        )
     deadline = time.perf_counter() + time_limit
     pieces: list[int] = []
     proven, bound, states = True, 0, 0

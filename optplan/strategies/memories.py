@@ -34,7 +34,14 @@ def memories(draw: st.DrawFn, *, bounded_last: bool = False) -> tuple[Memory, ..
         last = k == count - 1
         capacity = draw(st.integers(0, 64)) if not last or bounded_last else None
         cost = draw(st.integers(2, 10))
-        drawn.append(Memory(("slow", "far")[k - 1] if count == 3 else "slow", capacity, draw(st.sampled_from((1, 2))), cost))
+        drawn.append(
+            Memory(
+                ("slow", "far")[k - 1] if count == 3 else "slow",
+                capacity,
+                draw(st.sampled_from((1, 2))),
+                cost,
+            )
+        )
     return tuple(drawn)
 
 
@@ -98,5 +105,7 @@ def memory_problems(
                 writes=buffers[k].writes,
                 reads=buffers[k].reads,
             )
-    aliases = [a for a in aliases if all(buffers[int(n[1:])].offset is None for n in (a.base, a.view))]
+    aliases = [
+        a for a in aliases if all(buffers[int(n[1:])].offset is None for n in (a.base, a.view))
+    ]
     return Problem(tuple(buffers), tuple(aliases), memories=drawn_memories)

@@ -277,7 +277,10 @@ def _lowered_binding(draw: st.DrawFn, scope: _Scope) -> Binding:
     if kind == "storage":
         size = ShapeExpr((ty.size_bytes,))
         args: tuple[Expr, ...] = (
-            size, Literal("prim", 0), Literal("str", "global"), Literal("dtype", "uint8")
+            size,
+            Literal("prim", 0),
+            Literal("str", "global"),
+            Literal("dtype", "uint8"),
         )
         var = scope.fresh()
         scope.types[var.name] = ObjectType()

@@ -118,7 +118,9 @@ def plan_greedy(form: Form, options: Greedy = Greedy(), *, started: float | None
     started = now() if started is None else started
     if not form.problem.plain:
         rules = [f"fill-{key}" for key in options.fill]
-        return plan_heuristics(form.problem, options.name, rules, pack_with(options), started=started)
+        return plan_heuristics(
+            form.problem, options.name, rules, pack_with(options), started=started
+        )
     with gc_paused():
         if form.fault is not None:
             return no_plan(

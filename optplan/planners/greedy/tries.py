@@ -95,7 +95,9 @@ def tries(
     return improved, run
 
 
-def descend(problem: Problem, plan: Plan, deadline: float, *, work: int = 10_000, seed: int = 0) -> Plan:
+def descend(
+    problem: Problem, plan: Plan, deadline: float, *, work: int = 10_000, seed: int = 0
+) -> Plan:
     """A plan of `problem` with a top lower than `plan`'s, from the search of the
     module docstring. `plan` itself where it fits its target already, where the search
     finds nothing lower, or where the problem is not one interval a buffer without pins
@@ -116,11 +118,25 @@ def descend(problem: Problem, plan: Plan, deadline: float, *, work: int = 10_000
     if top >= plan.arena:
         return plan
     status = Status.OPTIMAL if top <= floor else Status.FEASIBLE
-    return Plan(dict(zip(columns.ids, placed.tolist())), top, status, plan.planner, floor, plan.seconds, floor, plan.detail)
+    return Plan(
+        dict(zip(columns.ids, placed.tolist())),
+        top,
+        status,
+        plan.planner,
+        floor,
+        plan.seconds,
+        floor,
+        plan.detail,
+    )
 
 
 def _search(
-    runner: Compiled, sequence: np.ndarray, target: int, work: int, deadline: float, rng: np.random.Generator
+    runner: Compiled,
+    sequence: np.ndarray,
+    target: int,
+    work: int,
+    deadline: float,
+    rng: np.random.Generator,
 ) -> np.ndarray:
     """Steps 2 and 3 from one sequence: the lowest placement found."""
     placed = runner.place(sequence.tobytes(), "first")

@@ -136,7 +136,6 @@ def _build_part(classes: Sequence[Rect], seed: int, mirror: bool = False) -> _Pa
     )
 
 
-
 def _ranks(
     sizes: list[int],
     lives: list[tuple[Interval, ...]],

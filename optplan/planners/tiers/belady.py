@@ -163,7 +163,10 @@ def _make_room(
 
 
 def _stays(form: TierForm, choice: list[int], states: list[_State], fast: int) -> Stays:
-    held = [tuple([1 << choice[t.index]] * len(t.points)) if choice[t.index] >= 0 else () for t in form.tracks]
+    held = [
+        tuple([1 << choice[t.index]] * len(t.points)) if choice[t.index] >= 0 else ()
+        for t in form.tracks
+    ]
     for state in states:
         track, in_fast = state.track, set(state.fast)
         masks = []

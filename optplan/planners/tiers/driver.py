@@ -127,7 +127,9 @@ def tighten(form: TierForm, rule: Rule, packer: Packer, label: str) -> Found | N
     return None
 
 
-def found_plan(form: TierForm, found: Found, name: str, *, started: float, bound: int, optimal: bool = False) -> Plan:
+def found_plan(
+    form: TierForm, found: Found, name: str, *, started: float, bound: int, optimal: bool = False
+) -> Plan:
     """The plan of `found`: OPTIMAL when its traffic meets `bound` (or `optimal`)."""
     status = Status.OPTIMAL if optimal or found.traffic <= bound else Status.FEASIBLE
     detail: dict[str, object] = {"residency": found.rule}

@@ -62,7 +62,10 @@ def plan_exact(
     solved = solve_tiers(form, hint, seconds=left, workers=workers, seed=seed, watch=watch)
     bound = max(floor, solved.bound)
     if solved.status == "infeasible":
-        reason = "no residency and offsets fit the memories' capacities (proven by CP-SAT); " + _busiest(form)
+        reason = (
+            "no residency and offsets fit the memories' capacities (proven by CP-SAT); "
+            + _busiest(form)
+        )
         return no_plan(form, name, Status.INFEASIBLE, reason, time.perf_counter() - started)
     if solved.stays is not None and (best is None or solved.traffic < best.traffic):
         packed = pack(form, solved.stays, packer, given=solved.offsets)
@@ -70,8 +73,17 @@ def plan_exact(
             assert traffic(form, solved.stays) == solved.traffic
             best = Found(solved.stays, packed, solved.traffic, "cp-sat")
     if best is None:
-        return no_plan(form, name, Status.UNKNOWN, f"CP-SAT found nothing ({solved.status})", time.perf_counter() - started, bound)
-    plan = found_plan(form, best, name, started=started, bound=bound, optimal=solved.status == "optimal")
+        return no_plan(
+            form,
+            name,
+            Status.UNKNOWN,
+            f"CP-SAT found nothing ({solved.status})",
+            time.perf_counter() - started,
+            bound,
+        )
+    plan = found_plan(
+        form, best, name, started=started, bound=bound, optimal=solved.status == "optimal"
+    )
     if watch is not None and watch.stopped:  # Ctrl-C: the best so far
         plan.detail["interrupted"] = True
     return plan
@@ -83,9 +95,18 @@ def model_size(form: TierForm) -> int:
     return sum((1 if t.fixed else len(t.points)) * len(t.allowed) for t in form.tracks)
 
 
-def _fallback(form: TierForm, best: Found | None, name: str, started: float, floor: int, why: str) -> Plan:
+def _fallback(
+    form: TierForm, best: Found | None, name: str, started: float, floor: int, why: str
+) -> Plan:
     if best is None:
-        return no_plan(form, name, Status.UNKNOWN, f"the heuristics found nothing and {why}", time.perf_counter() - started, floor)
+        return no_plan(
+            form,
+            name,
+            Status.UNKNOWN,
+            f"the heuristics found nothing and {why}",
+            time.perf_counter() - started,
+            floor,
+        )
     return found_plan(form, best, name, started=started, bound=floor)
 
 
@@ -100,4 +121,6 @@ def _busiest(form: TierForm) -> str:
     if not bytes_at:
         return "nothing is live"
     point = max(sorted(bytes_at), key=bytes_at.__getitem__)
-    return f"the most crowded point is {point}, {bytes_at[point]} bytes live: {', '.join(live[point])}"
+    return (
+        f"the most crowded point is {point}, {bytes_at[point]} bytes live: {', '.join(live[point])}"
+    )

@@ -114,7 +114,9 @@ def _residency(built: _Model, track: Track) -> None:
     steps = 1 if track.fixed else len(track.points)
     for i in range(steps):
         for m in track.allowed:
-            built.held[(track.index, i, m)] = model.new_bool_var(f"held[{track.name}@{_at(track, i)},{_name(form, m)}]")
+            built.held[(track.index, i, m)] = model.new_bool_var(
+                f"held[{track.name}@{_at(track, i)},{_name(form, m)}]"
+            )
     writes = {track.first, *(p for p, _ in track.writes)}
     for i in range(steps):
         held = [built.h(track, i, m) for m in track.allowed]
@@ -161,7 +163,9 @@ def _copies(built: _Model, track: Track, i: int) -> None:
         for source in track.allowed:
             if source == target:
                 continue
-            copy = model.new_bool_var(f"copy[{track.name}@{point},{_name(form, source)}->{_name(form, target)}]")
+            copy = model.new_bool_var(
+                f"copy[{track.name}@{point},{_name(form, source)}->{_name(form, target)}]"
+            )
             model.add_implication(copy, built.h(track, i - 1, source))
             model.add_implication(copy, built.h(track, i, source))
             built.cost.append(track.size * (form.cost(source) + form.cost(target)) * copy)
@@ -203,7 +207,9 @@ def _offset(built: _Model, track: Track, m: int, capacity: int) -> None:
     modulus = math.lcm(*(a for _, a in alignments))
     pin = track.rect.pin
     room = capacity - track.size
-    fits = residue is not None and (room >= residue if pin is None else pin <= room and pin % modulus == residue)
+    fits = residue is not None and (
+        room >= residue if pin is None else pin <= room and pin % modulus == residue
+    )
     if not fits:
         for i in range(1 if track.fixed else len(track.points)):
             model.add(built.h(track, i, m) == 0)
@@ -219,7 +225,9 @@ def _offset(built: _Model, track: Track, m: int, capacity: int) -> None:
     built.offset[(track.index, m)] = residue + modulus * slot
 
 
-def _apart(built: _Model, m: int, tracks: Sequence[Track], by_point: dict[int, list[tuple[Track, int]]]) -> None:
+def _apart(
+    built: _Model, m: int, tracks: Sequence[Track], by_point: dict[int, list[tuple[Track, int]]]
+) -> None:
     """Tracks held in m at one same point do not share a byte."""
     model, name = built.model, _name(built.form, m)
     pairs: dict[tuple[int, int], list[tuple[int, int]]] = {}
@@ -258,7 +266,11 @@ def _hint(built: _Model, stays: Stays, offsets: dict[int, dict[str, int]]) -> No
 
 def _solved(built: _Model, solver: cp_model.CpSolver, status: Any) -> Solved:
     name = solver.status_name(status).lower()
-    bound = math.ceil(solver.best_objective_bound - 1e-6) if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else 0
+    bound = (
+        math.ceil(solver.best_objective_bound - 1e-6)
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+        else 0
+    )
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return Solved(name, None, {}, 0, bound)
     form = built.form
@@ -277,7 +289,11 @@ def _solved(built: _Model, solver: cp_model.CpSolver, status: Any) -> Solved:
         offsets[m] = {}
         for track in form.tracks:
             if m in track.allowed:
-                base = int(solver.value(built.offset[(track.index, m)])) if (track.index, m) in built.offset else 0
+                base = (
+                    int(solver.value(built.offset[(track.index, m)]))
+                    if (track.index, m) in built.offset
+                    else 0
+                )
                 for member, delta in track.rect.members:
                     offsets[m][member] = base + delta
     traffic = round(solver.objective_value)

@@ -108,7 +108,9 @@ def runs(track: Track, stays: Stays, memory: int) -> tuple[Interval, ...]:
     return tuple(found)
 
 
-def memory_problem(form: TierForm, stays: Stays, memory: int) -> tuple[Problem, dict[str, tuple[Interval, ...]]]:
+def memory_problem(
+    form: TierForm, stays: Stays, memory: int
+) -> tuple[Problem, dict[str, tuple[Interval, ...]]]:
     """The buffers `memory` holds as a problem of one memory, and where each is held."""
     held: dict[str, tuple[Interval, ...]] = {}
     buffers: list[Buffer] = []
@@ -138,7 +140,9 @@ class Packed:
     failed: str | None = None
 
 
-def pack(form: TierForm, stays: Stays, packer: Packer, given: dict[int, dict[str, int]] | None = None) -> Packed:
+def pack(
+    form: TierForm, stays: Stays, packer: Packer, given: dict[int, dict[str, int]] | None = None
+) -> Packed:
     """Offsets in every memory: `given` where a model chose them, else by `packer`."""
     offsets: dict[int, dict[str, int]] = {}
     held_by: dict[int, dict[str, tuple[Interval, ...]]] = {}
@@ -191,8 +195,17 @@ def _holds(residence: Residence, point: int) -> bool:
     return any(iv.start <= point < iv.end for iv in residence.live)
 
 
-def no_plan(form: TierForm, name: str, status: Status, reason: str, seconds: float, bound: int = 0) -> Plan:
+def no_plan(
+    form: TierForm, name: str, status: Status, reason: str, seconds: float, bound: int = 0
+) -> Plan:
     """A plan that says why there is none (INFEASIBLE: proven; UNKNOWN: not found)."""
     return Plan(
-        {}, 0, status, name, lower_bound(form.problem), seconds, detail={"reason": reason}, traffic_bound=bound
+        {},
+        0,
+        status,
+        name,
+        lower_bound(form.problem),
+        seconds,
+        detail={"reason": reason},
+        traffic_bound=bound,
     )

@@ -152,7 +152,9 @@ class RematSchedule:
         return 100.0 * self.extra_cost / self.total_cost if self.total_cost else 0.0
 
 
-def rematerialise(graph: Graph, options: Remat, recomputable: Sequence[bool] | None = None) -> RematSchedule:
+def rematerialise(
+    graph: Graph, options: Remat, recomputable: Sequence[bool] | None = None
+) -> RematSchedule:
     """The schedule of the module docstring; `recomputable[v]` False keeps op v to one run
     (ops with effects, in-place calls)."""
     began = time.perf_counter()
@@ -162,7 +164,20 @@ def rematerialise(graph: Graph, options: Remat, recomputable: Sequence[bool] | N
     bound = memory_bound(graph, allowed, options.alignment)
     if options.budget_bytes < bound.bytes:
         reason = f"no schedule fits {options.budget_bytes} bytes: at least {bound.bytes} are needed ({bound.reason})"
-        return RematSchedule(None, Status.INFEASIBLE, 0, 0, 0, total, 0, bound, None, "bound", reason, time.perf_counter() - began)
+        return RematSchedule(
+            None,
+            Status.INFEASIBLE,
+            0,
+            0,
+            0,
+            total,
+            0,
+            bound,
+            None,
+            "bound",
+            reason,
+            time.perf_counter() - began,
+        )
     searched = _searched(graph, options)
     every = _exhaustive(graph, options, allowed, began) if searched else None
     if every is not None:
@@ -173,20 +188,30 @@ def rematerialise(graph: Graph, options: Remat, recomputable: Sequence[bool] | N
     orders = _orders(graph, options)
     exact = graph.ops <= options.exact_ops
     share = began + (0.4 if exact else 1.0) * options.time_limit
-    call = Call(graph, options.budget_bytes, options.alignment, allowed, Nearest(graph, options.alignment, options.budget_bytes))
+    call = Call(
+        graph,
+        options.budget_bytes,
+        options.alignment,
+        allowed,
+        Nearest(graph, options.alignment, options.budget_bytes),
+    )
     best = heuristics(call, orders, max(share, time.perf_counter() + 0.1 * options.time_limit))
     if lower is not None and (best is None or lower.extra < best.extra):
         best = lower
     if best is None:
         best = _nearest_packed(graph, options, call.nearest, allowed, deadline)
     bounds: list[int] = []
-    firsts = [orders[0]] + ([tuple(range(graph.ops))] if orders[0] != tuple(range(graph.ops)) else [])
+    firsts = [orders[0]] + (
+        [tuple(range(graph.ops))] if orders[0] != tuple(range(graph.ops)) else []
+    )
     for copies in range(options.copies, options.copies + 3):
         if not exact or (best is not None and best.extra == 0):
             break
         for k, order in enumerate(firsts):
             seconds = (deadline - time.perf_counter()) / (len(firsts) - k)
-            best, proven = _exact(graph, replace(options, copies=copies), allowed, best, order, max(0.5, seconds))
+            best, proven = _exact(
+                graph, replace(options, copies=copies), allowed, best, order, max(0.5, seconds)
+            )
             if proven is not None:
                 bounds.append(proven)
         # Where the model's space holds nothing within the budget (it says so quickly on
@@ -210,7 +235,10 @@ def _nearest_packed(
     `ROLLING_SECONDS` after `NEAREST_SECONDS` of that, the cheapest schedule met in live
     bytes given slack and packed window by window (`rolling`) in the rest of it."""
     began = time.perf_counter()
-    rolls = nearest.met is not None and ROLLING_SHARE * options.time_limit >= NEAREST_SECONDS + ROLLING_SECONDS
+    rolls = (
+        nearest.met is not None
+        and ROLLING_SHARE * options.time_limit >= NEAREST_SECONDS + ROLLING_SECONDS
+    )
     end = min(began + (ROLLING_SHARE if rolls else NEAREST_SHARE) * options.time_limit, deadline)
     if nearest.steps is None or end - began < 1.0:
         return None
@@ -223,12 +251,18 @@ def _nearest_packed(
     return None if got is None else Found(got[0], got[1], extra_cost(graph, got[0]), "rolling")
 
 
-def _exhaustive(graph: Graph, options: Remat, allowed: list[bool], began: float) -> Exhausted | None:
+def _exhaustive(
+    graph: Graph, options: Remat, allowed: list[bool], began: float
+) -> Exhausted | None:
     """Step 1's search of every schedule, or None where it did not end."""
-    return every_schedule(graph, options.budget_bytes, allowed, began + 0.25 * options.time_limit, EXHAUSTIVE_WORK)
+    return every_schedule(
+        graph, options.budget_bytes, allowed, began + 0.25 * options.time_limit, EXHAUSTIVE_WORK
+    )
 
 
-def _lower(graph: Graph, options: Remat, allowed: list[bool], bound: MemoryBound, began: float) -> Found | None:
+def _lower(
+    graph: Graph, options: Remat, allowed: list[bool], bound: MemoryBound, began: float
+) -> Found | None:
     """Where the search did not end at the budget: the search at budgets a fifth lower
     each time (`LOWER_WORK`), down to the memory bound; the first that ends with a
     schedule gives it, without the runs the budget does not need, packed within the
@@ -243,7 +277,9 @@ def _lower(graph: Graph, options: Remat, allowed: list[bool], bound: MemoryBound
                 return None
             steps = prune(graph, every.steps, options.budget_bytes)
             plan = pack(graph, steps, options.budget_bytes, options.alignment, deadline + 1.0)
-            return None if plan is None else Found(steps, plan, extra_cost(graph, steps), "exhaustive")
+            return (
+                None if plan is None else Found(steps, plan, extra_cost(graph, steps), "exhaustive")
+            )
         budget -= max(1, options.budget_bytes // 5)
     return None
 
@@ -251,7 +287,9 @@ def _lower(graph: Graph, options: Remat, allowed: list[bool], bound: MemoryBound
 def _searched(graph: Graph, options: Remat) -> bool:
     """Whether step 1's search runs: on a small graph that no quick order fits (where
     one does, none need be searched)."""
-    return graph.ops <= EXHAUSTIVE_OPS and peak_bytes(graph, best_quick(graph)) > options.budget_bytes
+    return (
+        graph.ops <= EXHAUSTIVE_OPS and peak_bytes(graph, best_quick(graph)) > options.budget_bytes
+    )
 
 
 def _every(
@@ -262,13 +300,22 @@ def _every(
     if every.steps is None:
         # The traced bound's reason, where it finds one, is one a reader can follow.
         searched = f"a search of every schedule ({every.states} sets of buffers held after a step) finds none"
-        proof = traced(graph, options.budget_bytes, deadline=time.perf_counter() + 1.0, alignment=options.alignment)
+        proof = traced(
+            graph,
+            options.budget_bytes,
+            deadline=time.perf_counter() + 1.0,
+            alignment=options.alignment,
+        )
         proof = proof or MemoryBound(options.budget_bytes + 1, searched)
         reason = f"no schedule fits {options.budget_bytes} bytes: {proof.reason}"
         seconds = time.perf_counter() - began
-        return RematSchedule(None, Status.INFEASIBLE, 0, 0, 0, total, 0, proof, None, "bound", reason, seconds)
+        return RematSchedule(
+            None, Status.INFEASIBLE, 0, 0, 0, total, 0, proof, None, "bound", reason, seconds
+        )
     steps = prune(graph, every.steps, options.budget_bytes)
-    plan = pack(graph, steps, options.budget_bytes, options.alignment, began + 0.3 * options.time_limit)
+    plan = pack(
+        graph, steps, options.budget_bytes, options.alignment, began + 0.3 * options.time_limit
+    )
     if plan is None:
         return None
     found = Found(steps, plan, extra_cost(graph, steps), "exhaustive", True)
@@ -284,7 +331,9 @@ def _orders(graph: Graph, options: Remat) -> list[tuple[int, ...]]:
     quick = best_quick(graph)
     seconds = max(0.5, 0.3 * options.time_limit)
     searched = Scheduler("auto", time_limit=seconds, work=options.order_work)(graph).order
-    rough = Scheduler("auto", time_limit=seconds / 4, work=max(1, options.order_work // 30))(graph).order
+    rough = Scheduler("auto", time_limit=seconds / 4, work=max(1, options.order_work // 30))(
+        graph
+    ).order
     orders = dict.fromkeys([program, quick, searched, rough])
     return sorted(orders, key=lambda order: peak_bytes(graph, order))
 
@@ -331,9 +380,15 @@ def _exact(
         extra = extra_cost(graph, result.steps)
         if best is not None and extra >= best.extra:
             break
-        plan = _model_plan(graph, options, result) if offsets else pack(graph, result.steps, options.budget_bytes, options.alignment, end)
+        plan = (
+            _model_plan(graph, options, result)
+            if offsets
+            else pack(graph, result.steps, options.budget_bytes, options.alignment, end)
+        )
         if plan is not None:
-            return Found(result.steps, plan, extra, "cp-sat", result.optimal and room == options.budget_bytes), bound
+            return Found(
+                result.steps, plan, extra, "cp-sat", result.optimal and room == options.budget_bytes
+            ), bound
         # The live bytes fit but the instances do not pack: ask again a little lower.
         room -= max(1, (peak_bytes(graph, result.steps) - graph.base_bytes) // 50)
     return best, bound
@@ -378,18 +433,27 @@ def _result(
     if best is None:
         # Nothing found: perhaps nothing fits, which the traced bound may prove (within
         # a second of the limit: on MOCCASIN's 1,000-node graph its work took 6 s).
-        proof = traced(graph, options.budget_bytes, deadline=max(began + options.time_limit, time.perf_counter()) + 1.0, alignment=options.alignment)
+        proof = traced(
+            graph,
+            options.budget_bytes,
+            deadline=max(began + options.time_limit, time.perf_counter()) + 1.0,
+            alignment=options.alignment,
+        )
         if proof is not None:
             reason = f"no schedule fits {options.budget_bytes} bytes: {proof.reason}"
             seconds = time.perf_counter() - began
-            return RematSchedule(None, Status.INFEASIBLE, 0, 0, 0, total, 0, proof, None, "bound", reason, seconds)
+            return RematSchedule(
+                None, Status.INFEASIBLE, 0, 0, 0, total, 0, proof, None, "bound", reason, seconds
+            )
     seconds = time.perf_counter() - began
     if best is None:
         reason = (
             f"no schedule within {options.budget_bytes} bytes found in {seconds:.1f} s of the "
             f"{options.time_limit:.1f} s limit (the proven memory bound is {bound.bytes})"
         ) + _nearest_words(graph, nearest, total)
-        return RematSchedule(None, Status.UNKNOWN, 0, 0, 0, total, model_bound, bound, None, "none", reason, seconds)
+        return RematSchedule(
+            None, Status.UNKNOWN, 0, 0, 0, total, model_bound, bound, None, "none", reason, seconds
+        )
     # The least of the models' bounds holds over every space they searched; a model that
     # proved its own space optimal says nothing of the other. No recomputation is optimal.
     proven = 0 if best.extra == 0 else model_bound
@@ -410,4 +474,11 @@ def _result(
     )
 
 
-__all__ = ["MemoryBound", "Remat", "RematSchedule", "is_valid_steps", "memory_bound", "rematerialise"]
+__all__ = [
+    "MemoryBound",
+    "Remat",
+    "RematSchedule",
+    "is_valid_steps",
+    "memory_bound",
+    "rematerialise",
+]

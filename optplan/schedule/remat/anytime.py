@@ -102,7 +102,11 @@ def heuristics(call: Call, orders: list[tuple[int, ...]], deadline: float) -> Fo
 
 
 def _restarts(
-    call: Call, draws: Iterator[tuple[int, ...]], deadline: float, best: Found | None, empty: float | None = None
+    call: Call,
+    draws: Iterator[tuple[int, ...]],
+    deadline: float,
+    best: Found | None,
+    empty: float | None = None,
 ) -> Found | None:
     """Step 3's rest: the heuristics from orders drawn at random (`draws`, from
     `restarts.freeing_orders`) until the deadline, or until `empty` where nothing packs
@@ -110,7 +114,9 @@ def _restarts(
     one, they stop after `RESTARTS_IDLE` orders in a row that give none cheaper."""
     idle = 0
     for order in draws:
-        if time.perf_counter() > deadline or (best is not None and (best.extra == 0 or idle >= RESTARTS_IDLE)):
+        if time.perf_counter() > deadline or (
+            best is not None and (best.extra == 0 or idle >= RESTARTS_IDLE)
+        ):
             break
         found = fit(call, order, deadline, RANKS)
         idle += 1
@@ -133,14 +139,26 @@ def deep(call: Call, orders: list[tuple[int, ...]], deadline: float) -> Found | 
         for target in targets:
             if time.perf_counter() > deadline:
                 return None
-            met = relieved(graph, order, target, call.allowed, deadline, TABU, np.zeros(len(order), dtype=np.int64))
+            met = relieved(
+                graph,
+                order,
+                target,
+                call.allowed,
+                deadline,
+                TABU,
+                np.zeros(len(order), dtype=np.int64),
+            )
             if met is None:
                 continue
-            plan, _, tops = packed(graph, met[0], call.budget, call.alignment, deadline, nearest=call.nearest)
+            plan, _, tops = packed(
+                graph, met[0], call.budget, call.alignment, deadline, nearest=call.nearest
+            )
             if plan is not None:
                 return Found(met[0], plan, extra_cost(graph, met[0]), TABU)
             unpacked = Unpacked((met[0], TABU), tops, target)
-            packs = relieve(graph, unpacked, call.budget, call.alignment, call.allowed, deadline, call.nearest)
+            packs = relieve(
+                graph, unpacked, call.budget, call.alignment, call.allowed, deadline, call.nearest
+            )
             if packs is not None:
                 return Found(packs[0], packs[1], extra_cost(graph, packs[0]), TABU)
     return None
@@ -155,7 +173,11 @@ def fit(call: Call, order: tuple[int, ...], deadline: float, ranks: Sequence[str
         # An order that fits needs no recomputation: packing it is worth a little time
         # even where the heuristics' share is spent (a loaded machine).
         plan, _, _ = packed(
-            graph, order, call.budget, call.alignment, max(deadline, time.perf_counter() + 2.0),
+            graph,
+            order,
+            call.budget,
+            call.alignment,
+            max(deadline, time.perf_counter() + 2.0),
             nearest=call.nearest,
         )
         if plan is not None:
@@ -163,8 +185,12 @@ def fit(call: Call, order: tuple[int, ...], deadline: float, ranks: Sequence[str
     found, unpacked = _tightened(call, order, deadline, ranks)
     if found is not None or unpacked is None:
         return found
-    packs = relieve(graph, unpacked, call.budget, call.alignment, call.allowed, deadline, call.nearest)
-    return None if packs is None else Found(packs[0], packs[1], extra_cost(graph, packs[0]), "greedy")
+    packs = relieve(
+        graph, unpacked, call.budget, call.alignment, call.allowed, deadline, call.nearest
+    )
+    return (
+        None if packs is None else Found(packs[0], packs[1], extra_cost(graph, packs[0]), "greedy")
+    )
 
 
 def _tightened(
@@ -186,10 +212,14 @@ def _tightened(
             # Nothing at this target from here: try halfway back to the one met.
             floor, target = target, (target + missed) // 2
             continue
-        plan, over, tops = packed(graph, found[0], call.budget, call.alignment, deadline, nearest=call.nearest)
+        plan, over, tops = packed(
+            graph, found[0], call.budget, call.alignment, deadline, nearest=call.nearest
+        )
         extra = extra_cost(graph, found[0])
         if plan is not None:
-            return Found(found[0], plan, extra, "order" if extra == 0 else "greedy", extra == 0), unpacked
+            return Found(
+                found[0], plan, extra, "order" if extra == 0 else "greedy", extra == 0
+            ), unpacked
         if found[1] != "walk" and unpacked is None:  # met by the peak heuristic
             unpacked = Unpacked(found, tops, target)
         # The packing rounds go on from this schedule with the ranks of the peak heuristic

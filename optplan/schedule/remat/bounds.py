@@ -57,7 +57,9 @@ class MemoryBound:
     reason: str
 
 
-def is_valid_steps(graph: Graph, steps: Sequence[int], recomputable: Sequence[bool] | None = None) -> bool:
+def is_valid_steps(
+    graph: Graph, steps: Sequence[int], recomputable: Sequence[bool] | None = None
+) -> bool:
     """Whether `steps` runs every op at least once, the first runs in an order the graph
     allows, and every read after a buffer is made (ops not `recomputable` run once)."""
     if any(not 0 <= v < graph.ops for v in steps) or set(steps) != set(range(graph.ops)):
@@ -76,7 +78,9 @@ def is_valid_steps(graph: Graph, steps: Sequence[int], recomputable: Sequence[bo
     return True
 
 
-def memory_bound(graph: Graph, recomputable: Sequence[bool] | None = None, alignment: int = 1) -> MemoryBound:
+def memory_bound(
+    graph: Graph, recomputable: Sequence[bool] | None = None, alignment: int = 1
+) -> MemoryBound:
     """The bound of the module docstring; `recomputable[v]` False where op v runs once;
     every offset a multiple of `alignment`."""
     creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
@@ -86,7 +90,9 @@ def memory_bound(graph: Graph, recomputable: Sequence[bool] | None = None, align
     for v in range(graph.ops):
         need, reason = max(_need(at_once, v, creator), _fixed_need(at_once, v, fixed[v]))
         if graph.base_bytes + need > best.bytes:
-            held = f" plus {graph.base_bytes} bytes held across the block" if graph.base_bytes else ""
+            held = (
+                f" plus {graph.base_bytes} bytes held across the block" if graph.base_bytes else ""
+            )
             best = MemoryBound(graph.base_bytes + need, reason + held)
     return best
 
@@ -120,7 +126,9 @@ class _AtOnce:
 
     def words(self, total: int, buffers: AbstractSet[int]) -> str:
         plain = sum(self.graph.sizes[b] for b in buffers)
-        return f"{total} bytes" + (f" at offsets on multiples of {self.alignment}" if total > plain else "")
+        return f"{total} bytes" + (
+            f" at offsets on multiples of {self.alignment}" if total > plain else ""
+        )
 
 
 def _need(at_once: _AtOnce, v: int, creator: dict[int, int]) -> tuple[int, str]:
@@ -149,7 +157,9 @@ def _need(at_once: _AtOnce, v: int, creator: dict[int, int]) -> tuple[int, str]:
     return least if least[0] > direct else found
 
 
-def _held_fixed(graph: Graph, recomputable: Sequence[bool] | None, creator: dict[int, int]) -> list[set[int]]:
+def _held_fixed(
+    graph: Graph, recomputable: Sequence[bool] | None, creator: dict[int, int]
+) -> list[set[int]]:
     """Step 4: per op, the buffers that cannot be made again and are held at its first
     run (none where the graph's order has a cycle)."""
     after = followers(graph)
@@ -163,7 +173,9 @@ def _held_fixed(graph: Graph, recomputable: Sequence[bool] | None, creator: dict
             continue
         for v in range(graph.ops):
             made = maker is None or v in after[maker]
-            if made and (b in graph.live_out and maker is not None or any(r in after[v] for r in readers[b])):
+            if made and (
+                b in graph.live_out and maker is not None or any(r in after[v] for r in readers[b])
+            ):
                 held[v].add(b)
     return held
 
@@ -214,7 +226,12 @@ def _label(graph: Graph, v: int) -> str:
 
 
 def traced(
-    graph: Graph, budget: int, work: int = 1_000, per_op: int = 250, deadline: float = math.inf, alignment: int = 1
+    graph: Graph,
+    budget: int,
+    work: int = 1_000,
+    per_op: int = 250,
+    deadline: float = math.inf,
+    alignment: int = 1,
 ) -> MemoryBound | None:
     """A proof, as the module docstring's last paragraph, that every schedule holds more
     than `budget` bytes at some step, or None where none was found within `work` sets
@@ -226,7 +243,9 @@ def traced(
         if search.sets >= work or time.perf_counter() > deadline:
             break
         search.work = min(work, search.sets + per_op)
-        if search.over(frozenset(graph.reads[v]) | frozenset(graph.creates[v])) or search.proves(frozenset(graph.reads[v])):
+        if search.over(frozenset(graph.reads[v]) | frozenset(graph.creates[v])) or search.proves(
+            frozenset(graph.reads[v])
+        ):
             reason = (
                 f"while {_label(graph, v)}'s inputs are made, traced back through the last input made at each step "
                 f"({search.sets} sets of tensors held at once), some step holds more than {budget} bytes"
@@ -257,7 +276,12 @@ class _Trace:
         than the budget at some step."""
         if self.over(made) or made in self.proven:
             return True
-        if made in self.failed or made in self.path or self.sets >= self.work or len(self.path) >= DEPTH:
+        if (
+            made in self.failed
+            or made in self.path
+            or self.sets >= self.work
+            or len(self.path) >= DEPTH
+        ):
             return False
         self.sets += 1
         makers = sorted({self.creator[b] for b in made if b in self.creator})
@@ -265,8 +289,15 @@ class _Trace:
         steps = [(made | set(self.graph.reads[x]) | set(self.graph.creates[x]), x) for x in makers]
         # A maker whose step is within the budget needs the deeper proof; those whose
         # step holds the most are tried first (the likeliest proofs).
-        deeper = [x for held, x in sorted(steps, key=lambda s: -self.at_once.arena(s[0])) if not self.over(held)]
-        ok = bool(makers) and all(self.proves((made - set(self.graph.creates[x])) | set(self.graph.reads[x])) for x in deeper)
+        deeper = [
+            x
+            for held, x in sorted(steps, key=lambda s: -self.at_once.arena(s[0]))
+            if not self.over(held)
+        ]
+        ok = bool(makers) and all(
+            self.proves((made - set(self.graph.creates[x])) | set(self.graph.reads[x]))
+            for x in deeper
+        )
         self.path.discard(made)
         (self.proven if ok else self.failed).add(made)
         return ok

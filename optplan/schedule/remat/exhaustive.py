@@ -133,11 +133,15 @@ def every_schedule(
                 ahead = _ahead(masks, found)
                 if ahead is not None:
                     came[found] = (state, ran + closing)
-                    heapq.heappush(heap, (cost + extra + ahead, -found[1].bit_count(), cost + extra, found))
+                    heapq.heappush(
+                        heap, (cost + extra + ahead, -found[1].bit_count(), cost + extra, found)
+                    )
     return Exhausted(None, 0, taken)
 
 
-def _closed(masks: _Masks, state: tuple[int, int], room: int) -> tuple[tuple[int, int], tuple[int, ...]]:
+def _closed(
+    masks: _Masks, state: tuple[int, int], room: int
+) -> tuple[tuple[int, int], tuple[int, ...]]:
     """`state` after the first runs of every op that makes no buffer and whose reads are
     held, and the ops so run: such a run needs no byte more than the state holds (where
     that fits `room`: the buffers live in may not), and one any later is no better (its
@@ -148,14 +152,20 @@ def _closed(masks: _Masks, state: tuple[int, int], room: int) -> tuple[tuple[int
     while progress:
         progress = False
         for v in masks.sinks:
-            if not done >> v & 1 and masks.reads[v] & held == masks.reads[v] and masks.preds[v] & done == masks.preds[v]:
+            if (
+                not done >> v & 1
+                and masks.reads[v] & held == masks.reads[v]
+                and masks.preds[v] & done == masks.preds[v]
+            ):
                 done |= 1 << v
                 ran.append(v)
                 progress = True
     return (held, done), tuple(ran)
 
 
-def _moves(masks: _Masks, held: int, done: int, room: int, pinned: int) -> list[tuple[tuple[int, ...], int, int]]:
+def _moves(
+    masks: _Masks, held: int, done: int, room: int, pinned: int
+) -> list[tuple[tuple[int, ...], int, int]]:
     """Steps 1 and 2 from one state: (ops run, buffers held after them, their extra
     compute); the `pinned` buffers may not be freed before them. An op that reads nothing
     and follows no op (a source) runs only just before an op reading its buffers: one run
@@ -184,7 +194,9 @@ def _moves(masks: _Masks, held: int, done: int, room: int, pinned: int) -> list[
         if masks.bytes(kept | outs) > room:
             continue
         over = masks.bytes(spare | kept | outs) - room
-        extra = (0 if first else masks.costs[v]) + sum(masks.costs[u] for u in feeders if done >> u & 1)
+        extra = (0 if first else masks.costs[v]) + sum(
+            masks.costs[u] for u in feeders if done >> u & 1
+        )
         for freed in _least_sets(masks, spare, over):
             moves.append((tuple(feeders) + (v,), (spare & ~freed) | kept | outs, extra))
     return moves
@@ -337,7 +349,10 @@ class _Kept:
         return True
 
 
-def _steps(came: dict[tuple[int, int], tuple[tuple[int, int], tuple[int, ...]] | None], state: tuple[int, int]) -> tuple[int, ...]:
+def _steps(
+    came: dict[tuple[int, int], tuple[tuple[int, int], tuple[int, ...]] | None],
+    state: tuple[int, int],
+) -> tuple[int, ...]:
     runs = []
     link = came[state]
     while link is not None:
@@ -354,12 +369,21 @@ def _masks(graph: Graph, recomputable: Sequence[bool], room: int) -> _Masks:
             creator[b] = v
     read = {b for reads in graph.reads for b in reads}
     # An op that follows a source without reading its buffers would wait for it forever.
-    ordered = {u for v in range(graph.ops) for u in graph.preds[v] if not set(graph.creates[u]) & set(graph.reads[v])}
+    ordered = {
+        u
+        for v in range(graph.ops)
+        for u in graph.preds[v]
+        if not set(graph.creates[u]) & set(graph.reads[v])
+    }
     sources = [
         v
         for v in range(graph.ops)
-        if not graph.reads[v] and not graph.preds[v] and graph.creates[v] and v not in ordered
-        and set(graph.creates[v]) <= read and not set(graph.creates[v]) & graph.live_out
+        if not graph.reads[v]
+        and not graph.preds[v]
+        and graph.creates[v]
+        and v not in ordered
+        and set(graph.creates[v]) <= read
+        and not set(graph.creates[v]) & graph.live_out
     ]
     return _Masks(
         tuple(_mask(reads) for reads in graph.reads),
@@ -410,7 +434,9 @@ def _made_from(graph: Graph, creator: list[int]) -> tuple[int, ...]:
     return tuple(of(b) for b in range(len(graph.sizes)))
 
 
-def _order_masks(graph: Graph, room: int) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+def _order_masks(
+    graph: Graph, room: int
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """`_Masks`'s readers, before and evicts."""
     readers = [_mask(ops) for ops in graph.readers()]
     after = followers(graph) or [set() for _ in range(graph.ops)]

@@ -64,7 +64,9 @@ class _State:
         return self.read_steps[self.read_ptr[k] : self.read_ptr[k + 1]]
 
 
-def evaluate(graph: Graph, steps: Sequence[int], flat: Flat | None = None, relief: np.ndarray | None = None) -> _State:
+def evaluate(
+    graph: Graph, steps: Sequence[int], flat: Flat | None = None, relief: np.ndarray | None = None
+) -> _State:
     flat = flat or Flat(graph)
     array = np.array(steps, dtype=np.int64)
     relief = np.zeros(len(array), dtype=np.int64) if relief is None else relief
@@ -86,7 +88,18 @@ def evaluate(graph: Graph, steps: Sequence[int], flat: Flat | None = None, relie
     ran, at = np.unique(array, return_index=True)
     first[ran] = at
     return _State(
-        tuple(steps), buffer, start, end, read_ptr, read_steps, made_ptr, made, profile, crossing, first, relief
+        tuple(steps),
+        buffer,
+        start,
+        end,
+        read_ptr,
+        read_steps,
+        made_ptr,
+        made,
+        profile,
+        crossing,
+        first,
+        relief,
     )
 
 
@@ -202,7 +215,11 @@ class _Tabu:
         made again, near or not: its steps and relief."""
         ks, rs = ranked
         creator, buffer = search.flat.creator, state.buffer
-        tried = [(k, r) for k, r in zip(ks[:30], rs[:30]) if self.until.get(int(creator[buffer[k]]), -1) < self.moves]
+        tried = [
+            (k, r)
+            for k, r in zip(ks[:30], rs[:30])
+            if self.until.get(int(creator[buffer[k]]), -1) < self.moves
+        ]
         found = _chosen(search, state, tried, nearer=False)
         if found is None:
             return None
@@ -226,7 +243,9 @@ class _Tabu:
         return state
 
 
-def _next_move(search: _Search, state: _State, tabu: _Tabu | None) -> tuple[tuple[int, ...], np.ndarray] | None:
+def _next_move(
+    search: _Search, state: _State, tabu: _Tabu | None
+) -> tuple[tuple[int, ...], np.ndarray] | None:
     """The steps and relief after the move taken from `state`: the best that helps, else
     under the rank "tabu" its move; None where there is none."""
     ranked = _ranked_moves(search, state)
@@ -258,9 +277,25 @@ def _ranked_moves(search: _Search, state: _State) -> tuple[list[int], list[int]]
     p = int(np.argmax(state.profile))
     flat = search.flat
     keys, ks, rs = move_keys(
-        p, state.profile, state.crossing, state.relief, state.buffer, state.start, state.end, state.read_ptr,
-        state.read_steps, state.made_ptr, state.made, flat.creator, search.recomputable, flat.sizes, flat.reads_ptr,
-        flat.reads_idx, flat.creates_ptr, flat.creates_idx, search.target,
+        p,
+        state.profile,
+        state.crossing,
+        state.relief,
+        state.buffer,
+        state.start,
+        state.end,
+        state.read_ptr,
+        state.read_steps,
+        state.made_ptr,
+        state.made,
+        flat.creator,
+        search.recomputable,
+        flat.sizes,
+        flat.reads_ptr,
+        flat.reads_idx,
+        flat.creates_ptr,
+        flat.creates_idx,
+        search.target,
     )
     ranked = np.lexsort((ks, keys[:, 2], keys[:, 1], keys[:, 0]))
     return ks[ranked].tolist(), rs[ranked].tolist()
@@ -289,9 +324,25 @@ def _chosen(
             upto = ops[: ptr[min(depth, len(ptr) - 1)]]
             chain = upto[np.argsort(state.first[upto], kind="stable")].tolist() + [v]
             peak, count, over = chain_key(
-                np.array(chain, dtype=np.int64), r, state.profile, state.crossing, state.relief, state.buffer,
-                state.start, state.end, state.read_ptr, state.read_steps, state.made_ptr, state.made, flat.sizes,
-                flat.reads_ptr, flat.reads_idx, flat.creates_ptr, flat.creates_idx, flat.live_out, search.target,
+                np.array(chain, dtype=np.int64),
+                r,
+                state.profile,
+                state.crossing,
+                state.relief,
+                state.buffer,
+                state.start,
+                state.end,
+                state.read_ptr,
+                state.read_steps,
+                state.made_ptr,
+                state.made,
+                flat.sizes,
+                flat.reads_ptr,
+                flat.reads_idx,
+                flat.creates_ptr,
+                flat.creates_idx,
+                flat.live_out,
+                search.target,
             )
             key = (int(peak), int(count), int(over))
             if key < before or not nearer:
@@ -302,7 +353,11 @@ def _chosen(
     if best is None:
         return None
     _, chain, r = best
-    return state.steps[:r] + tuple(chain) + state.steps[r:], _inserted(state.relief, r, len(chain)), chain[-1]
+    return (
+        state.steps[:r] + tuple(chain) + state.steps[r:],
+        _inserted(state.relief, r, len(chain)),
+        chain[-1],
+    )
 
 
 def _inserted(relief: np.ndarray, r: int, count: int) -> np.ndarray:
@@ -310,7 +365,9 @@ def _inserted(relief: np.ndarray, r: int, count: int) -> np.ndarray:
     return np.concatenate((relief[:r], np.full(count, relief[r], dtype=np.int64), relief[r:]))
 
 
-def _rank(rank: str, cost: int, key: tuple[int, int, int], before: tuple[int, int, int]) -> tuple[float, ...]:
+def _rank(
+    rank: str, cost: int, key: tuple[int, int, int], before: tuple[int, int, int]
+) -> tuple[float, ...]:
     """A move's place under `rank` (`greedy`'s docstring): smaller is preferred."""
     if rank == "cost":
         return (cost, *key)
@@ -327,13 +384,26 @@ def _levels(search: _Search, state: _State, v: int, r: int) -> tuple[np.ndarray,
     visited once: a walk of paths instead spent 530 s on one 250-node graph."""
     flat = search.flat
     return levels(  # type: ignore[no-any-return]
-        v, r, flat.reads_ptr, flat.reads_idx, flat.creator, search.recomputable, state.made_ptr, state.made, state.start, state.end
+        v,
+        r,
+        flat.reads_ptr,
+        flat.reads_idx,
+        flat.creator,
+        search.recomputable,
+        state.made_ptr,
+        state.made,
+        state.start,
+        state.end,
     )
 
 
-def prune(graph: Graph, steps: Sequence[int], target: int, flat: Flat | None = None) -> tuple[int, ...]:
+def prune(
+    graph: Graph, steps: Sequence[int], target: int, flat: Flat | None = None
+) -> tuple[int, ...]:
     """Step 4: without each recomputation, dearest first, where the peak stays in target."""
-    return _pruned(graph, steps, target, flat or Flat(graph), np.zeros(len(steps), dtype=np.int64))[0]
+    return _pruned(graph, steps, target, flat or Flat(graph), np.zeros(len(steps), dtype=np.int64))[
+        0
+    ]
 
 
 def _pruned(

@@ -57,7 +57,13 @@ class Flat:
     def instances(self, steps: np.ndarray) -> tuple:  # type: ignore[type-arg]
         """The kernel `instances` of `steps`."""
         return instances(  # type: ignore[no-any-return]
-            steps, self.reads_ptr, self.reads_idx, self.creates_ptr, self.creates_idx, self.live_in, self.live_out
+            steps,
+            self.reads_ptr,
+            self.reads_idx,
+            self.creates_ptr,
+            self.creates_idx,
+            self.live_in,
+            self.live_out,
         )
 
 
@@ -106,7 +112,9 @@ def _profile(steps, reads_ptr, reads_idx, creates_ptr, creates_idx, sizes, live_
 def _key(profile, target):  # type: ignore[no-untyped-def]
     if not profile.shape[0]:
         return 0, 0, 0
-    return _inserted_key(np.zeros(profile.shape[0] + 1, dtype=np.int64), profile, 0, profile.shape[0], 0, target)
+    return _inserted_key(
+        np.zeros(profile.shape[0] + 1, dtype=np.int64), profile, 0, profile.shape[0], 0, target
+    )
 
 
 @njit(cache=True)
@@ -203,7 +211,12 @@ def levels(v, r, reads_ptr, reads_idx, creator, recomputable, made_ptr, made, st
             for i in range(reads_ptr[u], reads_ptr[u + 1]):
                 a = reads_idx[i]
                 w = creator[a]
-                if w < 0 or seen[w] or not recomputable[w] or end[latest(made_ptr, made, start, a, r)] > r:
+                if (
+                    w < 0
+                    or seen[w]
+                    or not recomputable[w]
+                    or end[latest(made_ptr, made, start, a, r)] > r
+                ):
                     continue
                 seen[w] = True
                 ops[count] = w
@@ -217,8 +230,25 @@ def levels(v, r, reads_ptr, reads_idx, creator, recomputable, made_ptr, made, st
 
 @njit(cache=True)
 def move_keys(  # type: ignore[no-untyped-def]
-    p, profile, crossing, relief, buffer, start, end, read_ptr, read_steps, made_ptr, made, creator, recomputable,
-    sizes, reads_ptr, reads_idx, creates_ptr, creates_idx, target,
+    p,
+    profile,
+    crossing,
+    relief,
+    buffer,
+    start,
+    end,
+    read_ptr,
+    read_steps,
+    made_ptr,
+    made,
+    creator,
+    recomputable,
+    sizes,
+    reads_ptr,
+    reads_idx,
+    creates_ptr,
+    creates_idx,
+    target,
 ):
     """Every move of `heuristic._best_move` at step p and how near each brings the profile
     to `target`: instance k held across p (not read there, read after it, its op may run
@@ -262,7 +292,9 @@ def move_keys(  # type: ignore[no-untyped-def]
                 change[ended] += sizes[a]
                 change[r] -= sizes[a]
                 new += sizes[a]
-        keys[count, 0], keys[count, 1], keys[count, 2] = _inserted_key(change, profile, new, n, 1, target)
+        keys[count, 0], keys[count, 1], keys[count, 2] = _inserted_key(
+            change, profile, new, n, 1, target
+        )
         change[:] = 0
         ks[count], rs[count] = k, r
         count += 1
@@ -271,8 +303,25 @@ def move_keys(  # type: ignore[no-untyped-def]
 
 @njit(cache=True)
 def chain_key(  # type: ignore[no-untyped-def]
-    chain, r, profile, crossing, relief, buffer, start, end, read_ptr, read_steps, made_ptr, made, sizes, reads_ptr,
-    reads_idx, creates_ptr, creates_idx, live_out, target,
+    chain,
+    r,
+    profile,
+    crossing,
+    relief,
+    buffer,
+    start,
+    end,
+    read_ptr,
+    read_steps,
+    made_ptr,
+    made,
+    sizes,
+    reads_ptr,
+    reads_idx,
+    creates_ptr,
+    creates_idx,
+    live_out,
+    target,
 ):
     """`distance` from `target` of the profile after the ops of `chain` run just before
     step r (the chain's steps count r's relief), from the instances of the schedule
@@ -281,7 +330,9 @@ def chain_key(  # type: ignore[no-untyped-def]
     last read before r, and their reads from r on (and the end, for one live out) go to
     the chain's new instance."""
     n, m = profile.shape[0], chain.shape[0]
-    until, read_to, taken, touched = _chain_runs(chain, r, start, made_ptr, made, sizes, reads_ptr, reads_idx, creates_ptr, creates_idx)
+    until, read_to, taken, touched = _chain_runs(
+        chain, r, start, made_ptr, made, sizes, reads_ptr, reads_idx, creates_ptr, creates_idx
+    )
     delta = np.zeros(n + m + 1, dtype=np.int64)
     for k in touched:
         b, size = buffer[k], sizes[buffer[k]]
@@ -309,7 +360,9 @@ def chain_key(  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def _chain_runs(chain, r, start, made_ptr, made, sizes, reads_ptr, reads_idx, creates_ptr, creates_idx):  # type: ignore[no-untyped-def]
+def _chain_runs(
+    chain, r, start, made_ptr, made, sizes, reads_ptr, reads_idx, creates_ptr, creates_idx
+):  # type: ignore[no-untyped-def]
     """`chain_key`'s walk of the chain: each buffer it makes, its new instance's end so
     far (`until`, by buffer); each instance of the schedule before that it reads, the
     step after its last read in the chain (`read_to`, by instance), and whether the
@@ -364,7 +417,12 @@ def _inserted_key(delta, profile, held_there, r, m, target):  # type: ignore[no-
 def warm_kernels() -> None:
     """Compile the kernels: one profile of a schedule of three ops, one run again, its
     instances and one op's levels."""
-    graph = Graph(sizes=(2, 1, 3), creates=((0,), (1,), (2,)), reads=((), (0,), (0, 1)), preds=((), (0,), (0, 1)))
+    graph = Graph(
+        sizes=(2, 1, 3),
+        creates=((0,), (1,), (2,)),
+        reads=((), (0,), (0, 1)),
+        preds=((), (0,), (0, 1)),
+    )
     flat = Flat(graph)
     steps = np.array((0, 1, 0, 2), dtype=np.int64)
     profile = flat(steps)
@@ -373,7 +431,23 @@ def warm_kernels() -> None:
     everyone = np.ones(3, dtype=np.bool_)
     levels(2, 3, flat.reads_ptr, flat.reads_idx, flat.creator, everyone, made_ptr, made, start, end)
     move_keys(
-        1, profile, np.zeros(5, dtype=np.int64), np.zeros(4, dtype=np.int64), buffer, start, end, read_ptr, read_steps,
-        made_ptr, made, flat.creator, everyone, flat.sizes, flat.reads_ptr, flat.reads_idx, flat.creates_ptr,
-        flat.creates_idx, 4,
+        1,
+        profile,
+        np.zeros(5, dtype=np.int64),
+        np.zeros(4, dtype=np.int64),
+        buffer,
+        start,
+        end,
+        read_ptr,
+        read_steps,
+        made_ptr,
+        made,
+        flat.creator,
+        everyone,
+        flat.sizes,
+        flat.reads_ptr,
+        flat.reads_idx,
+        flat.creates_ptr,
+        flat.creates_idx,
+        4,
     )

@@ -89,7 +89,9 @@ def solve_model(
             model.add_no_overlap_2d(times, rows)
         model.add_cumulative(times, demands, room)
     extra = [
-        (graph.costs[v] if graph.costs else 1) * vars_.run[v, i] for v in range(n) for i in range(1, runs[v])
+        (graph.costs[v] if graph.costs else 1) * vars_.run[v, i]
+        for v in range(n)
+        for i in range(1, runs[v])
     ]
     model.minimize(sum(extra))
     if hint is not None:
@@ -102,17 +104,30 @@ def solve_model(
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         bound = integer_bound(solver.best_objective_bound) if status == cp_model.UNKNOWN else 0
         return ModelResult(None, (), max(bound, 0), False, status == cp_model.INFEASIBLE)
-    present = [(solver.value(vars_.step[v, i]), v) for v in range(n) for i in range(runs[v]) if solver.value(vars_.run[v, i])]
+    present = [
+        (solver.value(vars_.step[v, i]), v)
+        for v in range(n)
+        for i in range(runs[v])
+        if solver.value(vars_.run[v, i])
+    ]
     steps = tuple(v for _, v in sorted(present))
     placed = _offsets(graph, steps, vars_, solver, alignment) if offsets else ()
-    return ModelResult(steps, placed, integer_bound(solver.best_objective_bound), status == cp_model.OPTIMAL, False)
+    return ModelResult(
+        steps, placed, integer_bound(solver.best_objective_bound), status == cp_model.OPTIMAL, False
+    )
 
 
 def _event(stage: int, k: int) -> int:
     return stage * (stage + 1) // 2 + k
 
 
-def _runs(model: cp_model.CpModel, graph: Graph, runs: list[int], horizon: int, order: Sequence[int] | None) -> _Vars:
+def _runs(
+    model: cp_model.CpModel,
+    graph: Graph,
+    runs: list[int],
+    horizon: int,
+    order: Sequence[int] | None,
+) -> _Vars:
     """Step 1 of the module docstring."""
     vars_ = _Vars({}, {}, {}, {})
     unit = []
@@ -126,10 +141,16 @@ def _runs(model: cp_model.CpModel, graph: Graph, runs: list[int], horizon: int, 
             elif i == 0:
                 step = model.new_constant(_event(position[v], position[v]))
             else:
-                events = [_event(s, position[v]) for s in range(position[v] + 1, graph.ops)] or [horizon - 1]
-                step = model.new_int_var_from_domain(cp_model.Domain.from_values(events), f"step[{label},{i}]")
+                events = [_event(s, position[v]) for s in range(position[v] + 1, graph.ops)] or [
+                    horizon - 1
+                ]
+                step = model.new_int_var_from_domain(
+                    cp_model.Domain.from_values(events), f"step[{label},{i}]"
+                )
             vars_.run[v, i], vars_.step[v, i] = run, step
-            unit.append(model.new_optional_fixed_size_interval_var(step, 1, run, f"at[{label},{i}]"))
+            unit.append(
+                model.new_optional_fixed_size_interval_var(step, 1, run, f"at[{label},{i}]")
+            )
             if i:
                 model.add_implication(run, vars_.run[v, i - 1])
                 model.add(step > vars_.step[v, i - 1]).only_enforce_if(run)
@@ -166,7 +187,9 @@ def _buffers(
             if v is not None and i + 1 < count:
                 model.add(end <= vars_.step[v, i + 1]).only_enforce_if(vars_.run[v, i + 1])
             if b in graph.live_out:
-                last = [run] + ([vars_.run[v, i + 1].Not()] if v is not None and i + 1 < count else [])
+                last = [run] + (
+                    [vars_.run[v, i + 1].Not()] if v is not None and i + 1 < count else []
+                )
                 model.add(end == horizon).only_enforce_if(last)
             if size == 0:
                 continue
@@ -176,13 +199,21 @@ def _buffers(
             slot = model.new_int_var(0, (room - size) // alignment, f"offset[{names[b]},{i}]")
             vars_.offset[b, i] = slot
             length = model.new_int_var(1, horizon, f"length[{names[b]},{i}]")
-            times.append(model.new_optional_interval_var(start, length, end, run, f"steps[{names[b]},{i}]"))
-            rows.append(model.new_optional_fixed_size_interval_var(slot * alignment, size, run, f"bytes[{names[b]},{i}]"))
+            times.append(
+                model.new_optional_interval_var(start, length, end, run, f"steps[{names[b]},{i}]")
+            )
+            rows.append(
+                model.new_optional_fixed_size_interval_var(
+                    slot * alignment, size, run, f"bytes[{names[b]},{i}]"
+                )
+            )
             demands.append(size)
     return times, rows, demands
 
 
-def _reads(model: cp_model.CpModel, graph: Graph, runs: list[int], vars_: _Vars, names: Sequence[str]) -> None:
+def _reads(
+    model: cp_model.CpModel, graph: Graph, runs: list[int], vars_: _Vars, names: Sequence[str]
+) -> None:
     """Step 3: every present run finds each buffer it reads held."""
     creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
     for v, reads in enumerate(graph.reads):

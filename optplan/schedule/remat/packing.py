@@ -127,18 +127,24 @@ def relieve(
     over) bring one in 14 rounds. The schedule that packs and its plan, or None."""
     (steps, rank), tops, target = unpacked.found, unpacked.tops, unpacked.target
     room = budget - graph.base_bytes
-    need = graph.base_bytes + np.array([direct_bytes(graph, v) for v in range(graph.ops)], dtype=np.int64)
+    need = graph.base_bytes + np.array(
+        [direct_bytes(graph, v) for v in range(graph.ops)], dtype=np.int64
+    )
     relief = np.zeros(len(steps), dtype=np.int64)
     lowest, idle = None, 0
     while idle < RELIEF_IDLE and time.perf_counter() < deadline:
         over = np.maximum(0, tops - room)
         more = over + np.where(over > 0, max(1, room // 200), 0)
         relief = np.clip(relief + more, 0, np.maximum(0, target - need[list(steps)]))
-        again = relieved(graph, steps, target, allowed, deadline, rank, relief, nearest.pack if nearest else None)
+        again = relieved(
+            graph, steps, target, allowed, deadline, rank, relief, nearest.pack if nearest else None
+        )
         if again is None:
             return None
         steps, relief = again
-        plan, excess, tops = packed(graph, steps, budget, alignment, deadline, near=RELIEF_NEAR, nearest=nearest)
+        plan, excess, tops = packed(
+            graph, steps, budget, alignment, deadline, near=RELIEF_NEAR, nearest=nearest
+        )
         if plan is not None:
             return steps, plan
         lowest, idle = (excess, 0) if lowest is None or excess < lowest else (lowest, idle + 1)

@@ -58,7 +58,9 @@ def _draw(
     while ready:
         weights = []
         for v in ready:
-            freed = sum(graph.sizes[b] for b in graph.reads[v] if left[b] == 1 and b not in graph.live_out)
+            freed = sum(
+                graph.sizes[b] for b in graph.reads[v] if left[b] == 1 and b not in graph.live_out
+            )
             made = sum(graph.sizes[b] for b in graph.creates[v])
             weights.append(1.0 + max(0, freed - made) / unit)
         v = ready.pop(rng.choices(range(len(ready)), weights=weights)[0])

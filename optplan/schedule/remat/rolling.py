@@ -72,7 +72,12 @@ ABOVE = 8  # a window's instances may reach 1/ABOVE of the budget above it
 
 
 def rolled(
-    graph: Graph, steps: Sequence[int], budget: int, alignment: int, allowed: list[bool], deadline: float
+    graph: Graph,
+    steps: Sequence[int],
+    budget: int,
+    alignment: int,
+    allowed: list[bool],
+    deadline: float,
 ) -> tuple[tuple[int, ...], Plan] | None:
     """A schedule met from `steps` with slack away from its tight op, and its instances
     packed window by window (the module docstring); None where every share fails."""
@@ -80,7 +85,15 @@ def rolled(
     need = graph.base_bytes + np.array([direct_bytes(graph, v) for v in steps], dtype=np.int64)
     for share, window in TRIES:
         relief = np.where(np.arange(len(steps)) < len(steps) - TAIL, int(budget * share), 0)
-        met = relieved(graph, steps, budget, allowed, deadline, TABU, np.clip(relief, 0, np.maximum(0, budget - need)))
+        met = relieved(
+            graph,
+            steps,
+            budget,
+            allowed,
+            deadline,
+            TABU,
+            np.clip(relief, 0, np.maximum(0, budget - need)),
+        )
         if met is None:
             continue
         tight = max(range(len(met[0])), key=lambda t: direct_bytes(graph, met[0][t]))
@@ -122,7 +135,9 @@ def roll(problem: Problem, tight: int, room: int, deadline: float, window: int) 
     offsets = {b.id: placed.get(b.id, 0) for b in problem.buffers}
     arena = max((offsets[b.id] + b.size for b in problem.buffers), default=0)
     plan = Plan(offsets, arena, Status.FEASIBLE, "rolling", 0)
-    return None if validate(Problem(problem.buffers, problem.aliases, capacity=room), plan) else plan
+    return (
+        None if validate(Problem(problem.buffers, problem.aliases, capacity=room), plan) else plan
+    )
 
 
 def _placed(
@@ -151,7 +166,10 @@ def staircase(buffers: Sequence[Buffer], tight: int) -> dict[str, int]:
     """Offsets of the instances live at step `tight`, each on the one made before it,
     the first at 0 (each offset rounded up to its alignment)."""
     at, pins = 0, {}
-    for b in sorted((b for b in buffers if _meets(b, tight, tight + 1)), key=lambda b: (b.live[0].start, -b.size)):
+    for b in sorted(
+        (b for b in buffers if _meets(b, tight, tight + 1)),
+        key=lambda b: (b.live[0].start, -b.size),
+    ):
         at = -(-at // b.alignment) * b.alignment
         pins[b.id] = at
         at += b.size
@@ -190,7 +208,11 @@ def _window(
         boxes.append((b, model.new_fixed_size_interval_var(offset[b.id], b.size, f"y[{b.id}]")))
     for b in fixed:
         boxes.append((b, model.new_fixed_size_interval_var(placed[b.id], b.size, f"y[{b.id}]")))
-    rows = [model.new_fixed_size_interval_var(s.start, s.end - s.start, f"t[{b.id}]") for b, _ in boxes for s in b.live]
+    rows = [
+        model.new_fixed_size_interval_var(s.start, s.end - s.start, f"t[{b.id}]")
+        for b, _ in boxes
+        for s in b.live
+    ]
     model.add_no_overlap_2d(rows, [box for b, box in boxes for _ in b.live])
     above = model.new_int_var(0, height, "above")
     model.add(above >= top - room)

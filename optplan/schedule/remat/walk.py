@@ -31,9 +31,19 @@ class _Walk:
     """The state of one walk: what is held, the steps so far."""
 
     def __init__(
-        self, graph: Graph, order: Sequence[int], budget: int, recomputable: Sequence[bool], deadline: float
+        self,
+        graph: Graph,
+        order: Sequence[int],
+        budget: int,
+        recomputable: Sequence[bool],
+        deadline: float,
     ) -> None:
-        self.graph, self.budget, self.recomputable, self.deadline = graph, budget, recomputable, deadline
+        self.graph, self.budget, self.recomputable, self.deadline = (
+            graph,
+            budget,
+            recomputable,
+            deadline,
+        )
         self.creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
         self.uses: list[list[int]] = [[] for _ in graph.sizes]
         for i, v in enumerate(order):
@@ -68,7 +78,13 @@ class _Walk:
         best: tuple[float, int] | None = None
         for b, size in self.held.items():
             v = self.creator.get(b)
-            if b in pinned or v is None or not self.recomputable[v] or b in self.graph.live_out or not size:
+            if (
+                b in pinned
+                or v is None
+                or not self.recomputable[v]
+                or b in self.graph.live_out
+                or not size
+            ):
                 continue
             after = self.next_use(b)
             distance = (after - self.now + 1) if after is not None else 1 << 40
