@@ -156,15 +156,8 @@ def load(
             alignment = frontend_of(path).default_alignment
         except InputError as error:
             raise error.located(path) from None
-    options = Options(
-        alignment,
-        plan_outputs,
-        dict(dims or {}),
-        inplace,
-        dict(bounds or {}),
-        with_weights,
-        memories,
-    )
+    given = (plan_outputs, dict(dims or {}), inplace, dict(bounds or {}), with_weights, memories)
+    options = Options(alignment, *given)
     try:
         frontend = frontend_of(path)
         if frontend.outputs_planned:

@@ -20,6 +20,7 @@ import bisect
 
 import numpy as np
 
+from optplan.problem.buffers import Buffer
 from optplan.problem.columns import fits_int64
 from optplan.problem.core import Problem, columns_of
 from optplan.problem.outcome import Copy, Plan, Residence, Status, Violation
@@ -73,37 +74,7 @@ def validate_arena(problem: Problem, plan: Plan) -> list[Violation]:
             Violation("capacity", (), f"arena {plan.arena} exceeds capacity {problem.capacity}")
         )
     for b in problem.buffers:
-        offset = offsets.get(b.id)
-        if offset is None:
-            faults.append(Violation("missing", (b.id,), f"buffer {b.id!r} has no offset"))
-        elif offset < 0:
-            faults.append(
-                Violation("negative", (b.id,), f"buffer {b.id!r} at negative offset {offset}")
-            )
-        elif offset % b.alignment:
-            faults.append(
-                Violation(
-                    "alignment",
-                    (b.id,),
-                    f"buffer {b.id!r} at offset {offset} is not a multiple of {b.alignment}",
-                )
-            )
-        if offset is not None and b.offset is not None and offset != b.offset:
-            faults.append(
-                Violation(
-                    "pinned",
-                    (b.id,),
-                    f"buffer {b.id!r} is pinned at {b.offset}, placed at {offset}",
-                )
-            )
-        if offset is not None and offset + b.size > plan.arena:
-            faults.append(
-                Violation(
-                    "arena",
-                    (b.id,),
-                    f"buffer {b.id!r} ends at byte {offset + b.size}, past the arena of {plan.arena}",
-                )
-            )
+        faults.extend(_buffer_faults(b, offsets.get(b.id), plan.arena))
     for alias in problem.aliases:
         base, view = offsets.get(alias.base), offsets.get(alias.view)
         if base is not None and view is not None and view != base + alias.delta:
@@ -116,6 +87,28 @@ def validate_arena(problem: Problem, plan: Plan) -> list[Violation]:
                 )
             )
     faults.extend(_overlaps(problem, offsets))
+    return faults
+
+
+def _buffer_faults(b: Buffer, offset: int | None, arena: int) -> list[Violation]:
+    """One buffer's own faults: no offset, a negative or misaligned one, a pin moved, past
+    the arena."""
+    faults = []
+    if offset is None:
+        faults.append(Violation("missing", (b.id,), f"buffer {b.id!r} has no offset"))
+    elif offset < 0:
+        faults.append(
+            Violation("negative", (b.id,), f"buffer {b.id!r} at negative offset {offset}")
+        )
+    elif offset % b.alignment:
+        message = f"buffer {b.id!r} at offset {offset} is not a multiple of {b.alignment}"
+        faults.append(Violation("alignment", (b.id,), message))
+    if offset is not None and b.offset is not None and offset != b.offset:
+        message = f"buffer {b.id!r} is pinned at {b.offset}, placed at {offset}"
+        faults.append(Violation("pinned", (b.id,), message))
+    if offset is not None and offset + b.size > arena:
+        message = f"buffer {b.id!r} ends at byte {offset + b.size}, past the arena of {arena}"
+        faults.append(Violation("arena", (b.id,), message))
     return faults
 
 

@@ -163,21 +163,7 @@ def rematerialise(
     total = sum(graph.costs) if graph.costs else graph.ops
     bound = memory_bound(graph, allowed, options.alignment)
     if options.budget_bytes < bound.bytes:
-        reason = f"no schedule fits {options.budget_bytes} bytes: at least {bound.bytes} are needed ({bound.reason})"
-        return RematSchedule(
-            None,
-            Status.INFEASIBLE,
-            0,
-            0,
-            0,
-            total,
-            0,
-            bound,
-            None,
-            "bound",
-            reason,
-            time.perf_counter() - began,
-        )
+        return _below_bound(options, bound, total, began)
     searched = _searched(graph, options)
     every = _exhaustive(graph, options, allowed, began) if searched else None
     if every is not None:
@@ -225,6 +211,18 @@ def rematerialise(
         # drawn at random): their bound says nothing of its own.
         floor = max(floor, min(bounds))
     return _result(graph, options, best, floor, total, bound, began, call.nearest)
+
+
+def _below_bound(options: Remat, bound: MemoryBound, total: int, began: float) -> RematSchedule:
+    """The answer where the budget is below the proven memory bound: INFEASIBLE, why."""
+    reason = (
+        f"no schedule fits {options.budget_bytes} bytes: at least {bound.bytes} are needed "
+        f"({bound.reason})"
+    )
+    seconds = time.perf_counter() - began
+    return RematSchedule(
+        None, Status.INFEASIBLE, 0, 0, 0, total, 0, bound, None, "bound", reason, seconds
+    )
 
 
 def _nearest_packed(
