@@ -12,6 +12,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from optplan.budget import Budget
 from optplan.fuzz.brute import brute_force
 from optplan.planners import get_planner
 from optplan.planners.common import make_form, make_plan, now, top
@@ -73,8 +74,10 @@ def test_a_minimisation_in_many_short_solves_keeps_its_bounds(problem: Problem) 
         cpsat_model.SOLVE_CHUNK = 0.0  # each solve gets CP-SAT's least time, 10 ms
         for part in form.parts:
             upper = part_top(part, greedy)
+            clock = Budget(seconds=0.2).clock()
+            between = (form.live_bytes, upper)
             status, placed, found = cpsat_model._minimise(
-                part, form.live_bytes, upper, list(greedy), now() + 0.2, CpSat(), None
+                part, between, list(greedy), clock.now() + 0.2, CpSat(), clock, None
             )
             assert placed is not None or status is not Status.OPTIMAL
             if placed is not None:
@@ -95,11 +98,14 @@ MINIMALLOC_D = Path(__file__).parents[2] / "shared/data/minimalloc/challenging/D
 
 
 @pytest.mark.skipif(not MINIMALLOC_D.exists(), reason="no shared data")
-def test_the_search_asks_a_capacity_again_only_for_longer(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("budget", [{"work": None, "time_limit": 8.0}, {"work": 8.0}])
+def test_the_search_asks_a_capacity_again_only_for_longer(
+    monkeypatch: pytest.MonkeyPatch, budget: dict[str, float | None]
+) -> None:
     """The search counts its turns in nodes, so asking the bound again for less time than
     the first ask ran walks the same nodes: on MiniMalloc's D (one part, nothing fits at
     the bound) that second ask took the time the bisection needed to reach MiniMalloc's
-    peak. The bound is asked once, and the time goes to bisecting."""
+    peak. The bound is asked once, and the time (or work) goes to bisecting."""
     asked: list[tuple[int, float]] = []
 
     def spy(packing: Packing, capacity: int, **options: Any) -> SearchResult:
@@ -109,7 +115,7 @@ def test_the_search_asks_a_capacity_again_only_for_longer(monkeypatch: pytest.Mo
 
     monkeypatch.setattr(search_first, "ask", spy)
     problem = read_csv(MINIMALLOC_D)
-    plan = get_planner("cpsat", time_limit=8.0)(problem)
+    plan = get_planner("cpsat", **budget)(problem)
     assert validate(problem, plan) == []
     at_bound = [seconds for capacity, seconds in asked if capacity == plan.lower_bound]
     assert len(at_bound) == 1, asked

@@ -15,7 +15,7 @@ The parts stand in floors, each importing only those below it:
     analysis, schedule
     planners
     ops, problem
-    ir, errors
+    ir, errors, budget
 """
 
 from __future__ import annotations

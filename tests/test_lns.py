@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 
+from optplan.budget import Budget, Clock
 from optplan.planners import lns
 from optplan.planners.common import Form, live_peak, make_form, make_plan, now, top
 from optplan.planners.cpsat import planner as cpsat
@@ -30,7 +31,8 @@ def test_improve_keeps_plans_valid_and_never_higher(problem: Problem) -> None:
         return  # pins the greedy cannot honour: nothing to improve from
     improved = list(offsets)
     for part in form.parts:
-        improved = lns.improve(list(part), improved, live_peak(part), now() + 0.5)
+        clock = Budget(work=0.5).clock()
+        improved = lns.improve(list(part), improved, (live_peak(part), clock.end), clock)
     plan = make_plan(form, "lns", improved, started=now())
     assert validate(problem, plan) == []
     assert top(rects, improved) <= top(rects, offsets)
@@ -44,7 +46,9 @@ def staircase() -> Problem:
     return Problem(tuple(buffers))
 
 
-def stacked(form: Form, deadline: float | None = None) -> tuple[list[int], dict[str, object]]:
+def stacked(
+    form: Form, deadline: float | None = None, clock: Clock | None = None
+) -> tuple[list[int], dict[str, object]]:
     """The naive stack as a (bad) starting placement."""
     offsets, high = [], 0
     for rect in form.rects:
@@ -58,7 +62,8 @@ def test_improve_lowers_a_bad_placement_to_the_bound() -> None:
     form = make_form(problem)
     rects = list(form.rects)
     offsets, _ = stacked(form)
-    improved = lns.improve(rects, offsets, 20, now() + 20.0)
+    clock = Budget(work=20.0).clock()
+    improved = lns.improve(rects, offsets, (20, clock.end), clock)
     assert validate(problem, make_plan(form, "lns", improved, started=now())) == []
     assert top(rects, improved) == 20 < top(rects, offsets)
 
@@ -87,7 +92,8 @@ def test_greedy_tries_keep_plans_valid_and_never_higher(problem: Problem) -> Non
         return
     tried = list(offsets)
     for part in form.parts:
-        tried, _ = greedy_tries.tries(part, tried, now() + 0.05, seed=3)
+        clock = Budget(work=0.05).clock()
+        tried = greedy_tries.tries(part, tried, clock.end, clock=clock, seed=3)
     assert validate(problem, make_plan(form, "tries", tried, started=now())) == []
     assert top(form.rects, tried) <= top(form.rects, offsets)
 
@@ -106,5 +112,8 @@ def test_a_stopped_watch_ends_the_large_part_work_at_once(monkeypatch: pytest.Mo
     assert validate(problem, plan) == [] and plan.detail.get("interrupted") is True
     form = make_form(problem)
     offsets, _ = stacked(form)
-    assert lns.improve(list(form.rects), offsets, 20, now() + 30.0, watch=watch) == offsets
-    assert greedy_tries.tries(list(form.rects), offsets, now() + 30.0, watch=watch)[0] == offsets
+    clock = Budget(work=30.0).clock()
+    until = (20, clock.end)
+    assert lns.improve(list(form.rects), offsets, until, clock, watch=watch) == offsets
+    tried = greedy_tries.tries(list(form.rects), offsets, clock.end, clock=clock, watch=watch)
+    assert tried == offsets

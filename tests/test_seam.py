@@ -13,7 +13,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "optplan"
 PLANNER_SIDE = sorted([*(PACKAGE / "problem").rglob("*.py"), *(PACKAGE / "planners").rglob("*.py")])
-ALLOWED = ("optplan.problem", "optplan.planners", "optplan.errors")
+ALLOWED = ("optplan.problem", "optplan.planners", "optplan.errors", "optplan.budget")
 
 
 def _imports(path: Path) -> list[str]:

@@ -15,6 +15,8 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from optplan.budget import ORDER_STEPS_PER_UNIT
+from optplan.cli.options import clock_seconds, guard_seconds
 from optplan.errors import InputError
 from optplan.frontends import Loaded
 from optplan.problem import Problem, live_profile, lower_bound
@@ -68,8 +70,9 @@ def _what_fits(args: argparse.Namespace, loaded: Loaded, capacity: int) -> str:
     graphs = _graphs(args, loaded)
     if not graphs:
         return "no order to change here: only a second memory would fit it"
-    seconds = min(10.0, args.time_limit)
-    reordered = max(Scheduler("auto", time_limit=seconds)(g).peak_bytes for g in graphs)
+    # The hint's search is short and counted, so the hint is the same on any machine.
+    hinted = Scheduler("auto", time_limit=guard_seconds(args), work=HINT_ORDER_STEPS)
+    reordered = max(hinted(g).peak_bytes for g in graphs)
     if reordered <= capacity and not getattr(args, "reorder", None):
         return f"another order would fit it (--reorder: {reordered} bytes)"
     bound = max(
@@ -82,6 +85,9 @@ def _what_fits(args: argparse.Namespace, loaded: Loaded, capacity: int) -> str:
             f"no schedule needs less than {bound.bytes}), or a second memory"
         )
     return f"no order nor recomputation can ({bound.reason}); only a second memory would fit it"
+
+
+HINT_ORDER_STEPS = 10 * ORDER_STEPS_PER_UNIT  # about 10 s of the order search
 
 
 def _graphs(args: argparse.Namespace, loaded: Loaded) -> list:  # type: ignore[type-arg]
@@ -108,7 +114,7 @@ def recomputed(args: argparse.Namespace, loaded: Loaded) -> Recomputed:
     return recompute(
         loaded.program,
         args.capacity,
-        time_limit=args.time_limit,
+        time_limit=clock_seconds(args),
         plan_outputs=args.plan_outputs,
         alignment=args.alignment,
         allow=allow,
@@ -142,7 +148,7 @@ def remat_graph(args: argparse.Namespace, loaded: Loaded) -> int:
 
     assert loaded.graph is not None
     result = rematerialise(
-        loaded.graph, Remat(args.capacity, time_limit=args.time_limit, alignment=args.alignment)
+        loaded.graph, Remat(args.capacity, time_limit=clock_seconds(args), alignment=args.alignment)
     )
     record = _graph_record(loaded, result, args.capacity)
     if args.output:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from optplan.cli.options import memories_of, parse_dims
+from optplan.cli.options import guard_seconds, memories_of, order_steps, parse_dims
 from optplan.errors import InputError
 from optplan.frontends import Loaded, frontend_of, load
 
@@ -48,16 +48,12 @@ def reorder_target(args: argparse.Namespace, loaded: Loaded) -> Loaded:
     in place again, when `--inplace`, since the new order may let more ops run in place);
     a peer's graph (`.json`) gets its ops reordered and the problem of the new order."""
     if not getattr(args, "reorder", None):
-        if getattr(args, "work", None) is not None:
-            raise InputError(
-                "--work bounds the order search: give --reorder too", file=args.program
-            )
         return loaded
     from optplan.analysis.liveness import build_memory
     from optplan.passes.reorder import reorder
     from optplan.schedule import Scheduler
 
-    scheduler = Scheduler(args.reorder, time_limit=args.time_limit, work=args.work)
+    scheduler = Scheduler(args.reorder, time_limit=guard_seconds(args), work=order_steps(args))
     if loaded.graph is not None:
         return _reordered_graph(args, loaded, scheduler)
     if loaded.program is None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from optplan.cli.budget import does_not_fit, with_capacity
 from optplan.cli.files import PICTURES, check_output, write_text
 from optplan.cli.inputs import load_input, reorder_target
-from optplan.cli.options import Commands, add_input
+from optplan.cli.options import Commands, add_input, budget_of
 from optplan.cli.records import headline
 from optplan.cli.solving import report_faults, solve
 from optplan.errors import InputError
@@ -30,7 +30,7 @@ def _cmd_lower(args: argparse.Namespace) -> int:
         raise InputError(
             "a CSV problem has no program to lower; give a .py or .onnx", file=args.program
         )
-    plan = solve(loaded.problem, args.planner, args.time_limit, quiet=True)
+    plan = solve(loaded.problem, args.planner, budget_of(args), quiet=True)
     faults = validate(loaded.problem, plan)
     if faults or not plan.status.has_plan:
         report_faults(plan, faults)
@@ -81,7 +81,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
     if (line := does_not_fit(args, loaded)) is not None:
         print(line)
         return 1
-    plan = solve(loaded.problem, args.planner, args.time_limit, quiet=True)
+    plan = solve(loaded.problem, args.planner, budget_of(args), quiet=True)
     faults = validate(loaded.problem, plan)
     if faults or not plan.status.has_plan:
         report_faults(plan, faults)

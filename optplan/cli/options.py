@@ -7,6 +7,7 @@ import math
 import re
 from typing import NoReturn
 
+from optplan.budget import DEFAULT_WORK, GUARD_SECONDS, ORDER_STEPS_PER_UNIT, Budget
 from optplan.errors import InputError
 from optplan.problem import Memory
 
@@ -42,6 +43,40 @@ def positive_seconds(text: str) -> float:
     if not math.isfinite(seconds) or seconds <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
     return seconds
+
+
+def positive_work(text: str) -> float:
+    try:
+        units = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected units of work, got {text!r}") from None
+    if not math.isfinite(units) or units <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of units, got {text!r}")
+    return units
+
+
+# The seconds of the stages that still stop on the clock (recomputation).
+CLOCK_SECONDS = 60.0
+
+
+def budget_of(args: argparse.Namespace) -> Budget:
+    """The budget of each planner that searches: `--work`, guarded by `--time-limit`."""
+    return Budget(args.work, guard_seconds(args))
+
+
+def order_steps(args: argparse.Namespace) -> int:
+    """`--work` as steps of the order search (`schedule.anytime`)."""
+    return max(1, int(args.work * ORDER_STEPS_PER_UNIT))
+
+
+def guard_seconds(args: argparse.Namespace) -> float:
+    """`--time-limit` as the guard of a search counted in work."""
+    return float(args.time_limit or GUARD_SECONDS)
+
+
+def clock_seconds(args: argparse.Namespace) -> float:
+    """The seconds of a stage that still stops on the clock."""
+    return float(args.time_limit or CLOCK_SECONDS)
 
 
 def positive_int(text: str) -> int:
@@ -133,10 +168,21 @@ def add_input(parser: argparse.ArgumentParser, *, json: bool = True, memory: boo
         "CPU runtimes; 1 for a .csv problem, whose sizes are exact byte counts)",
     )
     parser.add_argument(
+        "--work",
+        type=positive_work,
+        default=DEFAULT_WORK,
+        metavar="UNITS",
+        help="effort of each search (about a second of one core a unit, default "
+        f"{DEFAULT_WORK:g}), counted in work rather than seconds: the same input gives the "
+        "same plan on any machine",
+    )
+    parser.add_argument(
         "--time-limit",
         type=positive_seconds,
-        default=60.0,
-        help="seconds per planner (default: 60)",
+        metavar="SECONDS",
+        help="an outer guard on each search; a plan it cut says so and may differ from run "
+        f"to run (default {GUARD_SECONDS:g}). Recomputation still stops on the clock: there it "
+        f"is its time (default {CLOCK_SECONDS:g})",
     )
     parser.add_argument(
         "--plan-outputs", action="store_true", help="also plan the function's outputs"
@@ -196,13 +242,6 @@ def _add_order(parser: argparse.ArgumentParser) -> None:
         const="auto",
         choices=REORDERS,
         help="first reorder each dataflow block for the least memory (default scheduler: auto)",
-    )
-    parser.add_argument(
-        "--work",
-        type=positive_int,
-        metavar="N",
-        help="stop the order search after N search steps rather than on the clock: the same "
-        "input gives the same order on any machine (--time-limit stays an outer guard)",
     )
 
 

@@ -9,7 +9,7 @@ import sys
 from optplan.cli.budget import does_not_fit, with_capacity
 from optplan.cli.files import check_output, check_tflite_output, write_plan
 from optplan.cli.inputs import load_input, planner_names, reorder_target
-from optplan.cli.options import Commands, add_input
+from optplan.cli.options import Commands, add_input, budget_of
 from optplan.cli.records import bounds_note, plan_record, summary, table
 from optplan.cli.solving import INTERRUPTED, report_faults, solve_watched
 from optplan.problem.plan import validate
@@ -52,7 +52,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         )
         return 1
     plan, interrupted = solve_watched(
-        loaded.problem, args.planner, args.time_limit, quiet=args.json
+        loaded.problem, args.planner, budget_of(args), quiet=args.json
     )
     faults = validate(loaded.problem, plan)
     if faults:
@@ -96,7 +96,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             if interrupted:
                 break  # Ctrl-C: the rows finished so far, and the interrupted one's best
             plan, interrupted = solve_watched(
-                target.problem, name, args.time_limit, quiet=args.json, form=form
+                target.problem, name, budget_of(args), quiet=args.json, form=form
             )
             faults = validate(target.problem, plan)
             if faults:

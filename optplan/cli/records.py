@@ -31,9 +31,34 @@ def plan_record(
         "seconds": round(plan.seconds, 4),
         "offsets": dict(plan.offsets),
         **({"interrupted": True} if plan.detail.get("interrupted") else {}),
+        **work_record(plan, args),
         **({"bounds": loaded.bounds, "sized_by": loaded.sized_by} if loaded.bounds else {}),
         **(memory_record(loaded.problem, plan) if not loaded.problem.plain else {}),
     }
+
+
+def work_record(plan: Plan, args: argparse.Namespace) -> dict[str, object]:
+    """The budget a plan was made with and what makes it reproducible: the work given
+    and spent, whether the time limit cut it (then, and only then, it may differ from run
+    to run), and the versions of optplan and OR-Tools (CP-SAT's answers hold within one
+    version)."""
+    record: dict[str, object] = {"versions": versions()}
+    if "work" in plan.detail:
+        record["work"] = {"given": getattr(args, "work", None), "spent": plan.detail["work"]}
+    record["cut_by_time_limit"] = bool(plan.detail.get("cut"))
+    return record
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for package in ("optplan", "ortools"):
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            found[package] = "unknown"
+    return found
 
 
 def memory_record(problem: Problem, plan: Plan) -> dict[str, object]:

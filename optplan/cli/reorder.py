@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from optplan.cli.files import check_output, write_text
 from optplan.cli.inputs import load_input, reorder_note
-from optplan.cli.options import Commands, add_input, parse_dims
+from optplan.cli.options import Commands, add_input, guard_seconds, order_steps, parse_dims
 from optplan.errors import InputError
 from optplan.frontends import Loaded
 
@@ -34,7 +34,9 @@ def _cmd_reorder(args: argparse.Namespace) -> int:
         from optplan.cli.budget import recompute_program
 
         return recompute_program(args, loaded)
-    scheduler = Scheduler(args.reorder or "auto", time_limit=args.time_limit, work=args.work)
+    scheduler = Scheduler(
+        args.reorder or "auto", time_limit=guard_seconds(args), work=order_steps(args)
+    )
     if loaded.graph is not None:
         from optplan.cli.reorder_graph import reorder_graph
 

@@ -14,7 +14,7 @@ import numpy as np
 from optplan.cli.budget import does_not_fit, with_capacity
 from optplan.cli.files import read_npz
 from optplan.cli.inputs import load_input, reorder_target
-from optplan.cli.options import Commands, add_input, parse_dims
+from optplan.cli.options import Commands, add_input, budget_of, parse_dims
 from optplan.cli.solving import solve
 from optplan.errors import InputError
 from optplan.frontends import Loaded, read_plan
@@ -40,7 +40,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.plan:
         plan = read_plan(args.plan, target.problem)
     else:
-        plan = solve(target.problem, args.planner, args.time_limit, quiet=True)
+        plan = solve(target.problem, args.planner, budget_of(args), quiet=True)
     faults = validate(target.problem, plan)
     for fault in faults:
         print(f"invalid plan: {fault}", file=sys.stderr)

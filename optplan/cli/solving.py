@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+from optplan.budget import Budget
 from optplan.errors import InputError
 from optplan.problem import Problem
 from optplan.problem.plan import Plan
@@ -18,14 +19,14 @@ INTERRUPTED = "optplan: interrupted: the best plan found before Ctrl-C is shown 
 
 
 def solve_watched(
-    problem: Problem, name: str, time_limit: float, *, quiet: bool, form: Form | None = None
+    problem: Problem, name: str, budget: Budget, *, quiet: bool, form: Form | None = None
 ) -> tuple[Plan, bool]:
     """`solve` where Ctrl-C returns the best plan so far (and says so: True); on a
     terminal, and not `quiet`, one line on stderr shows the planner's progress."""
     from optplan.cli.terminal import run_planner
 
     def call(watch: Watch) -> Plan:
-        return solve(problem, name, time_limit, quiet=quiet, watch=watch, form=form)
+        return solve(problem, name, budget, quiet=quiet, watch=watch, form=form)
 
     outcome = run_planner(call, name, show=not quiet and sys.stderr.isatty())
     assert outcome.plan is not None  # a planner that fails raises; a second Ctrl-C too
@@ -35,28 +36,39 @@ def solve_watched(
 def solve(
     problem: Problem,
     name: str,
-    time_limit: float,
+    budget: Budget,
     *,
     quiet: bool,
     watch: Watch | None = None,
     form: Form | None = None,
 ) -> Plan:
-    from optplan.planners import PLANNERS, get_planner, jit
+    """`name`'s plan of `problem` within `budget` (where the planner takes one), with the
+    notes a first run in a new environment owes; a plan the guard cut says so."""
+    from optplan.planners import PLANNERS, drive, jit
 
     if name not in PLANNERS:
         raise InputError(f"unknown planner {name!r}; choose from {', '.join(sorted(PLANNERS))}")
-    options = set(getattr(PLANNERS[name], "__dataclass_fields__", {}))
-    chosen: dict[str, object] = {"time_limit": time_limit} if "time_limit" in options else {}
-    if watch is not None and "watch" in options:
-        chosen["watch"] = watch
-    planner = get_planner(name, **chosen)
-    if not quiet and "time_limit" in options:
-        print(f"planning with {name} (time limit {time_limit:g} s)...", file=sys.stderr, flush=True)
+    if not quiet and PLANNERS[name].takes_work:
+        print(f"planning with {name} ({_budget_words(budget)})...", file=sys.stderr, flush=True)
     waiting = [module for module in jit.KERNELS if not jit.ready(module)]
-    plan = planner(problem) if form is None else planner.plan(form)
+    plan = drive(problem, name, budget, watch=watch, form=form)
     for note in compile_notes(plan, waiting):
         print(f"optplan: note: {note}", file=sys.stderr)
+    if plan.detail.get("cut"):
+        print(f"optplan: note: {CUT_NOTE.format(seconds=budget.seconds)}", file=sys.stderr)
     return plan
+
+
+CUT_NOTE = (
+    "the time limit ({seconds:g} s) cut this plan before its work was done, so it may "
+    "differ from run to run; give more --time-limit or less --work"
+)
+
+
+def _budget_words(budget: Budget) -> str:
+    if budget.work is None:
+        return f"time limit {budget.seconds:g} s"
+    return f"work {budget.work:g}, time limit {budget.seconds:g} s"
 
 
 def compile_notes(plan: Plan, waiting: list[str]) -> list[str]:

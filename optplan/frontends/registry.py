@@ -430,8 +430,8 @@ def _memory_fields(path: str, data: dict[str, object]) -> dict[str, object]:
         return {
             "residences": residences,
             "copies": copies,
-            "traffic": None if traffic is None else int(traffic),
-        }  # type: ignore[call-overload]
+            "traffic": None if traffic is None else int(traffic),  # type: ignore[call-overload]
+        }
     except (KeyError, TypeError, ValueError) as error:
         raise InputError(f"malformed residences or copies: {error!s}", file=path) from None
 

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 from hypothesis import strategies as st
 
+from optplan.budget import DEFAULT_WORK
 from optplan.errors import InputError
 from optplan.fuzz.properties import Failure, judge_plan, plan_from_offsets
 from optplan.problem import MAIN, Problem, read_csv, write_csv
@@ -192,11 +193,13 @@ class PlannerTarget(_ProblemTarget):
     memories: bool = False
 
     def __post_init__(self) -> None:
-        from optplan.planners import PLANNERS, get_planner
+        from optplan.budget import Budget
+        from optplan.planners import get_planner
+        from optplan.planners.base import configured
 
-        options = getattr(PLANNERS[self.name], "__dataclass_fields__", {})
-        limit = {"time_limit": self.time_limit} if "time_limit" in options else {}
-        self.planner = get_planner(self.name, **limit)
+        # Each example gets the planner's default work, guarded by the time limit.
+        budget = Budget(DEFAULT_WORK, self.time_limit)
+        self.planner = configured(get_planner(self.name), budget)  # type: ignore[type-var]
         self.label, self.stem = f"planner {self.name}", self.name
 
     def judge(self, example: Problem) -> Failure | None:

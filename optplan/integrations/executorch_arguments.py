@@ -11,7 +11,6 @@ copies tensors between memories (`spill`), which a spec's one mem_id cannot foll
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import numbers
 from collections.abc import Mapping, Sequence
@@ -70,7 +69,7 @@ def _check_time_limit(time_limit: object) -> None:
 
 def has_time_limit(planner: str) -> bool:
     """Whether the planner takes a time limit (cpsat)."""
-    return "time_limit" in {f.name for f in dataclasses.fields(PLANNERS[planner])}  # type: ignore[arg-type]
+    return PLANNERS[planner].takes_work
 
 
 def limited_planners() -> list[str]:

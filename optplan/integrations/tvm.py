@@ -43,8 +43,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from optplan.budget import DEFAULT_WORK, GUARD_SECONDS, Budget
 from optplan.errors import InputError
 from optplan.planners import get_planner
+from optplan.planners.base import configured
 from optplan.problem import Alias, Problem
 from optplan.problem.plan import Plan, validate
 
@@ -81,11 +83,13 @@ class PlanWarning(UserWarning):
 
 @dataclass(frozen=True, slots=True)
 class Options:
-    """How to plan: an optplan planner by name, its time limit, the offset alignment."""
+    """How to plan: an optplan planner by name, its work (units, the same module on any
+    machine) and time limit (seconds, an outer guard), the offset alignment."""
 
     planner: str = "cpsat"
-    time_limit: float = 10.0
+    time_limit: float = GUARD_SECONDS
     alignment: int = TVM_ALIGNMENT
+    work: float = DEFAULT_WORK
 
     def __post_init__(self) -> None:
         if self.alignment < 1 or self.alignment % TVM_ALIGNMENT:
@@ -146,10 +150,14 @@ class FunctionReport:
 
 
 def PlanBlockMemory(
-    planner: str = "cpsat", time_limit: float = 10.0, alignment: int = TVM_ALIGNMENT
+    planner: str = "cpsat",
+    time_limit: float = GUARD_SECONDS,
+    alignment: int = TVM_ALIGNMENT,
+    work: float = DEFAULT_WORK,
 ) -> tvm.transform.Pass:
-    """The pass to put in place of `relax.transform.StaticPlanBlockMemory()`."""
-    options = Options(planner, time_limit, alignment)
+    """The pass to put in place of `relax.transform.StaticPlanBlockMemory()`: `work` units
+    per function (the same module on any machine), `time_limit` seconds as the guard."""
+    options = Options(planner, time_limit, alignment, work)
 
     def transform(mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
         return plan_module(mod, options)[0]
@@ -271,10 +279,8 @@ def _plan_function(
 
 
 def _planner(options: Options) -> Any:
-    planner = get_planner(options.planner)
-    if "time_limit" in {f.name for f in dataclasses.fields(planner)}:  # type: ignore[arg-type]
-        return get_planner(options.planner, time_limit=options.time_limit)
-    return planner
+    budget = Budget(options.work, options.time_limit)
+    return configured(get_planner(options.planner), budget)  # type: ignore[type-var]
 
 
 def _fault(problem: Problem, plan: Plan, tvm_bytes: int) -> str | None:

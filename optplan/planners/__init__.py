@@ -22,21 +22,28 @@ of residency, copies and offsets) and packs each memory with its own packer.
 from __future__ import annotations
 
 import dataclasses
-from typing import Protocol
+from typing import ClassVar, Protocol
 
+from optplan.budget import Budget
+from optplan.planners.base import configured
 from optplan.planners.common import Form
 from optplan.planners.cpsat import CpSat
 from optplan.planners.greedy import Greedy
 from optplan.planners.naive import Naive
 from optplan.planners.spill import Spill
 from optplan.planners.tokens import TokensPlanner
+from optplan.planners.watch import Watch
 from optplan.problem import Problem
 from optplan.problem.plan import Plan
 
 
 class Planner(Protocol):
     """Called on a problem, a planner builds the form and plans; `plan(form)` plans on a
-    form already built (several planners on one problem share it)."""
+    form already built (several planners on one problem share it). What it takes (a
+    budget of work, a watch) it declares (`base.Declared`)."""
+
+    takes_work: ClassVar[bool]
+    takes_watch: ClassVar[bool]
 
     @property
     def name(self) -> str: ...
@@ -53,6 +60,23 @@ PLANNERS: dict[str, Planner] = {
     "cpsat": CpSat(),
     "spill": Spill(),
 }
+
+
+def drive(
+    problem: Problem,
+    planner: str | Planner,
+    budget: Budget | None = None,
+    *,
+    watch: Watch | None = None,
+    form: Form | None = None,
+) -> Plan:
+    """Plan `problem` (or its `form`, already built) with `planner` (a name or options),
+    given `budget` and `watch` where it takes them (`base.configured`). With a budget
+    that counts work, the plan is the same on any machine unless the guard cut it (detail
+    `"cut"`)."""
+    chosen = get_planner(planner) if isinstance(planner, str) else planner
+    chosen = configured(chosen, budget, watch)  # type: ignore[type-var]
+    return chosen(problem) if form is None else chosen.plan(form)
 
 
 def get_planner(name: str, **options: object) -> Planner:

@@ -35,25 +35,28 @@ from __future__ import annotations
 import numpy as np
 from ortools.sat.python import cp_model
 
-from optplan.planners.common import Rect, now
+from optplan.budget import Clock
+from optplan.planners.common import Rect
 from optplan.planners.watch import Watch
 
 WIDTHS = (48, 96, 192, 384)  # freed rectangles per neighbourhood, tried in turn
-STEP_SECONDS = 2.0  # most time one neighbourhood may take
+STEP_WORK = 2.0  # most work (or seconds) one neighbourhood may take
 
 
 def improve(
     part: list[Rect],
     offsets: list[int],
-    floor: int,
-    deadline: float,
+    between: tuple[int, float],
+    clock: Clock,
     *,
     seed: int = 0,
     workers: int = 2,
     watch: Watch | None = None,
 ) -> list[int]:
-    """Offsets (by rect index, like `offsets`) with the part's top no higher, found
-    before `deadline`, or before `watch` is stopped (which also ends a band's solve)."""
+    """Offsets (by rect index, like `offsets`) with the part's top no higher and not
+    below `floor`, found before `deadline` (`between`: the two; the deadline a `clock`
+    reading), or before `watch` is stopped (which also ends a band's solve)."""
+    floor, deadline = between
     best = list(offsets)
     start = np.array([r.start for r in part], dtype=np.int64)
     end = np.array([r.end for r in part], dtype=np.int64)
@@ -61,9 +64,9 @@ def improve(
     movable = np.array([r.pin is None for r in part])
     at = np.array([best[r.index] for r in part], dtype=np.int64)
     failed: set[tuple[int, int]] = set()
-    step = 0.0  # how long the last neighbourhood took: one more that long must fit
-    while now() + step < deadline and not (watch is not None and watch.stopped):
-        began = now()
+    step = 0.0  # what the last neighbourhood took: one more that much must fit
+    while not clock.past(deadline - step) and not (watch is not None and watch.stopped):
+        began = clock.now()
         tops = at + size
         arena = int(tops.max(initial=0))
         if arena <= floor:
@@ -73,8 +76,9 @@ def improve(
             break
         centre, width = chosen
         freed = _freed(centre, width, start, end, tops, movable)
-        placed = _solve_band(part, freed, at, (start, end, size), deadline, seed, workers, watch)
-        step = now() - began
+        limits = (min(STEP_WORK, deadline - began), seed, workers)
+        placed = _solve_band(part, freed, at, (start, end, size), limits, clock, watch)
+        step = clock.now() - began
         if placed is None:
             failed.add((centre, width))
             continue
@@ -117,13 +121,13 @@ def _solve_band(
     freed: np.ndarray,
     at: np.ndarray,
     columns: tuple[np.ndarray, np.ndarray, np.ndarray],
-    deadline: float,
-    seed: int,
-    workers: int,
+    limits: tuple[float, int, int],
+    clock: Clock,
     watch: Watch | None,
 ) -> np.ndarray | None:
     """New offsets for `freed` inside their band with a lower highest top; None if the
-    solver found none in time. `columns` are the part's start, end and size."""
+    solver found none within its share of `clock` (`limits`: that share, the seed and the
+    workers). `columns` are the part's start, end and size."""
     start, end, size = columns
     low = int(at[freed].min())
     old_top = int((at[freed] + size[freed]).max())
@@ -157,10 +161,10 @@ def _solve_band(
     model.add_hint(top, old_top)
     model.minimize(top)
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(min(STEP_SECONDS, deadline - now()), 0.01)
-    solver.parameters.num_workers = workers
-    solver.parameters.random_seed = seed
+    units, seed, workers = limits
+    clock.limit(solver.parameters, units, workers=workers, seed=seed)
     code = solver.solve(model) if watch is None else watch.solve(solver, model)
+    clock.solved(solver)
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE) or solver.value(top) >= old_top:
         return None
     return np.array(

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from optplan.planners.base import Declared
 from optplan.planners.common import Form, Rect, make_form, make_plan, no_plan, now
 from optplan.planners.tiers import plan_heuristics
 from optplan.problem import Problem
@@ -29,7 +30,7 @@ from optplan.problem.plan import Plan, Status
 
 
 @dataclass(frozen=True, slots=True)
-class Naive:
+class Naive(Declared):
     """Options of the naive planner (it has none)."""
 
     name: str = "naive"

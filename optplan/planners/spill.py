@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from optplan.planners.base import Declared
 from optplan.planners.common import Form, make_form, now
 from optplan.planners.greedy import Greedy, plan_greedy
 from optplan.planners.greedy.planner import pack_with
@@ -20,7 +21,7 @@ from optplan.problem.plan import Plan
 
 
 @dataclass(frozen=True, slots=True)
-class Spill:
+class Spill(Declared):
     """Options: the greedy orders and fits that pack each memory."""
 
     name: str = "spill"

@@ -31,6 +31,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
+from optplan.planners.base import Declared
 from optplan.planners.common import Form, Rect, make_form, make_plan, no_plan, now
 from optplan.planners.tiers import plan_heuristics
 from optplan.problem import Problem
@@ -135,7 +136,7 @@ def lay_end_to_end(tokens: list[tuple[int, int, int]], floor: int = 0) -> list[t
 
 
 @dataclass(frozen=True, slots=True)
-class TokensPlanner:
+class TokensPlanner(Declared):
     """TVM StaticPlanBlockMemory's storage tokens: one storage per token, at offset 0."""
 
     name: str = "tokens"

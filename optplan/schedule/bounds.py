@@ -114,7 +114,7 @@ class _Network:
     __slots__ = ("arcs", "flow", "sink", "sink_arcs", "source", "source_arcs")
 
     def __init__(self, t: Tables) -> None:
-        from ortools.graph.python import max_flow  # type: ignore[import-untyped]
+        from ortools.graph.python import max_flow  # type: ignore[import-untyped, import-not-found, unused-ignore]
 
         n, m = t.ops, len(t.sizes)
         infinite = int(t.sizes.sum()) + 1

@@ -32,9 +32,10 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from optplan.planners.common import Rect, now
+from optplan.budget import Clock
+from optplan.planners.common import Rect
 from optplan.planners.cpsat.part import PartResult, Settings, part_top
-from optplan.planners.cpsat.progress import REPORT_SECONDS
+from optplan.planners.cpsat.progress import REPORT_SECONDS, is_stopped
 from optplan.planners.watch import Watch
 from optplan.problem.plan import Status
 
@@ -42,23 +43,24 @@ from optplan.problem.plan import Status
 def solve_part(
     part: Sequence[Rect],
     hint: list[int],
-    floor: int,
-    target: int,
-    upper: int,
+    between: tuple[int, int, int],
     budget: float,
     options: Settings,
+    clock: Clock,
     heard: Callable[[int, int], None] | None = None,
 ) -> PartResult:
-    """A placement of `part` with an arena in [target, upper] (any arena up to `target` is
-    as good: another part already needs that much), found within `budget` seconds.
+    """A placement of `part` with an arena in [target, upper] (`between`: floor, target,
+    upper; any arena up to `target` is as good: another part already needs that much),
+    found within `budget` of `clock` (work units, or seconds when it counts none).
 
     `floor` <= `target` is a bound the caller has proven; the result's bound is proven
     too, which `target` is not unless it equals `floor`. `heard` gets the part's arena at
     each solution CP-SAT finds, when `options.watch` is set.
     """
+    floor, target, upper = between
     if floor > upper:
         return PartResult(Status.INFEASIBLE, None, floor)
-    started = now()
+    started = clock.now()
     target = min(target, upper)
     model = Model.build(part, target, upper, hint, options.symmetry)
     if model is None:
@@ -66,7 +68,7 @@ def solve_part(
     # One worker counting work, not seconds, gives the same answer on a busy machine as on
     # an idle one; small parts end here, proven.
     status, best, found = model.solve(
-        budget, options, minimise=True, work=options.first_pass, heard=heard
+        min(budget, options.first_pass), options, clock, minimise=True, first=True, heard=heard
     )
     proven = _proven(found, target, floor)
     if status in (Status.OPTIMAL, Status.INFEASIBLE):
@@ -78,9 +80,9 @@ def solve_part(
         return PartResult(Status.FEASIBLE, best, proven)
     if options.decide_first:
         model = Model.build(part, target, target, hint, options.symmetry)
-        remaining = max(budget - (now() - started), 0.0)
+        remaining = max(budget - (clock.now() - started), 0.0)
         status, offsets, _ = (
-            model.solve(remaining / 4, options, minimise=False, heard=heard)
+            model.solve(remaining / 4, options, clock, minimise=False, heard=heard)
             if model is not None
             else (Status.INFEASIBLE, None, 0)
         )
@@ -91,7 +93,8 @@ def solve_part(
             # problem, needs more.
             target += 1
             proven = max(proven, target)
-    status, offsets, found = _minimise(part, target, upper, hint, started + budget, options, heard)
+    until = started + budget
+    status, offsets, found = _minimise(part, (target, upper), hint, until, options, clock, heard)
     proven = max(proven, _proven(found, target, floor))
     if offsets is None:
         return PartResult(Status.FEASIBLE if best else Status.UNKNOWN, best, proven)
@@ -107,30 +110,31 @@ SOLVE_CHUNK = 12.0
 
 def _minimise(
     part: Sequence[Rect],
-    target: int,
-    upper: int,
+    between: tuple[int, int],
     hint: list[int],
     deadline: float,
     options: Settings,
+    clock: Clock,
     heard: Callable[[int, int], None] | None,
 ) -> tuple[Status, list[int] | None, int]:
-    """The lowest arena in [target, upper] found by `deadline`, by solves of at most
-    SOLVE_CHUNK seconds: status, offsets (or None) and the highest bound a solve proved.
-    `hint` must fit under `upper`."""
+    """The lowest arena in [target, upper] (`between`) found by `deadline` (a `clock`
+    reading), by solves of at most SOLVE_CHUNK each: status, offsets (or None) and the
+    highest bound a solve proved. `hint` must fit under `upper`."""
+    target, upper = between
     status, best, bound = Status.UNKNOWN, None, 0
     while True:
         model = Model.build(part, target, upper, hint, options.symmetry)
         assert model is not None  # the hint fits under `upper`
-        left = deadline - now()
+        left = deadline - clock.now()
         status, offsets, found = model.solve(
-            min(left, SOLVE_CHUNK), options, minimise=True, heard=heard
+            min(left, SOLVE_CHUNK), options, clock, minimise=True, heard=heard
         )
         bound = max(bound, found)
         if offsets is not None:
             best, hint, upper = offsets, offsets, part_top(part, offsets)
         if status in (Status.OPTIMAL, Status.INFEASIBLE) or upper <= max(target, bound):
             break
-        if left <= SOLVE_CHUNK or (options.watch is not None and options.watch.stopped):
+        if left <= SOLVE_CHUNK or clock.guarded() or is_stopped(options):
             break
     if best is not None and status is not Status.OPTIMAL:
         status = Status.FEASIBLE
@@ -206,16 +210,17 @@ class Model:
 
     def solve(
         self,
-        seconds: float,
+        units: float,
         options: Settings,
+        clock: Clock,
         *,
         minimise: bool,
-        work: float = 0.0,
+        first: bool = False,
         heard: Callable[[int, int], None] | None = None,
     ) -> tuple[Status, list[int] | None, int]:
-        """Status, offsets by rect index (a full-length list) if found, and proven bound.
-
-        With `work` > 0 the search is one worker limited by CP-SAT's deterministic time.
+        """Status, offsets by rect index (a full-length list) if found, and proven bound,
+        within `units` of `clock` (`Clock.limit`). The `first` pass is one worker limited
+        by CP-SAT's deterministic time whatever the clock counts.
         With `options.watch`, Ctrl-C is the watch's to handle (CP-SAT would otherwise take
         the signal and end this solve alone), `stop()` ends the solve, and `heard` gets the
         arena of each solution found.
@@ -223,11 +228,8 @@ class Model:
         if minimise:
             self.model.minimize(self.arena)
         solver = cp_model.CpSolver()
-        solver.parameters.max_time_in_seconds = max(seconds, 0.01)
-        solver.parameters.num_workers = 1 if work > 0 else options.num_workers
-        if work > 0:
-            solver.parameters.max_deterministic_time = work
-        solver.parameters.random_seed = options.random_seed
+        seed, workers = options.random_seed, options.num_workers
+        clock.limit(solver.parameters, units, workers=workers, seed=seed, single=first)
         if not minimise:
             # The feasibility-jump worker, which the second worker runs when there is no
             # objective, took 1.9 GB in 12 s on resnet50's 1,042 rectangles (the solve
@@ -240,6 +242,7 @@ class Model:
             return Status.UNKNOWN, None, 0
         else:
             code = watch.solve(solver, self.model, _Heard(watch, self.arena, heard))
+        clock.solved(solver)
         found = code in (cp_model.OPTIMAL, cp_model.FEASIBLE)
         if code == cp_model.INFEASIBLE:
             return Status.INFEASIBLE, None, 0

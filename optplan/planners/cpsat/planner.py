@@ -76,8 +76,11 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
+from optplan.budget import DEFAULT_WORK, RECTS_PER_UNIT, Budget, Clock, work_detail
 from optplan.planners import jit
+from optplan.planners.base import Declared
 from optplan.planners.common import (
     Form,
     Rect,
@@ -102,12 +105,14 @@ from optplan.problem.plan import Plan, Status
 
 
 @dataclass(frozen=True, slots=True)
-class CpSat:
+class CpSat(Declared):
     """Options of the CP-SAT planner.
 
-    `time_limit` is in seconds for the whole problem; `first_pass` is the work budget
-    (CP-SAT deterministic time, roughly seconds) of the single-worker pass that comes
-    first; `decide_first` asks whether the lower bound is reachable before minimising;
+    `work` is the budget of the whole problem in work units (`budget`: the same plan on
+    any machine; None: the time limit alone ends the search, which then moves with the
+    machine's load); `time_limit` is in seconds, the outer guard (a plan it cut says so:
+    detail `"cut": True`); `first_pass` is the work budget (CP-SAT deterministic time) of
+    the single-worker pass that comes first on each part; `decide_first` asks whether the lower bound is reachable before minimising;
     `split` solves independent parts apart; `symmetry` orders identical classes;
     `search_share` is the share of the time limit given first to the exact skyline search
     (0 turns it off); `watch`, if given, hears of every better arena or bound, and its
@@ -116,14 +121,17 @@ class CpSat:
     them (False: each stays in one memory all its life, as banked planners place them).
     """
 
+    takes_work: ClassVar[bool] = True
+    takes_watch: ClassVar[bool] = True
     name: str = "cpsat"
-    time_limit: float = 30.0
+    time_limit: float | None = 30.0
+    work: float | None = DEFAULT_WORK
     num_workers: int = 2
     random_seed: int = 0
     decide_first: bool = True
     split: bool = True
     symmetry: bool = True
-    first_pass: float = 1.0
+    first_pass: float = 12.0
     search_share: float = 0.75
     watch: Watch | None = field(default=None, compare=False, repr=False)
     copies: bool = True
@@ -135,6 +143,9 @@ class CpSat:
     def plan(self, form: Form) -> Plan:
         return plan_cpsat(form, self)
 
+    def budget(self) -> Budget:
+        return Budget(self.work, self.time_limit)
+
 
 def plan_cpsat(form: Form, options: CpSat = CpSat(), *, started: float | None = None) -> Plan:
     """The steps of the module's docstring: the form's fault (1), greedy and the search
@@ -142,13 +153,14 @@ def plan_cpsat(form: Form, options: CpSat = CpSat(), *, started: float | None = 
     problem of several memories goes to `tiers.exact` (residency, copies and offsets in
     one model), each memory without a capacity packed by greedy."""
     started = now() if started is None else started
+    clock = options.budget().clock()
     if not form.problem.plain:
         return plan_exact(
             form.problem,
             options.name,
             pack_with(Greedy()),
             started=started,
-            time_limit=options.time_limit,
+            clock=clock,
             workers=options.num_workers,
             seed=options.random_seed,
             watch=options.watch,
@@ -157,8 +169,10 @@ def plan_cpsat(form: Form, options: CpSat = CpSat(), *, started: float | None = 
     if form.fault is not None:
         return _no_plan(form, options, started, 0, Status.INFEASIBLE, form.fault)
     rects, capacity = form.rects, form.problem.capacity
-    # Runs past the deadline are skipped: a time limit covers greedy too.
-    greedy, greedy_detail = best_offsets(form, deadline=started + options.time_limit)
+    if clock.counted and options.search_share > 0 and not jit.ready(jit.SEARCH):
+        jit.warm(jit.SEARCH)  # counted work cannot wait on a compile in the background
+    # Runs past the end are skipped: the budget covers greedy too.
+    greedy, greedy_detail = best_offsets(form, deadline=clock.end, clock=clock)
     offsets = list(greedy)
     report_progress(options, rects, offsets, form.live_bytes, "greedy")
     parts = form.parts if options.split else (tuple(r for r in rects if r.size > 0),)
@@ -168,9 +182,9 @@ def plan_cpsat(form: Form, options: CpSat = CpSat(), *, started: float | None = 
         crowded = crowded_at(rects, capacity) if form.live_bytes > capacity else None
         reason = crowded or f"{bound} bytes are live at once, more than the capacity {capacity}"
         return _no_plan(form, options, started, bound, Status.INFEASIBLE, reason)
-    search_deadline = started + options.search_share * options.time_limit
-    failure, bound, search_detail = _search_step(form, offsets, bound, search_deadline, options)
-    work = _Work(form, parts, floors, started + options.time_limit, options)
+    search_deadline = clock.now() + options.search_share * clock.left()
+    work = _Work(form, parts, floors, clock.end, options, clock)
+    failure, bound, search_detail = _search_step(work, offsets, bound, search_deadline)
     if failure is None and search_detail.get("search") == "compiling":
         failure, bound, search_detail = _until_compiled(work, offsets, bound, started)
     if failure is not None:
@@ -190,6 +204,7 @@ def plan_cpsat(form: Form, options: CpSat = CpSat(), *, started: float | None = 
     }
     if is_stopped(options):
         detail["interrupted"] = True
+    detail.update(work_detail(clock))
     report_progress(options, rects, offsets, total.bound, "done", force=True)
     return make_plan(form, options.name, offsets, started=started, bound=total.bound, detail=detail)
 
@@ -205,15 +220,15 @@ class _Failure:
 @dataclass(frozen=True, slots=True)
 class _Work:
     """What every round works on: the form, the parts CP-SAT takes (split or whole), each
-    part's floor (by the part's id), the deadline, the options, and how long one greedy
-    run took on each large part (by id) the last time it was improved."""
+    part's floor (by the part's id), the deadline (a reading of `clock`), the options and
+    the clock of the run."""
 
     form: Form
     parts: Sequence[Sequence[Rect]]
     floors: dict[int, int]
-    deadline: float
+    deadline: float  # a `clock` reading
     options: CpSat
-    runs: dict[int, float] = field(default_factory=dict)  # a large part's greedy run, s
+    clock: Clock
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,16 +250,17 @@ def _first_bound(rects: Sequence[Rect], greedy: Sequence[int], floors: Iterable[
 
 
 def _search_step(
-    form: Form, offsets: list[int], bound: int, search_deadline: float, options: CpSat
+    work: _Work, offsets: list[int], bound: int, search_deadline: float
 ) -> tuple[_Failure | None, int, dict[str, object]]:
     """Step 2's search, until `search_deadline`, unless it is off, the arena already
     meets the bound, or the watch is stopped: its failure, if it proved one, the bound
     and its detail."""
+    form, options = work.form, work.options
     rects = form.rects
     if options.search_share <= 0 or top(rects, offsets) <= bound or is_stopped(options):
         return None, bound, {}
     report_progress(options, rects, offsets, bound, "search", force=True)
-    status, bound, detail = search_first(form, offsets, bound, search_deadline, options)
+    status, bound, detail = search_first(form, offsets, bound, search_deadline, options, work.clock)
     if status is not None:
         reason = f"the search proved that nothing fits under capacity {form.problem.capacity}"
         return _Failure(status, reason), bound, detail
@@ -264,17 +280,17 @@ def _until_compiled(
     COMPILE_POLL_S until the compile lands (`jit.ready`), then the search with its share
     of the time left (detail `search_joined_s`: when), or until the time is up, the
     arena meets the bound or the watch is stopped (detail `"search": "compiling"`)."""
-    rects, options = work.form.rects, work.options
-    while now() < work.deadline and top(rects, offsets) > bound and not is_stopped(options):
+    rects, options, clock = work.form.rects, work.options, work.clock
+    while not clock.past(work.deadline) and top(rects, offsets) > bound:
+        if is_stopped(options):
+            break
         if jit.ready(jit.SEARCH):
-            joined = now()
+            joined = clock.now()
             search_deadline = joined + options.search_share * (work.deadline - joined)
-            failure, bound, detail = _search_step(
-                work.form, offsets, bound, search_deadline, options
-            )
-            return failure, bound, {**detail, "search_joined_s": round(joined - started, 1)}
+            failure, bound, detail = _search_step(work, offsets, bound, search_deadline)
+            return failure, bound, {**detail, "search_joined_s": round(now() - started, 1)}
         report_progress(options, rects, offsets, bound, "cp-sat", force=True)
-        sliced = replace(work, deadline=min(work.deadline, now() + COMPILE_POLL_S))
+        sliced = replace(work, deadline=min(work.deadline, clock.now() + COMPILE_POLL_S))
         total, _ = _solve_rounds(sliced, offsets, bound)
         bound = total.bound
         if total.failure is not None:
@@ -289,7 +305,7 @@ def _solve_rounds(work: _Work, offsets: list[int], bound: int) -> tuple[_Rounds,
     rects, capacity = work.form.rects, work.form.problem.capacity
     total = _Rounds(bound, True, 0)
     rounds = 0
-    while total.improved and now() < work.deadline:
+    while total.improved and not work.clock.past(work.deadline):
         if top(rects, offsets) <= min(total.bound, capacity or total.bound):
             break
         if is_stopped(work.options):
@@ -321,7 +337,7 @@ def _round(work: _Work, offsets: list[int], bound: int) -> _Rounds:
             continue
         good_enough = target if capacity is None else min(target, capacity)
         waiting = bisect.bisect_left(descending, -good_enough) - position
-        budget = max(work.deadline - now(), 0.0) / max(waiting, 1)
+        budget = max(work.deadline - work.clock.now(), 0.0) / max(waiting, 1)
         upper = arena if fits else capacity
         assert upper is not None
         floor = max(bound, work.floors[id(part)])
@@ -329,9 +345,8 @@ def _round(work: _Work, offsets: list[int], bound: int) -> _Rounds:
             result = _improve_part(part, offsets, floor, budget, work)
         else:
             heard = hearing(options, form.rects, offsets, [part], bound, "cp-sat")
-            result = solve_part(
-                part, offsets, floor, max(target, floor), upper, budget, options, heard
-            )
+            between = (floor, max(target, floor), upper)
+            result = solve_part(part, offsets, between, budget, options, work.clock, heard)
         solved += 1
         if result.status == Status.INFEASIBLE:
             failure = _Failure(Status.INFEASIBLE, f"no placement fits under capacity {capacity}")
@@ -366,28 +381,26 @@ def _improve_part(
 ) -> PartResult:
     """The part's placement improved within `budget` by greedy tries in perturbed orders
     (`greedy.tries`, TRIES_SHARE of it), then by `lns.improve`; proves nothing. Nothing
-    starts when the budget is shorter than one greedy run on the part took last time
-    (at 1,000,000 rectangles a run takes 2 s, and a second round used to start one with
-    1 s left)."""
+    starts when the budget is shorter than one greedy run on the part (at 1,000,000
+    rectangles a run takes 2 s, and a second round used to start one with 1 s left)."""
     from optplan.planners.lns import improve  # OR-Tools: only when improving
 
-    options, last_run = work.options, work.runs.get(id(part), 0.0)
-    if budget < last_run:
+    options, clock = work.options, work.clock
+    if budget < len(part) / RECTS_PER_UNIT:
         return PartResult(Status.FEASIBLE, None, floor)
-    deadline = now() + budget
+    deadline = clock.now() + budget
     seed = (options.random_seed, part_top(part, offsets))  # a new draw each round
-    watch = options.watch
-    tried, work.runs[id(part)] = tries(
-        part, offsets, now() + TRIES_SHARE * budget, seed=seed, watch=watch, run=last_run
-    )
+    tried_until = clock.now() + TRIES_SHARE * budget
+    tried = tries(part, offsets, tried_until, clock=clock, seed=seed, watch=options.watch)
+    between = (floor, deadline)
     improved = improve(
         list(part),
         tried,
-        floor,
-        deadline,
+        between,
+        clock,
         seed=options.random_seed,
         workers=options.num_workers,
-        watch=watch,
+        watch=options.watch,
     )
     return PartResult(Status.FEASIBLE, improved, floor, {"lns": True})
 

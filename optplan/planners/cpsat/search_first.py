@@ -13,8 +13,9 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from optplan.budget import Clock
 from optplan.planners import jit
-from optplan.planners.common import Form, Rect, now, top
+from optplan.planners.common import Form, Rect, top
 from optplan.planners.cpsat.part import Settings, part_top
 from optplan.planners.cpsat.progress import hearing, is_stopped, report_progress
 from optplan.planners.search import Packing, SearchStatus, ask, lowest, prepare
@@ -35,8 +36,10 @@ def search_first(
     bound: int,
     deadline: float,
     options: Settings,
+    clock: Clock,
 ) -> tuple[Status | None, int, dict[str, object]]:
-    """Run the exact skyline search before CP-SAT; adopt its placement where it is lower.
+    """Run the exact skyline search before CP-SAT, until `deadline` (a `clock` reading);
+    adopt its placement where it is lower.
 
     The search always takes the form's parts (whether or not CP-SAT splits). Without a
     capacity it minimises the peak (asking at the lower bound first); with one it asks
@@ -60,12 +63,13 @@ def search_first(
         return None, bound, {"search": "compiling"}
     capacity = form.problem.capacity
     if capacity is None:
-        proven, found = _search_parts(form, offsets, bound, deadline, options)
+        proven, found = _search_parts(form, offsets, bound, (deadline, clock), options)
         arena = top(rects, offsets)
         return None, proven, {"search_parts": found, "search_arena": arena, "search_bound": proven}
     packing = prepare(rects, form.parts, options.random_seed)
     stop = functools.partial(is_stopped, options)
-    answer = ask(packing, capacity, time_limit=max(deadline - now(), 0.0), stop=stop)
+    left = max(deadline - clock.now(), 0.0)
+    answer = ask(packing, capacity, time_limit=left, stop=stop, clock=clock)
     if answer.status is SearchStatus.INFEASIBLE:
         return Status.INFEASIBLE, max(bound, capacity + 1), {"search": "infeasible"}
     if answer.placement is not None and top(rects, answer.placement) < top(rects, offsets):
@@ -77,10 +81,10 @@ def _search_parts(
     form: Form,
     offsets: list[int],
     bound: int,
-    deadline: float,
+    until: tuple[float, Clock],
     options: Settings,
 ) -> tuple[int, int]:
-    """The search, part by part. The arena is the highest part, so every part aims at the
+    """The search, part by part, until the deadline of `until` (a reading of its clock). The arena is the highest part, so every part aims at the
     same target, the bound, and one part's proven bound is the whole problem's. Parts the
     same up to a shift in time (a trace chained with itself) are solved once, and each
     kind's arrays are built once for all the capacities it is asked at.
@@ -95,6 +99,7 @@ def _search_parts(
     updated in place.
     """
     seed, stop = options.random_seed, functools.partial(is_stopped, options)
+    deadline, clock = until
     kinds: dict[tuple[object, ...], list[list[Rect]]] = {}
     for part in sorted(form.parts, key=lambda part: -part_top(part, offsets)):
         if part_top(part, offsets) > bound:
@@ -103,9 +108,9 @@ def _search_parts(
     improved = 0
     missed: list[_Missed] = []
     for position, copies in enumerate(kinds.values()):
-        share = FIRST_ASK * max(deadline - now(), 0.0) / (len(kinds) - position)
+        share = FIRST_ASK * max(deadline - clock.now(), 0.0) / (len(kinds) - position)
         packing = prepare(copies[0], [copies[0]], seed)
-        answer = ask(packing, bound, time_limit=share, stop=stop)
+        answer = ask(packing, bound, time_limit=share, stop=stop, clock=clock)
         if answer.status is SearchStatus.INFEASIBLE:
             bound += 1  # this part, and so the arena, needs more than the bound
         if answer.placement is None:
@@ -115,7 +120,7 @@ def _search_parts(
         report_progress(options, form.rects, offsets, bound, "search")
     for position, kind in enumerate(missed):
         bound, placed = _ask_again(
-            form, kind, offsets, bound, deadline, len(missed) - position, options
+            form, kind, offsets, bound, until, len(missed) - position, options
         )
         improved += placed
     return bound, improved
@@ -137,7 +142,7 @@ def _ask_again(
     kind: _Missed,
     offsets: list[int],
     bound: int,
-    deadline: float,
+    until: tuple[float, Clock],
     kinds_left: int,
     options: Settings,
 ) -> tuple[int, int]:
@@ -145,12 +150,15 @@ def _ask_again(
     left): half asks the bound again, the rest bisects from the best placement so far.
     Returns the bound and the copies placed anew."""
     stop = functools.partial(is_stopped, options)
-    share = max(deadline - now(), 0.0) / kinds_left
+    deadline, clock = until
+    share = max(deadline - clock.now(), 0.0) / kinds_left
     copies = kind.copies
     # Turns are counted in nodes: asking the same capacity again for no longer than
     # the first ask ran would walk the same nodes and answer nothing new.
     fresh = kind.asked != bound or share / 2 > kind.walked
-    again = ask(kind.packing, bound, time_limit=share / 2, stop=stop) if fresh else None
+    again = (
+        ask(kind.packing, bound, time_limit=share / 2, stop=stop, clock=clock) if fresh else None
+    )
     placed = 0
     if again is not None and again.placement is not None:
         placed = _place_copies(copies, again.placement, offsets)
@@ -159,7 +167,8 @@ def _ask_again(
         # The bound was asked already: go straight to a packing and bisect from there.
         result = lowest(
             kind.packing,
-            time_limit=max(deadline - now(), 0.0) / kinds_left,
+            time_limit=max(deadline - clock.now(), 0.0) / kinds_left,
+            clock=clock,
             upper=upper,
             first_share=0.0,
             stop=stop,

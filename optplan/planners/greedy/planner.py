@@ -68,6 +68,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from optplan.budget import Clock
+from optplan.planners.base import Declared
 from optplan.planners.common import Form, Rect, gc_paused, make_form, make_plan, no_plan, now, top
 from optplan.planners.greedy.buckets import reads, shift_for
 from optplan.planners.greedy.columns import plan_columns
@@ -88,7 +90,7 @@ COMPILED_WORK = 400_000
 
 
 @dataclass(frozen=True, slots=True)
-class Greedy:
+class Greedy(Declared):
     """Options: which orders and fits to try; the best arena among them wins. On a
     problem of several memories, `fill` names the orders in which tensors fill the
     cheapest memory first, each staying in one memory (`tiers.fill`); the least traffic
@@ -145,20 +147,24 @@ def best_offsets(
     fits: tuple[str, ...] = FITS,
     *,
     deadline: float | None = None,
+    clock: Clock | None = None,
 ) -> tuple[list[int], dict[str, object]]:
     """The lowest-arena offsets over every order and fit (and the naive stack).
 
     Assumes the form has no fault. Ties go to the earlier run, so the result
-    depends only on the input. Past `deadline` (a `now()` time) each part makes no run
-    after its first.
+    depends only on the input. Past `deadline` (a `clock` reading, else a `now()` time)
+    each part makes no run after its first.
     """
     check_runs(orders, fits)
     with gc_paused():
-        return _best_of_parts(form, orders, fits, deadline)
+        return _best_of_parts(form, orders, fits, (deadline, clock))
 
 
 def _best_of_parts(
-    form: Form, orders: tuple[str, ...], fits: tuple[str, ...], deadline: float | None
+    form: Form,
+    orders: tuple[str, ...],
+    fits: tuple[str, ...],
+    until: tuple[float | None, Clock | None],
 ) -> tuple[list[int], dict[str, object]]:
     """The best run on each independent part; the part with the highest arena names the
     winner. A part stops trying runs once it is under the whole problem's live bytes,
@@ -170,7 +176,7 @@ def _best_of_parts(
     detail: dict[str, object] = {"order": "naive", "arenas": {}}
     highest = -1
     for part in parts:
-        placed, runs = _best_of(part, orders, fits, floor, compiled, deadline)
+        placed, runs = _best_of(part, orders, fits, floor, compiled, until)
         for rect, offset in zip(part, placed):
             offsets[rect.index] = offset
         arena = top(part, placed)
@@ -199,14 +205,14 @@ def _best_of(
     fits: tuple[str, ...],
     floor: int,
     compiled: bool,
-    deadline: float | None,
+    until: tuple[float | None, Clock | None],
 ) -> tuple[list[int], dict[str, object]]:
     """Offsets for `part` (in its order) from the best run, stopping at `floor`; placed by
     the compiled loop if `compiled` and it can take the part."""
     fast = Compiled.build(part) if compiled else None
     if fast is not None:
-        best, runs = best_runs(fast, fast.stack(), len(part), orders, fits, floor, deadline)
+        best, runs = best_runs(fast, fast.stack(), len(part), orders, fits, floor, *until)
     else:
         runner = Interpreted.build(part)
-        best, runs = best_runs(runner, stack(part), len(part), orders, fits, floor, deadline)
+        best, runs = best_runs(runner, stack(part), len(part), orders, fits, floor, *until)
     return [int(offset) for offset in best], runs

@@ -16,6 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
+from optplan.budget import RECTS_PER_UNIT, Clock
 from optplan.planners.common import Rect, now, top
 
 ORDERS = ("size", "start", "lifetime", "area", "xla")
@@ -59,10 +60,12 @@ def best_runs(
     fits: tuple[str, ...],
     floor: int,
     deadline: float | None = None,
+    clock: Clock | None = None,
 ) -> tuple[Offsets, dict[str, object]]:
     """The best of `naive` and the runs `_runs` allows on a part of `rects` rectangles,
-    stopping once an arena is at `floor`, or after the first run once past `deadline`;
-    with the winner and every run's arena."""
+    stopping once an arena is at `floor`, or after the first run once past `deadline` (a
+    `clock` reading, where one is given: each run counts `rects / RECTS_PER_UNIT` units
+    of work; else a `now()` time); with the winner and every run's arena."""
     best = naive
     winner = "naive"
     arenas: dict[str, int] = {"naive": runner.top(best)}
@@ -71,7 +74,7 @@ def best_runs(
     for order, fit in _runs(rects, orders, fits):
         if arenas[winner] <= floor:
             break  # under the live-bytes bound of the whole problem: nothing to gain
-        if deadline is not None and done and now() >= deadline:
+        if deadline is not None and done and _past(deadline, clock):
             break
         if order not in sequences:
             sequences[order] = runner.sequence(order)
@@ -82,11 +85,17 @@ def best_runs(
             arenas[run] = arenas[done[key]]
             continue
         offsets = runner.place(key[0], fit)
+        if clock is not None:
+            clock.spend(rects / RECTS_PER_UNIT)
         arenas[run] = runner.top(offsets)
         done[key] = run
         if arenas[run] < arenas[winner]:
             best, winner = offsets, run
     return best, {"order": winner, "arenas": arenas}
+
+
+def _past(deadline: float, clock: Clock | None) -> bool:
+    return clock.past(deadline) if clock is not None else now() >= deadline
 
 
 def _runs(rects: int, orders: tuple[str, ...], fits: tuple[str, ...]) -> list[tuple[str, str]]:

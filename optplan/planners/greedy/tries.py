@@ -6,7 +6,7 @@ above the live-bytes bound, and lifetime/best with every lifetime scaled by a fa
 drawn from [0.95, 1.05] gave 0.59 % to 11 % over six draws. idealloc spends its
 "tries" the same way. With one run at 0.5-1 s, a time limit buys dozens of them.
 
-Steps, while one more run (as long as the last) fits before the deadline:
+Steps, while one more run (its work: the rectangles it places) fits before the deadline:
 1. Draw a noise factor in [1 - NOISE, 1 + NOISE] for every movable rectangle.
 2. Order by noisy size (ties: earlier start), and by noisy lifetime (ties: larger,
    then earlier), as greedy's `size` and `lifetime` orders do without noise.
@@ -38,6 +38,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from optplan.budget import RECTS_PER_UNIT, Clock
 from optplan.planners.common import Rect, now
 from optplan.planners.greedy.kernel import Compiled
 from optplan.planners.watch import Watch
@@ -53,17 +54,17 @@ def tries(
     offsets: list[int],
     deadline: float,
     *,
+    clock: Clock,
     seed: int | tuple[int, ...] = 0,
     watch: Watch | None = None,
-    run: float = 0.0,
-) -> tuple[list[int], float]:
+) -> list[int]:
     """Offsets (by rect index, like `offsets`) with the part's top no higher, from
-    perturbed greedy runs made before `deadline` or before `watch` is stopped, and how
-    long the last run took. `run` is how long one is expected to take (the last call's
-    answer): none starts unless that much time is left."""
+    perturbed greedy runs made before `deadline` (a `clock` reading) or before `watch` is
+    stopped. A run counts `len(part) / RECTS_PER_UNIT` units of work, and none starts
+    unless that much is left."""
     runner = Compiled.build(part)
     if runner is None:
-        return offsets, 0.0
+        return offsets
     best = np.array([offsets[r.index] for r in part], dtype=np.int64)
     best_top = runner.top(best)
     rng = np.random.default_rng(seed)
@@ -71,8 +72,8 @@ def tries(
     size = runner.size[movable].astype(np.float64)
     length = runner.length[movable].astype(np.float64)
     start = runner.start_time[movable]
-    # `run`: how long the last run took; one more that long must fit before the deadline
-    while now() + run < deadline and not (watch is not None and watch.stopped):
+    cost = len(part) / RECTS_PER_UNIT
+    while not clock.past(deadline - cost) and not (watch is not None and watch.stopped):
         for noisy in ("size", "lifetime"):
             noise = rng.uniform(1 - NOISE, 1 + NOISE, len(movable))
             if noisy == "size":
@@ -81,18 +82,17 @@ def tries(
                 keys = (start, -size, -length * noise)
             sequence = movable[np.lexsort(keys)].tobytes()
             for fit in ("first", "best"):
-                if now() + run >= deadline:
+                if clock.past(deadline - cost):
                     break
-                began = now()
                 placed = runner.place(sequence, fit)
-                run = now() - began
+                clock.spend(cost)
                 top = runner.top(placed)
                 if top < best_top:
                     best, best_top = placed, top
     improved = list(offsets)
     for position, rect in enumerate(part):
         improved[rect.index] = int(best[position])
-    return improved, run
+    return improved
 
 
 def descend(

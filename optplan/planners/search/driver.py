@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from math import gcd
 
+from optplan.budget import WALL, Clock, node_work
 from optplan.planners.common import Rect, expand, live_peak, make_form
 from optplan.planners.search.floor import floor_runner
 from optplan.planners.search.order import order_runner
@@ -134,7 +135,7 @@ def _never() -> bool:
 
 
 def _solve_part(
-    part: Prepared, capacity: int, deadline: float, stop: Callable[[], bool] = _never
+    part: Prepared, capacity: int, deadline: float, stop: Callable[[], bool], clock: Clock
 ) -> _Outcome:
     """Run every configuration in turn, a slice of nodes each, until one answers.
 
@@ -143,11 +144,11 @@ def _solve_part(
     the number of configurations, and the turns are counted in nodes, not seconds, so
     the answer does not depend on the machine's speed. A configuration is only set up
     when its first turn comes, so an easy part costs one. `stop` ends it as the clock
-    does (its caller wants an answer now).
+    does (its caller wants an answer now). `deadline` is a `clock` reading.
     """
 
     def past() -> bool:
-        return time.perf_counter() > deadline or stop()
+        return clock.past(deadline) or stop()
 
     if int(part.arrays().section_bytes.max(initial=0)) > capacity:
         return _Outcome(SearchStatus.INFEASIBLE, (), 0)
@@ -165,7 +166,7 @@ def _solve_part(
                 else:
                     runners.append(floor_runner(arrays, capacity, order, rule))
             runner = runners[k]
-            code = _turn(runner, past)
+            code = _turn(runner, past, clock, node_work(len(part.rects)))
             nodes = sum(r.nodes for r in runners)
             if code == _FOUND:
                 offsets = tuple(int(o) for o in runner.offsets)
@@ -187,21 +188,26 @@ def configurations(rectangles: int) -> tuple[tuple[int, int, int, int], ...]:
     return _CONFIGS
 
 
-def _turn(runner: Runner, past: Callable[[], bool]) -> int:
+def _turn(runner: Runner, past: Callable[[], bool], clock: Clock, per_node: float) -> int:
     """One turn of `_SLICE_NODES` nodes, in chunks short enough to read the clock often
     (a node costs milliseconds on large parts, so a whole turn could overrun the time
     limit by seconds). The kernels stop after exactly the nodes asked and resume where
-    they stopped, so the chunks change when the clock is read and nothing else."""
+    they stopped, so the chunks change when the clock is read and nothing else. A clock
+    that counts work counts the nodes (`per_node` units each), in chunks of a fixed
+    size, so that where the search stops does not depend on the machine."""
     target = runner.nodes + _SLICE_NODES
     chunk = _FIRST_CHUNK
     while True:
         began = time.perf_counter()
         before = runner.nodes
         code = runner.step(min(chunk, target - before))
+        clock.spend((runner.nodes - before) * per_node)
         if code != _RUNNING or runner.nodes >= target or runner.nodes == before:
             return code
         if past():
             return code
+        if clock.counted:
+            continue
         spent = time.perf_counter() - began
         if spent < _CHUNK_SECONDS / 2:
             chunk *= 2
@@ -222,18 +228,25 @@ def warm_kernels() -> None:
 
 
 def ask(
-    packing: Packing, capacity: int, *, time_limit: float, stop: Callable[[], bool] = _never
+    packing: Packing,
+    capacity: int,
+    *,
+    time_limit: float,
+    stop: Callable[[], bool] = _never,
+    clock: Clock | None = None,
 ) -> SearchResult:
     """One offset per rectangle of `packing` within `capacity` bytes, or a proof that
-    none exist, or TIMEOUT after `time_limit` seconds (or once `stop()` says so)."""
-    started = time.perf_counter()
+    none exist, or TIMEOUT after `time_limit` of `clock` (seconds, or work units when it
+    counts work; or once `stop()` says so). The result's `seconds` are the clock's."""
+    clock = clock or WALL.clock()
+    started = clock.now()
     deadline = started + time_limit
     placed: dict[int, int] = {}  # offset by rect index; rectangles of no size stay at 0
     status, nodes = SearchStatus.FOUND, 0
     for part in packing.parts:
-        if status is SearchStatus.TIMEOUT and (time.perf_counter() > deadline or stop()):
+        if status is SearchStatus.TIMEOUT and (clock.past(deadline) or stop()):
             break
-        outcome = _solve_part(part, capacity, deadline, stop)
+        outcome = _solve_part(part, capacity, deadline, stop, clock)
         nodes += outcome.nodes
         if outcome.status is SearchStatus.INFEASIBLE:
             status = outcome.status
@@ -243,7 +256,7 @@ def ask(
             continue  # a later part may still prove the whole infeasible
         for rect, offset in zip(part.rects, outcome.offsets):
             placed[rect.index] = offset
-    seconds = time.perf_counter() - started
+    seconds = clock.now() - started
     if status is not SearchStatus.FOUND:
         return SearchResult(status, capacity, None, 0, nodes, seconds)
     placement = tuple(placed.get(rect.index, 0) for rect in packing.rects)
@@ -309,10 +322,11 @@ def lowest(
     first_share: float = 0.4,
     stop: Callable[[], bool] = _never,
     heard: Callable[[int, int], None] | None = None,
+    clock: Clock | None = None,
 ) -> MinimiseResult:
-    """The smallest peak the search reaches within `time_limit` seconds (or until
-    `stop()` says so); `heard(peak, bound)` is told of each probe once one has found a
-    packing.
+    """The smallest peak the search reaches within `time_limit` of `clock` (seconds, or
+    work units when it counts work; or until `stop()` says so); `heard(peak, bound)` is
+    told of each probe once one has found a packing.
 
     1. Ask at the lower bound first (with `first_share` of the time): on these problems
        the optimum is usually there, and a yes proves it.
@@ -321,11 +335,12 @@ def lowest(
        raises the bound, one that times out only moves the bisection up (and the
        bisection starts again from the bound, with longer probes, while time lasts).
     """
-    started = time.perf_counter()
-    run = _Bisection(packing, started + time_limit, stop, heard)
+    clock = clock or WALL.clock()
+    started = clock.now()
+    run = _Bisection(packing, started + time_limit, (stop, clock), heard)
     run.first_packing(time_limit * first_share, upper)
     run.bisect()
-    seconds = time.perf_counter() - started
+    seconds = clock.now() - started
     best, probes = run.best, tuple(run.probes)
     if best is None:
         return MinimiseResult(None, 0, run.bound, probes, seconds)
@@ -339,17 +354,19 @@ class _Bisection:
         self,
         packing: Packing,
         deadline: float,
-        stop: Callable[[], bool],
+        ends: tuple[Callable[[], bool], Clock],
         heard: Callable[[int, int], None] | None,
     ) -> None:
-        self.packing, self.deadline, self.stop, self.heard = packing, deadline, stop, heard
+        self.packing, self.deadline, self.heard = packing, deadline, heard
+        self.stop, self.clock = ends
         self.step = packing.step
         self.bound = _round_up(packing.live_bytes, self.step)
         self.probes: list[SearchResult] = []
         self.best: SearchResult | None = None
 
     def probe(self, capacity: int, seconds: float) -> SearchResult:
-        result = ask(self.packing, capacity, time_limit=max(seconds, 0.0), stop=self.stop)
+        limit = max(seconds, 0.0)
+        result = ask(self.packing, capacity, time_limit=limit, stop=self.stop, clock=self.clock)
         self.probes.append(result)
         best = self.best
         if self.heard is not None and (best is not None or result.status is SearchStatus.FOUND):
@@ -371,7 +388,7 @@ class _Bisection:
         if upper is not None and upper > first.capacity:
             ceilings.insert(0, upper)
         for k, ceiling in enumerate(ceilings):
-            share = (self.deadline - time.perf_counter()) / (len(ceilings) - k)
+            share = (self.deadline - self.clock.now()) / (len(ceilings) - k)
             dive = self.probe(max(ceiling, self.bound), share)
             if dive.status is SearchStatus.FOUND:
                 self.best = dive
@@ -382,9 +399,9 @@ class _Bisection:
         step = self.step
         low = self.bound  # below this nothing was found (proven only up to `bound`)
         while self.best is not None and self.best.peak > self.bound:
-            left = self.deadline - time.perf_counter()
+            left = self.deadline - self.clock.now()
             high = self.best.peak - step
-            if left <= 0.05 or self.stop():
+            if left <= 0.05 or self.stop() or self.clock.guarded():
                 break
             if low > high:
                 if low == self.bound:

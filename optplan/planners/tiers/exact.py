@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 
+from optplan.budget import Clock
 from optplan.planners.tiers.driver import RULES, Found, best_found, found_plan
 from optplan.planners.tiers.form import TierForm, crowded, make_tier_form
 from optplan.planners.tiers.stays import Packer, floor_traffic, no_plan, pack, traffic
@@ -37,13 +38,14 @@ def plan_exact(
     packer: Packer,
     *,
     started: float,
-    time_limit: float,
+    clock: Clock,
     workers: int,
     seed: int,
     watch: Watch | None = None,
     copies: bool = True,
 ) -> Plan:
-    """Steps 1-4 of the module; without `copies`, each tensor stays in one memory."""
+    """Steps 1-4 of the module, the model within what is left of `clock`; without
+    `copies`, each tensor stays in one memory."""
     form = make_tier_form(problem, copies=copies)
     reason = crowded(form)
     if reason is not None:
@@ -52,14 +54,16 @@ def plan_exact(
     floor = floor_traffic(form)
     if best is not None and best.traffic <= floor:
         return found_plan(form, best, name, started=started, bound=floor)
-    left = started + time_limit - time.perf_counter()
+    left = clock.left()
     stopped = watch is not None and watch.stopped
     if model_size(form) > MODEL_MAX_BOOLS or left <= 0 or stopped:
         return _fallback(form, best, name, started, floor, "the model was not run")
     from optplan.planners.tiers.model import solve_tiers  # OR-Tools: only when solving
 
     hint = None if best is None else (best.stays, best.packed.offsets)
-    solved = solve_tiers(form, hint, seconds=left, workers=workers, seed=seed, watch=watch)
+    solved = solve_tiers(
+        form, hint, units=left, clock=clock, workers=workers, seed=seed, watch=watch
+    )
     bound = max(floor, solved.bound)
     if solved.status == "infeasible":
         reason = (

@@ -33,6 +33,7 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
+from optplan.budget import Clock
 from optplan.planners.tiers.form import TierForm, Track, member_buffers
 from optplan.planners.tiers.stays import Stays
 from optplan.planners.watch import Watch
@@ -76,12 +77,13 @@ def solve_tiers(
     form: TierForm,
     hint: tuple[Stays, dict[int, dict[str, int]]] | None,
     *,
-    seconds: float,
+    units: float,
+    clock: Clock,
     workers: int,
     seed: int,
     watch: Watch | None = None,
 ) -> Solved:
-    """Build the model, hint it, solve it within `seconds`."""
+    """Build the model, hint it, solve it within `units` of `clock` (`Clock.limit`)."""
     built = _Model(form)
     for track in form.tracks:
         _residency(built, track)
@@ -92,16 +94,18 @@ def solve_tiers(
     if hint is not None:
         _hint(built, *hint)
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(seconds, 0.1)
-    solver.parameters.num_workers = workers
-    solver.parameters.random_seed = seed
+    clock.limit(solver.parameters, units, workers=workers, seed=seed)
     # The bound comes from the LP of the full linearization: with two workers CP-SAT's
     # default portfolio runs only `default_lp`, whose bound stayed at the floor for 60 s
     # on the zoo's BART (fast memory of a quarter to three quarters of its live bytes);
-    # with `max_lp` each of those cases is proven optimal in 1-11 s.
+    # with `max_lp` each of those cases is proven optimal in 1-11 s. One worker (a
+    # counted clock) runs that linearization itself.
+    if solver.parameters.num_workers == 1:
+        solver.parameters.linearization_level = 2
     for subsolver in SUBSOLVERS:
         solver.parameters.subsolvers.append(subsolver)
     status = solver.solve(built.model) if watch is None else watch.solve(solver, built.model)
+    clock.solved(solver)
     return _solved(built, solver, status)
 
 

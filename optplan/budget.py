@@ -1,0 +1,173 @@
+"""A budget of effort: work counted in units that do not depend on the machine, with
+seconds only as an outer guard.
+
+A compiler pass must give the same output for the same input, so a search that ends on
+the clock gives a plan that moves with the machine's load. Every stage of a planner
+that searches therefore counts what it did in work units and stops on them:
+
+    stage                    what it counts                 one unit
+    CP-SAT solves            deterministic time, 1 worker   1/CPSAT_WORK_PER_SECOND of it
+    the skyline search       nodes x rectangles^2           NODE_RECTS2_PER_UNIT
+    greedy runs and tries    rectangles placed              RECTS_PER_UNIT rectangles
+    LNS                      CP-SAT's deterministic time    as CP-SAT's
+
+A unit is about a second of one core on the machines the benchmarks ran on; the figure
+that matters is only that it is the same everywhere. The seconds of a `Budget` are a
+guard: a run the guard cut may differ from run to run, and says so (`Clock.cut`).
+
+A `Clock` is one run's reading of its budget: `now()` is the work spent so far (or, with
+no work budget, the seconds elapsed: the old behaviour), so code that shares out "the
+time left" shares out work without change, and `past(deadline)` is the one test of
+whether a stage must stop. It is the one mutable piece: each run makes its own.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+# The work a planner that searches gets by default: about a minute of one core on
+# MiniMalloc's instances (benchmarks/results/work.csv).
+DEFAULT_WORK = 60.0
+
+# The guard on a search counted in work, where no time limit is given: far above what the
+# default work takes, so that only a machine many times slower is cut.
+GUARD_SECONDS = 600.0
+
+# Work units in one deterministic second of CP-SAT on one worker: it takes about this many
+# seconds of one core on the no-overlap-2D models of a part (MiniMalloc's D: 1.25 in 15.5 s).
+CPSAT_WORK_PER_SECOND = 12.0
+
+# The order search (`schedule.anytime`) takes about this many of its steps a second (a
+# 500-node layered graph: 10,000,000 in 12 s, 50,000,000 in 62 s).
+ORDER_STEPS_PER_UNIT = 1_000_000
+
+# A node of the skyline search costs time in the square of its part's rectangles: one
+# core walks about this many nodes x rectangles^2 a second (MiniMalloc's D, 213
+# rectangles: 21,000 nodes a second; J, 409: 5,700).
+NODE_RECTS2_PER_UNIT = 0.95e9
+# Greedy places about this many rectangles a second in one compiled run (a 1,000,000-
+# rectangle run takes about 2 s).
+RECTS_PER_UNIT = 500_000
+
+
+def node_work(rectangles: int) -> float:
+    """The work of one node of the skyline search on a part of `rectangles`."""
+    return rectangles * rectangles / NODE_RECTS2_PER_UNIT
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """`work` units of work (None: no count, the seconds alone end the run), and at most
+    `seconds` of wall time (None: no guard)."""
+
+    work: float | None = None
+    seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.work is not None and not self.work > 0:
+            raise ValueError(f"work must be a positive number of units, got {self.work}")
+        if self.seconds is not None and not self.seconds > 0:
+            raise ValueError(f"the time limit must be a positive number, got {self.seconds}")
+
+    @property
+    def counted(self) -> bool:
+        """Whether the run stops on work, and so gives the same plan on any machine."""
+        return self.work is not None
+
+    def clock(self) -> Clock:
+        return Clock(self)
+
+
+class Clock:
+    """Where one run stands against its `Budget`: the work spent, the wall time elapsed,
+    and whether the guard cut it."""
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+        self.started = time.perf_counter()
+        self.spent = 0.0
+        self.cut = False
+
+    @property
+    def counted(self) -> bool:
+        return self.budget.counted
+
+    def now(self) -> float:
+        """Work spent so far, or seconds elapsed when the budget counts no work."""
+        if self.budget.work is not None:
+            return self.spent
+        return time.perf_counter() - self.started
+
+    @property
+    def end(self) -> float:
+        """The reading of `now()` at which the whole budget is spent."""
+        if self.budget.work is not None:
+            return self.budget.work
+        return self.budget.seconds if self.budget.seconds is not None else float("inf")
+
+    def left(self) -> float:
+        return max(self.end - self.now(), 0.0)
+
+    def spend(self, units: float) -> None:
+        """Count `units` of work done (nothing when the budget counts no work)."""
+        if self.budget.work is not None:
+            self.spent += max(units, 0.0)
+
+    def guard_left(self) -> float:
+        """Seconds until the guard (inf without one)."""
+        if self.budget.seconds is None:
+            return float("inf")
+        return max(self.budget.seconds - (time.perf_counter() - self.started), 0.0)
+
+    def guarded(self) -> bool:
+        """Whether the guard has run out; once it has, the run is cut (`cut`)."""
+        if self.guard_left() <= 0.0:
+            self.cut = self.cut or self.counted
+            return True
+        return False
+
+    def past(self, deadline: float) -> bool:
+        """Whether a stage that must end at `deadline` (a `now()` reading) must stop."""
+        return self.now() >= deadline or self.guarded()
+
+    def seconds(self) -> float:
+        return time.perf_counter() - self.started
+
+    def limit(
+        self, parameters: Any, units: float, *, workers: int, seed: int, single: bool = False
+    ) -> None:
+        """Set a CP-SAT solve's `parameters` to `units` of this clock: counted (or
+        `single`), one worker and CP-SAT's deterministic time (the same answer on any
+        machine), the guard as its seconds; else `units` seconds on `workers` workers."""
+        parameters.random_seed = seed
+        if self.counted or single:
+            parameters.num_workers = 1
+            parameters.max_deterministic_time = max(units / CPSAT_WORK_PER_SECOND, 0.001)
+        else:
+            parameters.num_workers = workers
+        seconds = self.guard_left() if self.counted else units
+        if seconds != float("inf"):
+            parameters.max_time_in_seconds = max(seconds, 0.01)
+
+    def solved(self, solver: Any) -> None:
+        """Count a finished CP-SAT solve's deterministic time, and whether the guard (not
+        the work) ended it."""
+        self.spend(solver.deterministic_time * CPSAT_WORK_PER_SECOND)
+        self.guarded()
+
+
+WALL = Budget()
+"""No work count and no guard: callers that pass their own deadlines in seconds."""
+
+
+def work_detail(clock: Clock) -> dict[str, object]:
+    """What a plan says of its budget: the work it spent and, where the guard cut a
+    counted run (the one case where the plan may differ from run to run), `cut`."""
+    detail: dict[str, object] = {}
+    if clock.counted:
+        detail["work"] = round(clock.spent, 3)
+    if clock.cut:
+        detail["cut"] = True
+    return detail

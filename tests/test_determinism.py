@@ -1,0 +1,144 @@
+"""Same input, same plan, whatever the machine's load: a planner given a budget of work
+stops on work, never on the clock.
+
+The load is faked by a clock that jumps ahead a thousand seconds at every reading: any
+stage that still shared out or stopped on seconds would see its time gone at once and
+answer differently. The plans must be byte for byte those of the real clock.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+
+from optplan import budget as budget_module
+from optplan.budget import Budget, Clock
+from optplan.planners import drive
+from optplan.problem import Buffer, Interval, Problem, read_csv
+from optplan.problem.plan import validate
+from optplan.strategies import problems
+from optplan.strategies.memories import memory_problems
+
+ROOT = Path(__file__).resolve().parents[1]
+MINIMALLOC = ROOT.parent / "shared" / "data" / "minimalloc" / "challenging"
+
+
+class _Jumping:
+    """A `perf_counter` that runs a thousand seconds ahead at every reading."""
+
+    def __init__(self) -> None:
+        self.readings = itertools.count()
+
+    def __call__(self) -> float:
+        return time.monotonic() + 1000.0 * next(self.readings)
+
+
+def _planned_under_load(
+    problem: Problem, budget: Budget, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, int]:
+    with monkeypatch.context() as patched:
+        patched.setattr(budget_module.time, "perf_counter", _Jumping())
+        return dict(drive(problem, "cpsat", budget).offsets)
+
+
+def hard_problem() -> Problem:
+    """Interlocking buffers whose optimum is above the live bytes: CP-SAT and the search
+    both have work to do before they prove it."""
+    buffers = []
+    for k in range(24):
+        start = (k * 7) % 19
+        size = 3 + (k * 5) % 11
+        buffers.append(Buffer(f"b{k}", size, (Interval(start, start + 2 + k % 5),)))
+    return Problem(tuple(buffers))
+
+
+def test_a_clock_that_counts_work_reads_no_seconds() -> None:
+    clock = Budget(work=2.0).clock()
+    clock.spend(0.5)
+    assert (clock.now(), clock.left(), clock.past(0.5), clock.past(0.6)) == (0.5, 1.5, True, False)
+    assert not Clock(Budget(work=1.0)).cut
+
+
+def test_the_guard_cuts_a_counted_run_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = Budget(work=1.0, seconds=5.0).clock()
+    monkeypatch.setattr(budget_module.time, "perf_counter", lambda: clock.started + 6.0)
+    assert clock.past(0.5) and clock.cut
+
+
+def test_a_loaded_machine_gets_the_same_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = hard_problem()
+    budget = Budget(work=3.0)
+    calm = drive(problem, "cpsat", budget)
+    assert validate(problem, calm) == [] and "cut" not in calm.detail
+    assert _planned_under_load(problem, budget, monkeypatch) == dict(calm.offsets)
+
+
+@settings(deadline=None, max_examples=30)
+@given(problems(max_buffers=12, residues=True))
+def test_plans_counted_in_work_do_not_move_with_the_clock(problem: Problem) -> None:
+    budget = Budget(work=0.3)
+    calm = drive(problem, "cpsat", budget)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(budget_module.time, "perf_counter", _Jumping())
+        loaded = drive(problem, "cpsat", budget)
+    assert (loaded.status, loaded.arena, dict(loaded.offsets)) == (
+        calm.status,
+        calm.arena,
+        dict(calm.offsets),
+    )
+
+
+@pytest.mark.skipif(
+    not MINIMALLOC.is_dir(), reason="MiniMalloc's instances (../shared/data) absent"
+)
+@pytest.mark.parametrize("instance", ["D", "J"])
+def test_minimalloc_hard_instances_twice_under_load(
+    instance: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    problem = read_csv(MINIMALLOC / f"{instance}.1048576.csv")
+    budget = Budget(work=4.0)
+    calm = drive(problem, "cpsat", budget)
+    assert validate(problem, calm) == []
+    assert _planned_under_load(problem, budget, monkeypatch) == dict(calm.offsets)
+
+
+def test_the_command_line_prints_the_same_plan_twice(tmp_path: Path) -> None:
+    """Two processes, one of them beside a busy one: the same JSON but for the seconds."""
+    path = tmp_path / "hard.csv"
+    rows = [f"{b.id},{b.start},{b.end},{b.size}" for b in hard_problem().buffers]
+    path.write_text("id,lower,upper,size\n" + "\n".join(rows) + "\n")
+    command = [sys.executable, "-m", "optplan", "plan", str(path), "--work", "2", "--json"]
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        loaded = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
+    finally:
+        busy.kill()
+    calm = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
+    records = [json.loads(run.stdout) for run in (calm, loaded)]
+    for record in records:
+        record.pop("seconds")
+    assert records[0] == records[1]
+    assert records[0]["cut_by_time_limit"] is False
+    assert records[0]["versions"]["ortools"] != "unknown"
+
+
+@settings(deadline=None, max_examples=20)
+@given(memory_problems())
+def test_plans_of_several_memories_do_not_move_with_the_clock(problem: Problem) -> None:
+    budget = Budget(work=0.5)
+    calm = drive(problem, "cpsat", budget)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(budget_module.time, "perf_counter", _Jumping())
+        loaded = drive(problem, "cpsat", budget)
+    assert (loaded.status, loaded.residences, loaded.copies) == (
+        calm.status,
+        calm.residences,
+        calm.copies,
+    )
