@@ -1,0 +1,132 @@
+"""The default budget counted in work beside a budget of seconds, on the same instances.
+
+    python benchmarks/work.py [--work 60] [--seconds 60] [--sets minimalloc,idealloc]
+                              [--instances D,J] [--repeat 2]
+
+For each instance (MiniMalloc's 11 hard instances; idealloc's real traces): `cpsat` with
+`--work` units and a guard of 10 times `--seconds` (mode `work`), then `cpsat` stopped by
+the clock after `--seconds` (mode `seconds`: the behaviour before budgets were counted),
+each `--repeat` times, every plan judged by `validate`. A row per instance, mode and run:
+arena bytes, proven bound, gap, seconds, and whether the run's arena equals the first
+run's (`same`: the mode's reproducibility, which only the work mode promises). Writes
+`benchmarks/results/work.csv` and prints a table; a summary line counts the instances
+where the work mode's arena is at or below the seconds mode's.
+
+Times are wall seconds of one run on a shared 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from optplan.budget import Budget
+from optplan.planners import drive, jit
+from optplan.problem import read_csv
+from optplan.problem.plan import validate
+
+DATA = ROOT.parent / "shared" / "data"
+SETS = {
+    "minimalloc": (DATA / "minimalloc" / "challenging", "*.1048576.csv"),
+    "idealloc": (DATA / "idealloc", "*.csv"),
+}
+RESULTS = ROOT / "benchmarks" / "results" / "work.csv"
+COLUMNS = ("instance", "buffers", "mode", "run", "arena", "bound", "gap", "seconds", "same")
+
+
+def instances(sets: list[str], only: set[str]) -> list[tuple[str, Path]]:
+    found = []
+    for name in sets:
+        folder, pattern = SETS[name]
+        if not folder.is_dir():
+            print(f"skipping {name}: {folder} is absent", file=sys.stderr)
+            continue
+        for path in sorted(folder.glob(pattern)):
+            label = path.name.split(".")[0]
+            if not only or label in only:
+                found.append((label, path))
+    return found
+
+
+def measure(label: str, path: Path, mode: str, budget: Budget, run: int) -> dict[str, object]:
+    problem = read_csv(path)
+    started = time.perf_counter()
+    plan = drive(problem, "cpsat", budget)
+    seconds = time.perf_counter() - started
+    faults = validate(problem, plan)
+    if faults:
+        raise SystemExit(f"{label} ({mode}): invalid plan: {faults[0]}")
+    bound = max(plan.bound, plan.lower_bound)
+    gap = (plan.arena - bound) / plan.arena if plan.arena else 0.0
+    cut = " (cut)" if plan.detail.get("cut") else ""
+    return {
+        "instance": label,
+        "buffers": len(problem.buffers),
+        "mode": mode + cut,
+        "run": run,
+        "arena": plan.arena,
+        "bound": bound,
+        "gap": f"{100 * gap:.3f}%",
+        "seconds": f"{seconds:.1f}",
+        "same": "",
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work", type=float, default=60.0, help="units of the work mode")
+    parser.add_argument("--seconds", type=float, default=60.0, help="seconds of the clock mode")
+    parser.add_argument("--sets", default="minimalloc,idealloc")
+    parser.add_argument("--instances", default="", help="comma-separated labels, e.g. D,J")
+    parser.add_argument("--repeat", type=int, default=2, help="runs of each mode")
+    args = parser.parse_args(argv)
+    only = {name for name in args.instances.split(",") if name}
+    jit.warm(jit.SEARCH)
+    modes = {
+        "work": Budget(args.work, 10 * args.seconds),
+        "seconds": Budget(None, args.seconds),
+    }
+    rows: list[dict[str, object]] = []
+    print(" ".join(f"{c:>10}" for c in COLUMNS))
+    for label, path in instances(args.sets.split(","), only):
+        for mode, budget in modes.items():
+            first = None
+            for run in range(1, args.repeat + 1):
+                row = measure(label, path, mode, budget, run)
+                first = row["arena"] if first is None else first
+                row["same"] = "yes" if row["arena"] == first else "no"
+                rows.append(row)
+                print(" ".join(f"{row[c]!s:>10}" for c in COLUMNS), flush=True)
+    RESULTS.parent.mkdir(exist_ok=True)
+    with RESULTS.open("w", newline="") as file:
+        writer = csv.DictWriter(file, COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    _summary(rows)
+    return 0
+
+
+def _summary(rows: list[dict[str, object]]) -> None:
+    """Per instance, the work mode's first arena against the seconds mode's best."""
+    work: dict[str, int] = {}
+    seconds: dict[str, int] = {}
+    for row in rows:
+        label, arena = str(row["instance"]), int(str(row["arena"]))
+        if str(row["mode"]).startswith("work") and row["run"] == 1:
+            work[label] = arena
+        elif str(row["mode"]).startswith("seconds"):
+            seconds[label] = min(seconds.get(label, arena), arena)
+    worse = [f"{k}: {work[k]} against {seconds[k]}" for k in work if work[k] > seconds[k]]
+    print(f"work at or below seconds on {len(work) - len(worse)} of {len(work)} instances")
+    for line in worse:
+        print(f"  worse: {line}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
