@@ -36,6 +36,7 @@ from optplan.budget import Clock
 from optplan.planners.common import Rect
 from optplan.planners.cpsat.part import PartResult, Settings, part_top
 from optplan.planners.cpsat.progress import REPORT_SECONDS, is_stopped
+from optplan.planners.cpsat.shares import share
 from optplan.planners.watch import Watch
 from optplan.problem.plan import Status
 
@@ -82,7 +83,7 @@ def solve_part(
         model = Model.build(part, target, target, hint, options.symmetry)
         remaining = max(budget - (clock.now() - started), 0.0)
         status, offsets, _ = (
-            model.solve(remaining / 4, options, clock, minimise=False, heard=heard)
+            model.solve(share("decide") * remaining, options, clock, minimise=False, heard=heard)
             if model is not None
             else (Status.INFEASIBLE, None, 0)
         )

@@ -95,6 +95,7 @@ from optplan.planners.common import (
 from optplan.planners.cpsat.part import PartResult, part_top
 from optplan.planners.cpsat.progress import hearing, is_stopped, report_progress
 from optplan.planners.cpsat.search_first import search_first
+from optplan.planners.cpsat.shares import share
 from optplan.planners.greedy import Greedy, best_offsets
 from optplan.planners.greedy.planner import pack_with
 from optplan.planners.greedy.tries import tries
@@ -132,7 +133,7 @@ class CpSat(Declared):
     split: bool = True
     symmetry: bool = True
     first_pass: float = 12.0
-    search_share: float = 0.75
+    search_share: float = share("search")
     watch: Watch | None = field(default=None, compare=False, repr=False)
     copies: bool = True
 
@@ -370,17 +371,11 @@ def _round(work: _Work, offsets: list[int], bound: int) -> _Rounds:
 MODEL_MAX_PART = 4000
 
 
-# Of a large part's time, the share for greedy tries: on S_1 one perturbed lifetime/best
-# run in a dozen beat the best fixed order by 1 % (`greedy.tries`), while the bands LNS
-# re-solves had found nothing below S_1's top.
-TRIES_SHARE = 0.7
-
-
 def _improve_part(
     part: Sequence[Rect], offsets: list[int], floor: int, budget: float, work: _Work
 ) -> PartResult:
     """The part's placement improved within `budget` by greedy tries in perturbed orders
-    (`greedy.tries`, TRIES_SHARE of it), then by `lns.improve`; proves nothing. Nothing
+    (`greedy.tries`, the share "tries" of it), then by `lns.improve`; proves nothing. Nothing
     starts when the budget is shorter than one greedy run on the part (at 1,000,000
     rectangles a run takes 2 s, and a second round used to start one with 1 s left)."""
     from optplan.planners.lns import improve  # OR-Tools: only when improving
@@ -390,7 +385,7 @@ def _improve_part(
         return PartResult(Status.FEASIBLE, None, floor)
     deadline = clock.now() + budget
     seed = (options.random_seed, part_top(part, offsets))  # a new draw each round
-    tried_until = clock.now() + TRIES_SHARE * budget
+    tried_until = clock.now() + share("tries") * budget
     tried = tries(part, offsets, tried_until, clock=clock, seed=seed, watch=options.watch)
     between = (floor, deadline)
     improved = improve(

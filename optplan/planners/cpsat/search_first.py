@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from optplan.budget import Clock
 from optplan.planners import jit
 from optplan.planners.common import Form, Rect, top
+from optplan.planners.cpsat import shares
 from optplan.planners.cpsat.part import Settings, part_top
 from optplan.planners.cpsat.progress import hearing, is_stopped, report_progress
 from optplan.planners.search import Packing, SearchStatus, ask, lowest, prepare
@@ -24,10 +25,6 @@ from optplan.problem.plan import Status
 # Above this many rectangles in one part the skyline search explores too few nodes a
 # second to be worth its share of the time; such parts go to CP-SAT directly.
 SEARCH_MAX_PART = 2000
-
-
-# The share of a part's search time spent asking whether it fits under the lower bound.
-FIRST_ASK = 0.4
 
 
 def search_first(
@@ -90,7 +87,7 @@ def _search_parts(
     kind's arrays are built once for all the capacities it is asked at.
 
     1. Each kind of part above the bound asks whether it fits under the bound, with
-       FIRST_ASK of its share of the time.
+       the share "first_ask" of its share of the time.
     2. The kinds that missed share what is left: half of each one's share asks again
        (when that is longer than the first ask ran at the same capacity), the rest
        minimises its own peak from the best placement so far.
@@ -108,7 +105,8 @@ def _search_parts(
     improved = 0
     missed: list[_Missed] = []
     for position, copies in enumerate(kinds.values()):
-        share = FIRST_ASK * max(deadline - clock.now(), 0.0) / (len(kinds) - position)
+        left = max(deadline - clock.now(), 0.0) / (len(kinds) - position)
+        share = shares.share("first_ask") * left
         packing = prepare(copies[0], [copies[0]], seed)
         answer = ask(packing, bound, time_limit=share, stop=stop, clock=clock)
         if answer.status is SearchStatus.INFEASIBLE:
