@@ -170,9 +170,23 @@ def test_cpsat_takes_the_search_up_when_its_compile_lands(monkeypatch: pytest.Mo
     monkeypatch.setattr(jit, "ready", lambda module: module != jit.SEARCH or next(answers))
     monkeypatch.setattr(jit, "compile_in_background", lambda module: started.append(module))
     problem = searched()
-    plan = get_planner("cpsat", time_limit=30.0)(problem)
+    plan = get_planner("cpsat", work=None, time_limit=30.0)(problem)
     assert started == [jit.SEARCH]
     assert "search_joined_s" in plan.detail and plan.detail["search_parts"] == 1
+    assert (plan.arena, plan.status) == (5, Status.OPTIMAL)
+    assert validate(problem, plan) == []
+
+
+def test_cpsat_counting_work_compiles_the_search_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A budget counted in work cannot wait on a compile in the background (where the
+    search joins would depend on the machine): the search is compiled first, then run."""
+    warmed: list[str] = []
+    monkeypatch.setattr(jit, "ready", lambda module: module != jit.SEARCH or bool(warmed))
+    monkeypatch.setattr(jit, "warm", lambda module: warmed.append(module))
+    monkeypatch.setattr(jit, "compile_in_background", lambda module: pytest.fail(module))
+    problem = searched()
+    plan = get_planner("cpsat", work=5.0)(problem)
+    assert warmed == [jit.SEARCH] and plan.detail["search_parts"] == 1
     assert (plan.arena, plan.status) == (5, Status.OPTIMAL)
     assert validate(problem, plan) == []
 
