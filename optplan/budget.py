@@ -24,6 +24,9 @@ whether a stage must stop. It is the one mutable piece: each run makes its own.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +41,11 @@ GUARD_SECONDS = 600.0
 # Work units in one deterministic second of CP-SAT on one worker: it takes about this many
 # seconds of one core on the no-overlap-2D models of a part (MiniMalloc's D: 1.25 in 15.5 s).
 CPSAT_WORK_PER_SECOND = 12.0
+
+# The recomputation models (the stage model, the window packing) take about this many
+# times a no-overlap-2D part's seconds per deterministic second (a 250-node layered graph
+# at 70 %: 12 units of them took 47 s).
+MODEL_SCALE = 4.0
 
 # The order search (`schedule.anytime`) takes about this many of its steps a second (a
 # 500-node layered graph: 10,000,000 in 12 s, 50,000,000 in 62 s).
@@ -171,3 +179,76 @@ def work_detail(clock: Clock) -> dict[str, object]:
     if clock.cut:
         detail["cut"] = True
     return detail
+
+
+# ---------------------------------------------------------------------------- the ambient clock
+#
+# The recomputation pipeline shares out "the time left" across a dozen modules by
+# deadlines compared with the time. Under `running(clock)` those modules read `now()` and
+# count with `spend()` instead of reading the time: with a clock that counts work, their
+# deadlines are readings of work, and the pipeline's answer depends on the input alone.
+# Outside `running`, `now()` is the time, as before.
+
+_ACTIVE: ContextVar[Clock | None] = ContextVar("optplan_clock", default=None)
+
+
+@contextmanager
+def running(clock: Clock) -> Iterator[Clock]:
+    """Make `clock` the one `now()` and `spend()` read in this context."""
+    token = _ACTIVE.set(clock)
+    try:
+        yield clock
+    finally:
+        _ACTIVE.reset(token)
+
+
+def active() -> Clock | None:
+    return _ACTIVE.get()
+
+
+def now() -> float:
+    """`time.perf_counter()`, or under `running(clock)` the clock's reading on the same
+    scale: its start plus the work spent (or the seconds elapsed). Once the clock's guard
+    has run out, a reading past every deadline its run can have set."""
+    clock = _ACTIVE.get()
+    if clock is None:
+        return time.perf_counter()
+    if clock.guarded():
+        return clock.started + clock.end + PAST + clock.spent
+    return clock.started + clock.now()
+
+
+def spend(units: float) -> None:
+    """Count `units` of work on the running clock (nothing outside `running`)."""
+    clock = _ACTIVE.get()
+    if clock is not None:
+        clock.spend(units)
+
+
+# A reading this far past a run's end is past every deadline its stages set.
+PAST = 1e6
+
+
+def limit_solver(
+    parameters: Any, units: float, *, workers: int, seed: int = 0, scale: float = 1.0
+) -> None:
+    """A CP-SAT solve's `parameters` for `units` of the running clock (`Clock.limit`), or
+    outside `running`, `units` seconds on `workers` workers. `scale`: how many times a
+    no-overlap-2D part's deterministic second this model's takes on one core."""
+    clock = _ACTIVE.get()
+    if clock is None:
+        parameters.max_time_in_seconds = max(units, 0.01)
+        parameters.num_workers = workers
+        parameters.random_seed = seed
+    else:
+        clock.limit(parameters, units / scale, workers=workers, seed=seed)
+
+
+def solver_done(solver: Any, scale: float = 1.0) -> None:
+    """Count a finished CP-SAT solve on the running clock (`Clock.solved`), its work
+    `scale` times a no-overlap-2D part's."""
+    clock = _ACTIVE.get()
+    if clock is not None:
+        before = clock.spent
+        clock.solved(solver)
+        clock.spent = before + scale * (clock.spent - before)

@@ -17,6 +17,7 @@ from optplan.problem.plan import Plan, Status, validate
 from optplan.schedule import remat
 from optplan.schedule.graph import Graph, peak_bytes, problem_of
 from optplan.schedule.remat import Remat, is_valid_steps, packing, rematerialise
+from optplan.schedule.remat import shares as remat_shares
 from optplan.schedule.remat.heuristic import RANKS, TABU, greedy, profile_of
 from optplan.schedule.remat.packing import Nearest, packed
 from tests.test_remat import graphs, replay
@@ -61,7 +62,7 @@ def test_where_nothing_packs_the_nearest_schedule_is_packed_for_longer(
     problem = Problem(problem_of(graph, result.steps, 4).buffers, capacity=25)
     assert is_valid_steps(graph, result.steps) and validate(problem, result.plan) == []
     assert replay(graph, result.steps, dict(result.plan.offsets), 25)
-    monkeypatch.setattr(remat, "NEAREST_SHARE", 0.0)
+    monkeypatch.setitem(remat_shares.SHARES, "nearest", 0.0)
     result = rematerialise(graph, Remat(25, time_limit=3.0, alignment=4))
     assert result.status is Status.UNKNOWN
     assert (

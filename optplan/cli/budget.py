@@ -16,7 +16,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from optplan.budget import ORDER_STEPS_PER_UNIT
-from optplan.cli.options import clock_seconds, guard_seconds
+from optplan.cli.options import guard_seconds
 from optplan.errors import InputError
 from optplan.frontends import Loaded
 from optplan.problem import Problem, live_profile, lower_bound
@@ -114,7 +114,8 @@ def recomputed(args: argparse.Namespace, loaded: Loaded) -> Recomputed:
     return recompute(
         loaded.program,
         args.capacity,
-        time_limit=clock_seconds(args),
+        time_limit=guard_seconds(args),
+        work=args.work,
         plan_outputs=args.plan_outputs,
         alignment=args.alignment,
         allow=allow,
@@ -148,7 +149,13 @@ def remat_graph(args: argparse.Namespace, loaded: Loaded) -> int:
 
     assert loaded.graph is not None
     result = rematerialise(
-        loaded.graph, Remat(args.capacity, time_limit=clock_seconds(args), alignment=args.alignment)
+        loaded.graph,
+        Remat(
+            args.capacity,
+            time_limit=guard_seconds(args),
+            work=args.work,
+            alignment=args.alignment,
+        ),
     )
     record = _graph_record(loaded, result, args.capacity)
     if args.output:

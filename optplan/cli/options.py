@@ -55,10 +55,6 @@ def positive_work(text: str) -> float:
     return units
 
 
-# The seconds of the stages that still stop on the clock (recomputation).
-CLOCK_SECONDS = 60.0
-
-
 def budget_of(args: argparse.Namespace) -> Budget:
     """The budget of each planner that searches: `--work`, guarded by `--time-limit`."""
     return Budget(args.work, guard_seconds(args))
@@ -72,11 +68,6 @@ def order_steps(args: argparse.Namespace) -> int:
 def guard_seconds(args: argparse.Namespace) -> float:
     """`--time-limit` as the guard of a search counted in work."""
     return float(args.time_limit or GUARD_SECONDS)
-
-
-def clock_seconds(args: argparse.Namespace) -> float:
-    """The seconds of a stage that still stops on the clock."""
-    return float(args.time_limit or CLOCK_SECONDS)
 
 
 def positive_int(text: str) -> int:
@@ -180,9 +171,8 @@ def add_input(parser: argparse.ArgumentParser, *, json: bool = True, memory: boo
         "--time-limit",
         type=positive_seconds,
         metavar="SECONDS",
-        help="an outer guard on each search; a plan it cut says so and may differ from run "
-        f"to run (default {GUARD_SECONDS:g}). Recomputation still stops on the clock: there it "
-        f"is its time (default {CLOCK_SECONDS:g})",
+        help="an outer guard in seconds on each search; a plan it cut says so and may differ "
+        f"from run to run (default {GUARD_SECONDS:g})",
     )
     parser.add_argument(
         "--plan-outputs", action="store_true", help="also plan the function's outputs"

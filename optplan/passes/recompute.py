@@ -25,12 +25,12 @@ what that costs, and the proven bounds.
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from optplan.analysis.liveness import build_memory
 from optplan.analysis.types import typed_program
+from optplan.budget import GUARD_SECONDS, Budget, active, now, running
 from optplan.ir import (
     Binding,
     Block,
@@ -55,6 +55,7 @@ from optplan.problem import Problem, lower_bound
 from optplan.problem.plan import Status
 from optplan.schedule.graph import Graph, peak_bytes
 from optplan.schedule.remat import Remat, RematSchedule, rematerialise
+from optplan.schedule.remat.packing import cpsat_within
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,13 +92,31 @@ def recompute(
     capacity_bytes: int,
     *,
     time_limit: float = 10.0,
+    work: float | None = None,
     plan_outputs: bool = False,
     alignment: int = 64,
     allow: Callable[[str], bool] | None = None,
 ) -> Recomputed:
     """`program` rewritten to fit `capacity_bytes` (module docstring); `allow(name)` False
-    keeps the binding of `name` to one computation (e.g. an ONNX node's inner binding)."""
-    began = time.perf_counter()
+    keeps the binding of `name` to one computation (e.g. an ONNX node's inner binding).
+    With `work`, every stage stops on work (the same program on any machine) and
+    `time_limit` is a guard; without, the stages share `time_limit` seconds."""
+    clock = Budget(work, time_limit).clock()
+    with running(clock):
+        found = _recompute(program, capacity_bytes, clock.end, plan_outputs, alignment, allow)
+    return dataclasses.replace(found, seconds=clock.seconds())
+
+
+def _recompute(
+    program: Program,
+    capacity_bytes: int,
+    time_limit: float,
+    plan_outputs: bool,
+    alignment: int,
+    allow: Callable[[str], bool] | None,
+) -> Recomputed:
+    """`recompute` on the running clock, whose `time_limit` is in its units."""
+    began = now()
     program = typed_program(program)
     original = build_memory(program, plan_outputs=plan_outputs, alignment=alignment).problem
     graphs = _costed(program, block_graphs(program, plan_outputs=plan_outputs))
@@ -105,20 +124,20 @@ def recompute(
     result: Recomputed | None = None
     unpacked: Recomputed | None = None  # live bytes within the budget, not yet packed
     for _ in range(4):
-        left = time_limit - (time.perf_counter() - began)
+        left = time_limit - (now() - began)
         result = _attempt(
             program, graphs, budget, max(0.5, left / 2), plan_outputs, alignment, allow, original
         )
         if not result.status.has_plan:
             break
         if _fits(result, capacity_bytes, plan_outputs, alignment, left):
-            return dataclasses.replace(result, seconds=time.perf_counter() - began)
+            return result
         unpacked = unpacked or result
         budget -= max(1, budget // 50)
     assert result is not None
     # The caller's planner may still pack what greedy could not: hand over the first
     # program whose live bytes fit rather than nothing.
-    return dataclasses.replace(unpacked or result, seconds=time.perf_counter() - began)
+    return unpacked or result
 
 
 def _fits(
@@ -128,8 +147,17 @@ def _fits(
     problem = Problem(problem.buffers, problem.aliases, capacity)
     plan = get_planner("greedy")(problem)
     if not plan.status.has_plan and seconds > 1:
-        plan = get_planner("cpsat", time_limit=min(5.0, seconds / 4))(problem)
+        plan = cpsat_within(problem, min(5.0, seconds / 4))
     return plan.status.has_plan
+
+
+def _options(budget: int, units: float) -> Remat:
+    """One block's options: `units` of the running clock, work where it counts work."""
+    clock = active()
+    if clock is None or not clock.counted:
+        return Remat(budget, time_limit=units)
+    guard = clock.guard_left()
+    return Remat(budget, time_limit=min(guard, GUARD_SECONDS), work=max(units, 0.01))
 
 
 def _costed(program: Program, graphs: list[Graph]) -> list[Graph]:
@@ -302,7 +330,7 @@ class _Rewrite:
         if peak_bytes(graph, range(graph.ops)) <= self.budget:
             return block
         allowed = _recomputable(graph, block, self.allow)
-        schedule = rematerialise(graph, Remat(self.budget, time_limit=self.seconds), allowed)
+        schedule = rematerialise(graph, _options(self.budget, self.seconds), allowed)
         self.schedules.append(schedule)
         if schedule.steps is None:
             return block

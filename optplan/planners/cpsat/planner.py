@@ -152,9 +152,16 @@ def plan_cpsat(form: Form, options: CpSat = CpSat(), *, started: float | None = 
     """The steps of the module's docstring: the form's fault (1), greedy and the search
     (2), the parts and the bound (3, 4), rounds of CP-SAT (5, 6), the plan (7). A
     problem of several memories goes to `tiers.exact` (residency, copies and offsets in
-    one model), each memory without a capacity packed by greedy."""
+    one model), each memory without a capacity packed by greedy. Every plan, found or
+    not, says what work it spent and whether the guard cut it (`work_detail`)."""
     started = now() if started is None else started
     clock = options.budget().clock()
+    plan = _planned(form, options, started, clock)
+    plan.detail.update(work_detail(clock))
+    return plan
+
+
+def _planned(form: Form, options: CpSat, started: float, clock: Clock) -> Plan:
     if not form.problem.plain:
         return plan_exact(
             form.problem,
@@ -205,7 +212,6 @@ def plan_cpsat(form: Form, options: CpSat = CpSat(), *, started: float | None = 
     }
     if is_stopped(options):
         detail["interrupted"] = True
-    detail.update(work_detail(clock))
     report_progress(options, rects, offsets, total.bound, "done", force=True)
     return make_plan(form, options.name, offsets, started=started, bound=total.bound, detail=detail)
 

@@ -38,8 +38,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from optplan.budget import RECTS_PER_UNIT, Clock
-from optplan.planners.common import Rect, now
+from optplan.budget import RECTS_PER_UNIT, Clock, now, spend
+from optplan.planners.common import Rect
 from optplan.planners.greedy.kernel import Compiled
 from optplan.planners.watch import Watch
 from optplan.problem import Problem, columns_of, lower_bound
@@ -144,6 +144,7 @@ def _search(
     for _ in range(work):
         if key[0] <= target or now() > deadline:
             break
+        spend(len(sequence) / RECTS_PER_UNIT)
         high = np.nonzero(placed + runner.size > target)[0]
         k = int(rng.choice(high)) if rng.random() < 0.7 else int(rng.integers(len(sequence)))
         at = int(np.nonzero(sequence == k)[0][0])

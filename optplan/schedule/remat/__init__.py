@@ -33,8 +33,8 @@ extra compute (the cost of every run after an op's first). Steps:
    pass: MOCCASIN's 500-node graph at 50 %, +609 % at 120 s). For graphs above
    `exact_ops` ops this is the anytime path. Where nothing packs and time is left, the
    nearest schedule found, if its live bytes are within the budget, is packed by CP-SAT
-   for longer (`NEAREST_SHARE` of the time); where the time limit is long enough
-   (`ROLLING_SHARE`), the cheapest schedule met in live bytes is then given slack and
+   for longer (`shares`: "nearest"); where the limit is long enough ("rolling"), the
+   cheapest schedule met in live bytes is then given slack and
    packed window by window from its end (`rolling`). Where nothing fits, the reason gives the
    arena of the nearest schedule found, with real offsets, and its extra compute.
 4. The exact model (`model`) in Checkmate's and MOCCASIN's stages, once with the first
@@ -57,10 +57,10 @@ The best schedule found is never worse than the heuristics'; its offsets are jud
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from optplan.budget import GUARD_SECONDS, Budget, active, now, running, spend
 from optplan.problem import Problem
 from optplan.problem.plan import Plan, Status
 from optplan.schedule import Scheduler, best_quick
@@ -72,41 +72,22 @@ from optplan.schedule.remat.heuristic import extra_cost, prune
 from optplan.schedule.remat.model import ModelResult, solve_model
 from optplan.schedule.remat.packing import Nearest, fits, pack
 from optplan.schedule.remat.rolling import rolled
+from optplan.schedule.remat.shares import share
 
-# `every_schedule` is tried on graphs of up to 64 ops, for 20,000 states and a quarter of
-# the time at most (the CNN training step at 50 % needs 56 states, the MLP step at 70 %
-# 1,406 in about 0.4 s, at 60 % 2,761 in 0.8 s and at 50 % 15,964 in 2.5 s; TVM's
-# attention step does not end within them). A block gets part of the program's time: at
-# 30 s the MLP step's has 15 s, and a tenth of that (1.5 s) tipped the MLP step at 70 %
-# to +10.9 % in two benchmark runs.
+# The search of every schedule: graphs of up to this many ops, this many states (the
+# MLP step at 50 % needs 15,964), and at budgets a fifth lower, this many each.
 EXHAUSTIVE_OPS = 64
 EXHAUSTIVE_WORK = 20_000
-# Where the search does not end at the budget, it is run at budgets a fifth lower each
-# time, for `LOWER_WORK` states each, until one ends: a larger budget lets more sets of
-# buffers fit, and the MLP step at 90 % and 80 % does not end in 20,000 and 5,091 states,
-# while at 72 % and 64 % it ends in 1,406, and its schedule (+0.76 %) fits 90 % and 80 %
-# as well (the heuristics alone gave +2.04 % and +2.80 % there).
 LOWER_WORK = 1_500
-# Where no schedule packs after step 3, the nearest one whose live bytes are within the
-# budget gets this share of the time limit of CP-SAT's packer: on MOCCASIN's 100-node
-# graph at 60 % (30 s), a schedule of 198 instances that greedy packs in 28,759 bytes
-# and 5 s of CP-SAT (the heuristics' packing) do not pack within 27,792 packs in 7 s,
-# where its skyline search finds a placement; the exact model after it had found
-# nothing in the 18 s left.
-NEAREST_SHARE = 1 / 3
-# Where `ROLLING_SHARE` of the time limit leaves `ROLLING_SECONDS` after
-# `NEAREST_SECONDS` of CP-SAT, the cheapest schedule met in live bytes is packed window
-# by window (`rolling`) in the rest of that share instead: on the 250-node graph at
-# 60 %, which no CP-SAT packing fits, that took 83-167 s where it packed, and at a
-# limit of 600 s `rematerialise` gives +25.85 % in 88,060-88,071 of 88,104 bytes (two runs).
-ROLLING_SHARE = 1 / 2
+# The nearest schedule's CP-SAT packing, and what window-by-window packing needs after it.
 NEAREST_SECONDS = 30.0
 ROLLING_SECONDS = 90.0
 
 
 @dataclass(frozen=True, slots=True)
 class Remat:
-    """Options: the budget in bytes (the block's `base_bytes` included), seconds, how many
+    """Options: the budget in bytes (the block's `base_bytes` included), seconds (with
+    `work`, units of work that every stage counts, the seconds only a guard), how many
     runs of one op the exact model allows, the largest graph it is tried on (above it
     the heuristics have all the time), the alignment of every offset, and the order search's work (its states:
     1,000,000 finds the best orders known on MOCCASIN's random graphs of 100 to 1,000
@@ -118,6 +99,7 @@ class Remat:
     exact_ops: int = 400
     alignment: int = 1
     order_work: int = 1_000_000
+    work: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +128,7 @@ class RematSchedule:
     method: str
     reason: str
     seconds: float
+    cut: bool = False
 
     @property
     def extra_percent(self) -> float:
@@ -156,8 +139,22 @@ def rematerialise(
     graph: Graph, options: Remat, recomputable: Sequence[bool] | None = None
 ) -> RematSchedule:
     """The schedule of the module docstring; `recomputable[v]` False keeps op v to one run
-    (ops with effects, in-place calls)."""
-    began = time.perf_counter()
+    (ops with effects, in-place calls). With `options.work`, every stage stops on work
+    (`budget.running`), and the answer is the same on any machine unless the time limit,
+    then a guard, cut it (`RematSchedule.cut`); the stages' shares of "the time" are then
+    shares of the work. `seconds` are the wall seconds it took."""
+    clock = Budget(options.work, options.time_limit).clock()
+    within = replace(options, time_limit=clock.end)  # the stages' limit, on the clock
+    with running(clock):
+        found = _rematerialise(graph, within, recomputable)
+    spend(clock.spent)  # on the clock of the caller's run, if any
+    return replace(found, seconds=clock.seconds(), cut=clock.cut)
+
+
+def _rematerialise(
+    graph: Graph, options: Remat, recomputable: Sequence[bool] | None
+) -> RematSchedule:
+    began = now()
     deadline = began + options.time_limit
     allowed = list(recomputable) if recomputable is not None else [True] * graph.ops
     total = sum(graph.costs) if graph.costs else graph.ops
@@ -173,7 +170,7 @@ def rematerialise(
     lower = _lower(graph, options, allowed, bound, began) if searched and every is None else None
     orders = _orders(graph, options)
     exact = graph.ops <= options.exact_ops
-    share = began + (0.4 if exact else 1.0) * options.time_limit
+    until = began + (share("heuristics") if exact else 1.0) * options.time_limit
     call = Call(
         graph,
         options.budget_bytes,
@@ -181,7 +178,8 @@ def rematerialise(
         allowed,
         Nearest(graph, options.alignment, options.budget_bytes),
     )
-    best = heuristics(call, orders, max(share, time.perf_counter() + 0.1 * options.time_limit))
+    least = now() + share("heuristics_least") * options.time_limit
+    best = heuristics(call, orders, max(until, least))
     if lower is not None and (best is None or lower.extra < best.extra):
         best = lower
     if best is None:
@@ -194,7 +192,7 @@ def rematerialise(
         if not exact or (best is not None and best.extra == 0):
             break
         for k, order in enumerate(firsts):
-            seconds = (deadline - time.perf_counter()) / (len(firsts) - k)
+            seconds = (deadline - now()) / (len(firsts) - k)
             best, proven = _exact(
                 graph, replace(options, copies=copies), allowed, best, order, max(0.5, seconds)
             )
@@ -202,7 +200,7 @@ def rematerialise(
                 bounds.append(proven)
         # Where the model's space holds nothing within the budget (it says so quickly on
         # small programs), a space with one more run of each op may.
-        if best is not None or time.perf_counter() > deadline - 0.5:
+        if best is not None or now() > deadline - 0.5:
             break
     # The exhaustive search's least extra compute holds for every schedule.
     floor = every.cost if every is not None else 0
@@ -219,25 +217,32 @@ def _below_bound(options: Remat, bound: MemoryBound, total: int, began: float) -
         f"no schedule fits {options.budget_bytes} bytes: at least {bound.bytes} are needed "
         f"({bound.reason})"
     )
-    seconds = time.perf_counter() - began
+    seconds = now() - began
     return RematSchedule(
         None, Status.INFEASIBLE, 0, 0, 0, total, 0, bound, None, "bound", reason, seconds
     )
+
+
+def _spent(reading: float) -> str:
+    """A reading of the running clock in its units."""
+    clock = active()
+    units = "units of work" if clock is not None and clock.counted else "s"
+    return f"{reading:.1f} {units}"
 
 
 def _nearest_packed(
     graph: Graph, options: Remat, nearest: Nearest, allowed: list[bool], deadline: float
 ) -> Found | None:
     """Step 3's last resort where nothing packed: the nearest schedule packed by CP-SAT
-    for `NEAREST_SHARE` of the time limit; where `ROLLING_SHARE` leaves
+    for the share "nearest" of the limit; where the share "rolling" leaves
     `ROLLING_SECONDS` after `NEAREST_SECONDS` of that, the cheapest schedule met in live
     bytes given slack and packed window by window (`rolling`) in the rest of it."""
-    began = time.perf_counter()
+    began = now()
     rolls = (
         nearest.met is not None
-        and ROLLING_SHARE * options.time_limit >= NEAREST_SECONDS + ROLLING_SECONDS
+        and share("rolling") * options.time_limit >= NEAREST_SECONDS + ROLLING_SECONDS
     )
-    end = min(began + (ROLLING_SHARE if rolls else NEAREST_SHARE) * options.time_limit, deadline)
+    end = min(began + share("rolling" if rolls else "nearest") * options.time_limit, deadline)
     if nearest.steps is None or end - began < 1.0:
         return None
     plan = nearest.pack_again(options.budget_bytes, NEAREST_SECONDS if rolls else end - began)
@@ -254,7 +259,11 @@ def _exhaustive(
 ) -> Exhausted | None:
     """Step 1's search of every schedule, or None where it did not end."""
     return every_schedule(
-        graph, options.budget_bytes, allowed, began + 0.25 * options.time_limit, EXHAUSTIVE_WORK
+        graph,
+        options.budget_bytes,
+        allowed,
+        began + share("exhaustive") * options.time_limit,
+        EXHAUSTIVE_WORK,
     )
 
 
@@ -266,9 +275,9 @@ def _lower(
     schedule gives it, without the runs the budget does not need, packed within the
     budget. It is the least at that lower budget, not at this one: not optimal. None
     where none ends with one that packs."""
-    deadline = began + 0.4 * options.time_limit
+    deadline = began + share("lower") * options.time_limit
     budget = options.budget_bytes - max(1, options.budget_bytes // 5)
-    while budget >= bound.bytes and time.perf_counter() < deadline:
+    while budget >= bound.bytes and now() < deadline:
         every = every_schedule(graph, budget, allowed, deadline, LOWER_WORK)
         if every is not None:
             if every.steps is None:  # nothing fits there, nor any lower
@@ -301,19 +310,18 @@ def _every(
         proof = traced(
             graph,
             options.budget_bytes,
-            deadline=time.perf_counter() + 1.0,
+            deadline=now() + 1.0,
             alignment=options.alignment,
         )
         proof = proof or MemoryBound(options.budget_bytes + 1, searched)
         reason = f"no schedule fits {options.budget_bytes} bytes: {proof.reason}"
-        seconds = time.perf_counter() - began
+        seconds = now() - began
         return RematSchedule(
             None, Status.INFEASIBLE, 0, 0, 0, total, 0, proof, None, "bound", reason, seconds
         )
     steps = prune(graph, every.steps, options.budget_bytes)
-    plan = pack(
-        graph, steps, options.budget_bytes, options.alignment, began + 0.3 * options.time_limit
-    )
+    until = began + share("exhaustive_pack") * options.time_limit
+    plan = pack(graph, steps, options.budget_bytes, options.alignment, until)
     if plan is None:
         return None
     found = Found(steps, plan, extra_cost(graph, steps), "exhaustive", True)
@@ -327,7 +335,10 @@ def _orders(graph: Graph, options: Remat) -> list[tuple[int, ...]]:
     graph at 60 %, only the second does)."""
     program = tuple(range(graph.ops))
     quick = best_quick(graph)
-    seconds = max(0.5, 0.3 * options.time_limit)
+    seconds = max(0.5, share("orders") * options.time_limit)
+    clock = active()
+    if clock is not None and clock.counted:
+        seconds = min(clock.guard_left(), GUARD_SECONDS)  # they stop on work: the guard
     searched = Scheduler("auto", time_limit=seconds, work=options.order_work)(graph).order
     rough = Scheduler("auto", time_limit=seconds / 4, work=max(1, options.order_work // 30))(
         graph
@@ -348,11 +359,11 @@ def _exact(
     (None where the model proves that its space holds no schedule within the budget: an
     empty space bounds nothing, and the model with offsets, a restriction of it, need
     not run)."""
-    end = time.perf_counter() + seconds
+    end = now() + seconds
     room = options.budget_bytes
     bound = 0
     for offsets in (False, False, True):
-        left = end - time.perf_counter()
+        left = end - now()
         if left < 0.2:
             break
         result = solve_model(
@@ -434,20 +445,21 @@ def _result(
         proof = traced(
             graph,
             options.budget_bytes,
-            deadline=max(began + options.time_limit, time.perf_counter()) + 1.0,
+            deadline=max(began + options.time_limit, now()) + 1.0,
             alignment=options.alignment,
         )
         if proof is not None:
             reason = f"no schedule fits {options.budget_bytes} bytes: {proof.reason}"
-            seconds = time.perf_counter() - began
+            seconds = now() - began
             return RematSchedule(
                 None, Status.INFEASIBLE, 0, 0, 0, total, 0, proof, None, "bound", reason, seconds
             )
-    seconds = time.perf_counter() - began
+    seconds = now() - began
     if best is None:
         reason = (
-            f"no schedule within {options.budget_bytes} bytes found in {seconds:.1f} s of the "
-            f"{options.time_limit:.1f} s limit (the proven memory bound is {bound.bytes})"
+            f"no schedule within {options.budget_bytes} bytes found in {_spent(seconds)} of "
+            f"the limit of {_spent(options.time_limit)} (the proven memory bound is "
+            f"{bound.bytes})"
         ) + _nearest_words(graph, nearest, total)
         return RematSchedule(
             None, Status.UNKNOWN, 0, 0, 0, total, model_bound, bound, None, "none", reason, seconds

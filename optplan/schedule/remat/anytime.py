@@ -15,12 +15,12 @@ met then through the packing rounds at that target.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from optplan.budget import now
 from optplan.problem.plan import Plan
 from optplan.schedule.graph import Graph, peak_bytes
 from optplan.schedule.remat.bounds import direct_bytes
@@ -92,7 +92,7 @@ def heuristics(call: Call, orders: list[tuple[int, ...]], deadline: float) -> Fo
         if best is not None:
             break
     draws = freeing_orders(call.graph)
-    half = time.perf_counter() + (deadline - time.perf_counter()) / 2
+    half = now() + (deadline - now()) / 2
     if best is None and deadline - half >= DEEP_SECONDS:
         best = _restarts(call, draws, deadline, None, half)
         if best is not None:  # found before half their time: the draws ran to their end
@@ -114,15 +114,13 @@ def _restarts(
     one, they stop after `RESTARTS_IDLE` orders in a row that give none cheaper."""
     idle = 0
     for order in draws:
-        if time.perf_counter() > deadline or (
-            best is not None and (best.extra == 0 or idle >= RESTARTS_IDLE)
-        ):
+        if now() > deadline or (best is not None and (best.extra == 0 or idle >= RESTARTS_IDLE)):
             break
         found = fit(call, order, deadline, RANKS)
         idle += 1
         if found is not None and (best is None or found.extra < best.extra):
             best, idle = found, 0
-        if best is None and empty is not None and time.perf_counter() > empty:
+        if best is None and empty is not None and now() > empty:
             break
     return best
 
@@ -137,7 +135,7 @@ def deep(call: Call, orders: list[tuple[int, ...]], deadline: float) -> Found | 
     targets = dict.fromkeys(max(need, int(call.budget * share)) for share in DEEP_TARGETS)
     for order in orders:
         for target in targets:
-            if time.perf_counter() > deadline:
+            if now() > deadline:
                 return None
             met = relieved(
                 graph,
@@ -177,7 +175,7 @@ def fit(call: Call, order: tuple[int, ...], deadline: float, ranks: Sequence[str
             order,
             call.budget,
             call.alignment,
-            max(deadline, time.perf_counter() + 2.0),
+            max(deadline, now() + 2.0),
             nearest=call.nearest,
         )
         if plan is not None:
@@ -230,7 +228,7 @@ def _tightened(
         ranks = [rank for _, rank in every if rank != "walk"] or RANKS[:1]
         room = target - graph.base_bytes
         lower = max(floor + 1, target - max(1, room // 50, min(over, room // 10)))
-        if lower >= target or time.perf_counter() > deadline:
+        if lower >= target or now() > deadline:
             return None, unpacked  # met at every target tried, packed at none
         target = lower
     return None, unpacked

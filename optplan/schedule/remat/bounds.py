@@ -39,12 +39,15 @@ work or depth, proves nothing.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
+from optplan.budget import now, spend
 from optplan.schedule.graph import Graph, instances
+
+# The work of one set of held buffers the traced bound looks at.
+SET_WORK = 2e-5
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,12 +239,13 @@ def traced(
     """A proof, as the module docstring's last paragraph, that every schedule holds more
     than `budget` bytes at some step, or None where none was found within `work` sets
     (`per_op` from each op, the ops whose one-step bound is highest first) or by the
-    `deadline` (`time.perf_counter()`'s), every offset a multiple of `alignment`."""
+    `deadline` (`now()`'s), every offset a multiple of `alignment`."""
     creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
     search = _Trace(graph, budget, 0, _AtOnce(graph, alignment))
     for v in sorted(range(graph.ops), key=lambda v: -_need(search.at_once, v, creator)[0]):
-        if search.sets >= work or time.perf_counter() > deadline:
+        if search.sets >= work or now() > deadline:
             break
+        spend(per_op * SET_WORK)
         search.work = min(work, search.sets + per_op)
         if search.over(frozenset(graph.reads[v]) | frozenset(graph.creates[v])) or search.proves(
             frozenset(graph.reads[v])

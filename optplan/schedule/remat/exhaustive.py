@@ -41,12 +41,16 @@ from __future__ import annotations
 
 import bisect
 import heapq
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from optplan.budget import now, spend
 from optplan.schedule.graph import Graph
 from optplan.schedule.remat.bounds import followers
+
+# The work of one state taken from the heap.
+STATE_WORK = 5e-5
+
 
 WORK = 200_000  # states taken, at most
 
@@ -122,7 +126,8 @@ def every_schedule(
         if not kept.holds(state, cost):
             continue  # a better state replaced it
         taken += 1
-        if taken > work or time.perf_counter() > deadline:
+        spend(STATE_WORK)
+        if taken > work or now() > deadline:
             return None
         if done == masks.every and held & masks.live_out == masks.live_out:
             return Exhausted(first + _steps(came, state), cost, taken)

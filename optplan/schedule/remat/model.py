@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
+from optplan.budget import MODEL_SCALE, limit_solver, solver_done
 from optplan.planners.cpsat.model import integer_bound
 from optplan.schedule.graph import Graph, instances
 
@@ -97,10 +98,9 @@ def solve_model(
     if hint is not None:
         _hint(model, graph, (runs, horizon), vars_, hint, hint_offsets, alignment, order)
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = time_limit
-    solver.parameters.num_workers = 2
-    solver.parameters.random_seed = 0
+    limit_solver(solver.parameters, time_limit, workers=2, scale=MODEL_SCALE)
     status = solver.solve(model)
+    solver_done(solver, MODEL_SCALE)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         bound = integer_bound(solver.best_objective_bound) if status == cp_model.UNKNOWN else 0
         return ModelResult(None, (), max(bound, 0), False, status == cp_model.INFEASIBLE)

@@ -18,13 +18,13 @@ step's target is lowered, and the heuristic goes on.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from optplan.planners import get_planner
+from optplan.budget import Budget, active, now, spend
+from optplan.planners import drive, get_planner
 from optplan.planners.greedy.tries import descend
 from optplan.problem import Buffer, Problem
 from optplan.problem.plan import Plan, validate
@@ -83,7 +83,7 @@ class Nearest:
         if len(buffers) > CPSAT_PACKS:
             return None
         problem = Problem(buffers, capacity=budget - self.graph.base_bytes)
-        plan = get_planner("cpsat", time_limit=seconds)(problem)
+        plan = cpsat_within(problem, seconds)
         return plan if fits(problem, plan) else None
 
     def pack(self, steps: Sequence[int]) -> None:
@@ -94,6 +94,7 @@ class Nearest:
         held = int(profile_of(self.graph, steps).max(initial=0)) - self.graph.base_bytes
         if self.plan is None or held < self.plan.arena:
             problem = problem_of(self.graph, steps, self.alignment)
+            spend(len(problem.buffers) * GREEDY_WORK / 10)
             self.offer(steps, get_planner("greedy", orders=("lifetime",), fits=("first",))(problem))
 
 
@@ -132,7 +133,7 @@ def relieve(
     )
     relief = np.zeros(len(steps), dtype=np.int64)
     lowest, idle = None, 0
-    while idle < RELIEF_IDLE and time.perf_counter() < deadline:
+    while idle < RELIEF_IDLE and now() < deadline:
         over = np.maximum(0, tops - room)
         more = over + np.where(over > 0, max(1, room // 200), 0)
         relief = np.clip(relief + more, 0, np.maximum(0, target - need[list(steps)]))
@@ -188,6 +189,7 @@ def packed(
     buffers = problem_of(graph, steps, alignment).buffers
     problem = Problem(buffers, capacity=room)
     plan = get_planner("greedy")(Problem(buffers))
+    spend(len(buffers) * GREEDY_WORK)
     searched = plan.arena > room and len(buffers) <= DESCENT_PACKS
     if searched:
         plan = descend(problem, plan, deadline, work=DESCENT_WORK)
@@ -195,13 +197,31 @@ def packed(
     before = plan  # the packing before CP-SAT, offered to `nearest` where nothing fits
     tops = tops_of(buffers, plan, len(steps))
     if over and (len(buffers) <= CPSAT_PACKS or (not searched and over <= room // near)):
-        left = min(CPSAT_SECONDS, deadline - time.perf_counter())
+        left = min(CPSAT_SECONDS, deadline - now())
         if left > 0.2:
-            plan = get_planner("cpsat", time_limit=left)(problem)
+            plan = cpsat_within(problem, left)
     good = fits(problem, plan)
     if not good and over and nearest is not None:
         nearest.offer(steps, before)
     return (plan if good else None), over, tops
+
+
+# The work of greedy's runs (its orders and fits, and what it builds first) per buffer
+# of a schedule's problem; one run alone is a tenth of it.
+GREEDY_WORK = 2e-4
+
+
+def cpsat_within(problem: Problem, units: float) -> Plan:
+    """The cpsat planner's plan of `problem` within `units` of the running clock: work,
+    counted on it, where it counts work; else `units` seconds."""
+    clock = active()
+    if clock is None or not clock.counted:
+        return get_planner("cpsat", work=None, time_limit=units)(problem)
+    guard = clock.guard_left()
+    budget = Budget(max(units, 0.01), None if guard == float("inf") else max(guard, 0.01))
+    plan = drive(problem, "cpsat", budget)
+    spend(float(plan.detail.get("work", 0.0)))  # type: ignore[arg-type]
+    return plan
 
 
 def fits(problem: Problem, plan: Plan) -> bool:

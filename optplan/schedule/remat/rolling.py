@@ -49,12 +49,12 @@ Anytime only in that it stops at the deadline: None proves nothing.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 import numpy as np
 from ortools.sat.python import cp_model
 
+from optplan.budget import MODEL_SCALE, limit_solver, now, solver_done
 from optplan.problem import Buffer, Problem
 from optplan.problem.plan import Plan, Status, validate
 from optplan.schedule.graph import Graph, problem_of
@@ -121,7 +121,7 @@ def roll(problem: Problem, tight: int, room: int, deadline: float, window: int) 
         fixed = [b for b in buffers if b.id in placed and _meets(b, low, reach)]
         got = _placed(free, fixed, placed, hint, low if k else 0, room, deadline)
         if got is None:
-            if merged == MERGES or not history or time.perf_counter() > deadline - 0.1:
+            if merged == MERGES or not history or now() > deadline - 0.1:
                 return None
             for key in history.pop():
                 del placed[key]
@@ -152,13 +152,13 @@ def _placed(
     """Step 3's offsets of `free` in one window: with the hinted ones kept where the last
     model put them, else all free, hinted; None where both end above `room`."""
     kept = [b for b in free if b.id in hint]
-    seconds = min(FAST_SECONDS, deadline - time.perf_counter())
+    seconds = min(FAST_SECONDS, deadline - now())
     if kept and seconds > 0.1:
         rest = [b for b in free if b.id not in hint]
         got = _window(rest, fixed + kept, {**placed, **hint}, {}, before, room, seconds)
         if got is not None:
             return {**got, **{b.id: hint[b.id] for b in kept}}
-    seconds = min(WINDOW_SECONDS, deadline - time.perf_counter())
+    seconds = min(WINDOW_SECONDS, deadline - now())
     return _window(free, fixed, placed, hint, before, room, seconds) if seconds > 0.1 else None
 
 
@@ -218,8 +218,9 @@ def _window(
     model.add(above >= top - room)
     model.minimize((height + 1) * above + early)
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = seconds
-    solver.parameters.num_workers = 2
-    if solver.solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE) or solver.value(above) > 0:
+    limit_solver(solver.parameters, seconds, workers=2, scale=MODEL_SCALE)
+    code = solver.solve(model)
+    solver_done(solver, MODEL_SCALE)
+    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE) or solver.value(above) > 0:
         return None
     return {b.id: int(solver.value(offset[b.id])) for b in free}

@@ -17,10 +17,13 @@ Held here is never less than what `schedule.graph.instances` holds for the same 
 from __future__ import annotations
 
 import bisect
-import time
 from collections.abc import Sequence
 
+from optplan.budget import now, spend
 from optplan.schedule.graph import Graph
+
+# The work of running one op in the walk, per tensor it creates.
+WALK_WORK = 3e-5
 
 
 class _Stuck(Exception):
@@ -62,8 +65,9 @@ class _Walk:
     def run(self, w: int, pinned: set[int]) -> None:
         """Step 2, then run w (a walk that thrashes, making the same tensors again and
         again, gives up after three runs per op)."""
-        if len(self.steps) > 3 * self.graph.ops or time.perf_counter() > self.deadline:
+        if len(self.steps) > 3 * self.graph.ops or now() > self.deadline:
             raise _Stuck
+        spend(len(self.graph.creates[w]) * WALK_WORK)
         for b in self.graph.creates[w]:
             self.bytes -= self.held.pop(b, 0)  # a superseded instance had its last read
         new = sum(self.graph.sizes[b] for b in self.graph.creates[w])
@@ -121,7 +125,7 @@ def evict(
     walk = _Walk(graph, order, budget, recomputable, deadline)
     try:
         for i, v in enumerate(order):
-            if time.perf_counter() > deadline:
+            if now() > deadline:
                 return None
             walk.now = i
             pinned = set(graph.reads[v])
