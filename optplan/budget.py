@@ -7,7 +7,7 @@ that searches therefore counts what it did in work units and stops on them:
 
     stage                    what it counts                 one unit
     CP-SAT solves            deterministic time, 1 worker   1/CPSAT_WORK_PER_SECOND of it
-    the skyline search       nodes x rectangles^2           NODE_RECTS2_PER_UNIT
+    the skyline search       nodes                          NODES_PER_UNIT nodes
     greedy runs and tries    rectangles placed              RECTS_PER_UNIT rectangles
     LNS                      CP-SAT's deterministic time    as CP-SAT's
 
@@ -51,18 +51,13 @@ MODEL_SCALE = 4.0
 # 500-node layered graph: 10,000,000 in 12 s, 50,000,000 in 62 s).
 ORDER_STEPS_PER_UNIT = 1_000_000
 
-# A node of the skyline search costs time in the square of its part's rectangles: one
-# core walks about this many nodes x rectangles^2 a second (MiniMalloc's D, 213
-# rectangles: 21,000 nodes a second; J, 409: 5,700).
-NODE_RECTS2_PER_UNIT = 0.95e9
+# The skyline search walks about this many nodes in a second of one core; the rate moves
+# with the instance (MiniMalloc's D 21,000 a second, I 26,000, J 5,700, K 38,000), and K
+# needs 213,000 nodes to reach its optimum (benchmarks/results/work.csv).
+NODES_PER_UNIT = 30_000
 # Greedy places about this many rectangles a second in one compiled run (a 1,000,000-
 # rectangle run takes about 2 s).
 RECTS_PER_UNIT = 500_000
-
-
-def node_work(rectangles: int) -> float:
-    """The work of one node of the skyline search on a part of `rectangles`."""
-    return rectangles * rectangles / NODE_RECTS2_PER_UNIT
 
 
 @dataclass(frozen=True, slots=True)

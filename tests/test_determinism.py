@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -38,6 +40,11 @@ class _Jumping:
 
     def __call__(self) -> float:
         return time.monotonic() + 1000.0 * next(self.readings)
+
+
+def _JumpingTime() -> types.SimpleNamespace:
+    """A `time` module for `optplan.budget` alone whose `perf_counter` jumps."""
+    return types.SimpleNamespace(perf_counter=_Jumping())
 
 
 def _planned_under_load(
@@ -142,3 +149,54 @@ def test_plans_of_several_memories_do_not_move_with_the_clock(problem: Problem) 
         calm.residences,
         calm.copies,
     )
+
+
+def _written_twice(command: list[str], out: Path) -> list[bytes]:
+    """`command` run beside a busy process and then alone, writing `out` each time: the
+    bytes written each time."""
+    written = []
+    for busy_beside in (True, False):
+        busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy_beside else None
+        try:
+            subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
+        finally:
+            if busy is not None:
+                busy.kill()
+        written.append(out.read_bytes())
+    return written
+
+
+def test_the_planned_tflite_is_the_same_bytes_twice(tmp_path: Path) -> None:
+    model = ROOT / "tests" / "data" / "tflite" / "ds_cnn.tflite"
+    out = tmp_path / "planned.tflite"
+    command = [sys.executable, "-m", "optplan", "plan", str(model), "--work", "3", "-o", str(out)]
+    first, second = _written_twice(command, out)
+    assert first == second and first[4:8] == model.read_bytes()[4:8]
+
+
+def test_a_plan_with_a_small_fast_memory_is_the_same_twice(tmp_path: Path) -> None:
+    example = ROOT / "examples" / "transformer_block.py"
+    out = tmp_path / "plan.json"
+    command = [sys.executable, "-m", "optplan", "plan", str(example), "--work", "3"]
+    command += ["--memory", "fast=256KiB", "--memory", "slow", "-o", str(out)]
+    plans = [json.loads(text) for text in _written_twice(command, out)]
+    for plan in plans:
+        plan.pop("seconds")
+    assert plans[0] == plans[1] and plans[0]["residences"]
+
+
+def test_tvms_module_is_the_same_text_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    tvm = pytest.importorskip("tvm", reason="apache-tvm is not installed (the tvm extra)")
+    sys.path.insert(0, str(ROOT / "tests"))
+    import tvm_models
+
+    from optplan.tvm import Options, plan_module
+
+    model = tvm_models.BUILDERS["mlp"]("tiny")
+    low = tvm_models.lowered(model.mod, tvm.target.Target("llvm"))
+    options = Options("cpsat", time_limit=math.inf, work=2.0)
+    calm = plan_module(low, options)[0].script()
+    with monkeypatch.context() as patched:
+        patched.setattr(budget_module, "time", _JumpingTime())
+        loaded = plan_module(low, options)[0].script()
+    assert calm == loaded

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from math import gcd
 
-from optplan.budget import WALL, Clock, node_work
+from optplan.budget import NODES_PER_UNIT, WALL, Clock
 from optplan.planners.common import Rect, expand, live_peak, make_form
 from optplan.planners.search.floor import floor_runner
 from optplan.planners.search.order import order_runner
@@ -166,7 +166,7 @@ def _solve_part(
                 else:
                     runners.append(floor_runner(arrays, capacity, order, rule))
             runner = runners[k]
-            code = _turn(runner, past, clock, node_work(len(part.rects)))
+            code = _turn(runner, past, clock)
             nodes = sum(r.nodes for r in runners)
             if code == _FOUND:
                 offsets = tuple(int(o) for o in runner.offsets)
@@ -188,12 +188,12 @@ def configurations(rectangles: int) -> tuple[tuple[int, int, int, int], ...]:
     return _CONFIGS
 
 
-def _turn(runner: Runner, past: Callable[[], bool], clock: Clock, per_node: float) -> int:
+def _turn(runner: Runner, past: Callable[[], bool], clock: Clock) -> int:
     """One turn of `_SLICE_NODES` nodes, in chunks short enough to read the clock often
     (a node costs milliseconds on large parts, so a whole turn could overrun the time
     limit by seconds). The kernels stop after exactly the nodes asked and resume where
     they stopped, so the chunks change when the clock is read and nothing else. A clock
-    that counts work counts the nodes (`per_node` units each), in chunks of a fixed
+    that counts work counts the nodes (`NODES_PER_UNIT` a unit), in chunks of a fixed
     size, so that where the search stops does not depend on the machine."""
     target = runner.nodes + _SLICE_NODES
     chunk = _FIRST_CHUNK
@@ -201,7 +201,7 @@ def _turn(runner: Runner, past: Callable[[], bool], clock: Clock, per_node: floa
         began = time.perf_counter()
         before = runner.nodes
         code = runner.step(min(chunk, target - before))
-        clock.spend((runner.nodes - before) * per_node)
+        clock.spend((runner.nodes - before) / NODES_PER_UNIT)
         if code != _RUNNING or runner.nodes >= target or runner.nodes == before:
             return code
         if past():
