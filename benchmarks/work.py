@@ -1,9 +1,11 @@
 """The default budget counted in work beside a budget of seconds, on the same instances.
 
-    python benchmarks/work.py [--work 60] [--seconds 60] [--sets minimalloc,idealloc]
+    python benchmarks/work.py [--work 60] [--seconds 60] [--sets minimalloc,idealloc,remat]
                               [--instances D,J] [--repeat 2]
 
-For each instance (MiniMalloc's 11 hard instances; idealloc's real traces): `cpsat` with
+For each instance (MiniMalloc's 11 hard instances; idealloc's real traces; for `remat`,
+seeded layered graphs of 250 and 500 ops at 70 % and 50 % of their program order's peak,
+recomputed by `rematerialise`, the arena column then its extra compute in %): `cpsat` with
 `--work` units and a guard of 10 times `--seconds` (mode `work`), then `cpsat` stopped by
 the clock after `--seconds` (mode `seconds`: the behaviour before budgets were counted),
 each `--repeat` times, every plan judged by `validate`. A row per instance, mode and run:
@@ -32,7 +34,7 @@ from optplan.problem import read_csv
 from optplan.problem.plan import validate
 
 DATA = ROOT.parent / "shared" / "data"
-SETS = {
+SETS: dict[str, tuple[Path, str]] = {
     "minimalloc": (DATA / "minimalloc" / "challenging", "*.1048576.csv"),
     "idealloc": (DATA / "idealloc", "*.csv"),
 }
@@ -52,6 +54,40 @@ def instances(sets: list[str], only: set[str]) -> list[tuple[str, Path]]:
             if not only or label in only:
                 found.append((label, path))
     return found
+
+
+REMAT_CASES = ((250, 0.7), (250, 0.5), (500, 0.7), (500, 0.5))
+
+
+def remat_row(nodes: int, share: float, mode: str, budget: Budget, run: int) -> dict[str, object]:
+    """One recomputation case: extra compute % in the arena column, the memory bound."""
+    import math
+    import tempfile
+
+    from benchmarks.graphs.layered import write_layered
+    from optplan.frontends.graphs import read_graph
+    from optplan.schedule.graph import peak_bytes
+    from optplan.schedule.remat import Remat, rematerialise
+
+    with tempfile.TemporaryDirectory() as folder:
+        graph = read_graph(write_layered(Path(folder) / "g.json", nodes, seed=7)).graph
+    capacity = int(share * peak_bytes(graph, range(graph.ops)))
+    guard = budget.seconds or math.inf
+    started = time.perf_counter()
+    result = rematerialise(graph, Remat(capacity, time_limit=guard, work=budget.work))
+    seconds = time.perf_counter() - started
+    found = result.steps is not None
+    return {
+        "instance": f"layered_{nodes}@{share:.0%}",
+        "buffers": graph.ops,
+        "mode": mode + (" (cut)" if result.cut else ""),
+        "run": run,
+        "arena": f"+{result.extra_percent:.3f}%" if found else result.status.value,
+        "bound": result.memory_bound.bytes,
+        "gap": "",
+        "seconds": f"{seconds:.1f}",
+        "same": "",
+    }
 
 
 def measure(label: str, path: Path, mode: str, budget: Budget, run: int) -> dict[str, object]:
@@ -82,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=float, default=60.0, help="units of the work mode")
     parser.add_argument("--seconds", type=float, default=60.0, help="seconds of the clock mode")
-    parser.add_argument("--sets", default="minimalloc,idealloc")
+    parser.add_argument("--sets", default="minimalloc,idealloc,remat")
     parser.add_argument("--instances", default="", help="comma-separated labels, e.g. D,J")
     parser.add_argument("--repeat", type=int, default=2, help="runs of each mode")
     args = parser.parse_args(argv)
@@ -94,16 +130,24 @@ def main(argv: list[str] | None = None) -> int:
     }
     rows: list[dict[str, object]] = []
     print(" ".join(f"{c:>10}" for c in COLUMNS))
-    for label, path in instances(args.sets.split(","), only):
+    cases: list[tuple[str, object]] = list(instances(args.sets.split(","), only))
+    if "remat" in args.sets.split(","):
+        cases += [(f"layered_{n}@{s:.0%}", (n, s)) for n, s in REMAT_CASES]
+    for label, case in cases:
         for mode, budget in modes.items():
             first = None
             for run in range(1, args.repeat + 1):
-                row = measure(label, path, mode, budget, run)
+                if isinstance(case, Path):
+                    row = measure(label, case, mode, budget, run)
+                else:
+                    nodes, share = case  # type: ignore[misc]
+                    row = remat_row(nodes, share, mode, budget, run)
                 first = row["arena"] if first is None else first
                 row["same"] = "yes" if row["arena"] == first else "no"
                 rows.append(row)
                 print(" ".join(f"{row[c]!s:>10}" for c in COLUMNS), flush=True)
     RESULTS.parent.mkdir(exist_ok=True)
+    rows = _kept(rows)
     with RESULTS.open("w", newline="") as file:
         writer = csv.DictWriter(file, COLUMNS)
         writer.writeheader()
@@ -112,11 +156,23 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _kept(rows: list[dict[str, object]]) -> list[dict[str, object]]:
+    """`rows` with the committed file's rows of the instances not run again."""
+    if not RESULTS.exists():
+        return rows
+    ran = {row["instance"] for row in rows}
+    with RESULTS.open(newline="") as file:
+        old = [row for row in csv.DictReader(file) if row["instance"] not in ran]
+    return old + rows  # type: ignore[operator]
+
+
 def _summary(rows: list[dict[str, object]]) -> None:
     """Per instance, the work mode's first arena against the seconds mode's best."""
     work: dict[str, int] = {}
     seconds: dict[str, int] = {}
     for row in rows:
+        if not str(row["arena"]).isdigit():
+            continue  # a recomputation row: extra compute, not bytes
         label, arena = str(row["instance"]), int(str(row["arena"]))
         if str(row["mode"]).startswith("work") and row["run"] == 1:
             work[label] = arena
