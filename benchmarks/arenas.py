@@ -128,7 +128,7 @@ def rows(
             if plan is None:
                 continue
         elif planner == "cpsat":
-            plan = get_planner("cpsat", time_limit=time_limit)(problem)
+            plan = get_planner("cpsat", work=None, time_limit=time_limit)(problem)
         else:
             plan = get_planner(planner)(problem)
         seconds = time.perf_counter() - started

@@ -109,7 +109,7 @@ def percent(arena: int | None, bound: int) -> str:
 def timed(planner: str, problem: Problem, time_limit: float) -> tuple[Plan, float, str]:
     """A plan, its wall seconds, and its status (INVALID with the first fault)."""
     started = time.perf_counter()
-    options = {"time_limit": time_limit} if planner == "cpsat" else {}
+    options = {"time_limit": time_limit, "work": None} if planner == "cpsat" else {}
     plan = get_planner(planner, **options)(problem)
     seconds = time.perf_counter() - started
     faults = validate(problem, plan) if plan.status.has_plan else []

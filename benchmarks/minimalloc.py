@@ -81,7 +81,7 @@ def run(name: str, path: Path, time_limit: float, planner: str) -> dict[str, obj
         if result.offsets is None:
             plan = Plan({}, 0, Status.UNKNOWN, "search", lower_bound(problem), bound=result.bound)
     else:
-        plan = get_planner("cpsat", time_limit=time_limit)(problem)
+        plan = get_planner("cpsat", work=None, time_limit=time_limit)(problem)
     seconds = time.perf_counter() - started
     status = plan.status.value
     for candidate in (greedy, plan):

@@ -446,11 +446,13 @@ def measure(name: str, path: str, time_limit: float, alignment: int, replay: boo
     tokens = tokens_planner()
     naive = checked(problem, get_planner("naive")(problem))
     greedy = checked(problem, get_planner("greedy")(problem))
-    cpsat = checked(problem, get_planner("cpsat", time_limit=time_limit)(problem))
+    cpsat = checked(problem, get_planner("cpsat", work=None, time_limit=time_limit)(problem))
     ratio, same = replayed(loaded, cpsat) if replay else (None, None)
     # The same model after use_inplace_calls: elementwise ops take over dying inputs.
     inplace_problem = load(path, alignment=alignment, inplace=True).problem
-    inplace = checked(inplace_problem, get_planner("cpsat", time_limit=time_limit)(inplace_problem))
+    inplace = checked(
+        inplace_problem, get_planner("cpsat", work=None, time_limit=time_limit)(inplace_problem)
+    )
     return Row(
         model=name,
         tensors=len(problem.buffers),

@@ -218,7 +218,7 @@ def run_moccasin(
     problem = Problem(problem_of(graph, steps).buffers, capacity=budget)
     plan = get_planner("greedy")(problem)
     if not plan.status.has_plan:
-        plan = get_planner("cpsat", time_limit=10)(problem)
+        plan = get_planner("cpsat", work=None, time_limit=10)(problem)
     row["moccasin_arena_fits"] = (
         "yes" if plan.status.has_plan and not validate(problem, plan) else "no"
     )

@@ -52,7 +52,7 @@ def program_rows(shares: list[float], limit: float) -> list[dict[str, object]]:
             if result.status.has_plan:
                 memory = build_memory(result.program, alignment=64)
                 problem = Problem(memory.problem.buffers, memory.problem.aliases, capacity)
-                plan = get_planner("cpsat", time_limit=limit)(problem)
+                plan = get_planner("cpsat", work=None, time_limit=limit)(problem)
                 fits = plan.status.has_plan and not validate(problem, plan)
                 replayed = (
                     compare(reference, planned_run(result.program, memory, plan, inputs))

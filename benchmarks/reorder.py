@@ -73,7 +73,7 @@ def corpus() -> dict[str, Callable[[], Program]]:
 
 def arena(program: Program, time_limit: float) -> int:
     memory = build_memory(program, alignment=1)
-    plan = get_planner("cpsat", time_limit=time_limit)(memory.problem)
+    plan = get_planner("cpsat", work=None, time_limit=time_limit)(memory.problem)
     assert validate(memory.problem, plan) == [], "invalid plan"
     return plan.arena
 
@@ -81,7 +81,7 @@ def arena(program: Program, time_limit: float) -> int:
 def replays(original: Program, reordered: Program, time_limit: float) -> bool:
     """The reordered program, planned, against the original's unplanned run."""
     memory = build_memory(reordered, alignment=1)
-    plan = get_planner("cpsat", time_limit=time_limit)(memory.problem)
+    plan = get_planner("cpsat", work=None, time_limit=time_limit)(memory.problem)
     inputs = make_inputs(original)
     return (
         compare(reference_run(original, inputs), planned_run(reordered, memory, plan, inputs))

@@ -229,11 +229,11 @@ def run(instance: str, problem: Problem, time_limit: float, with_cpsat: bool) ->
     best = timed(get_planner("greedy"), problem)
     rows.append(row(instance, problem, f"greedy (best: {best[0].detail['order']})", best))
     if with_cpsat:
-        plan = timed(get_planner("cpsat", time_limit=time_limit), problem)
+        plan = timed(get_planner("cpsat", work=None, time_limit=time_limit), problem)
         rows.append(row(instance, problem, "cpsat", plan))
         if instance.startswith("minimalloc"):
             print_by_instance(by_instance(problem, plan[0]))
-        whole = timed(get_planner("cpsat", time_limit=time_limit, split=False), problem)
+        whole = timed(get_planner("cpsat", work=None, time_limit=time_limit, split=False), problem)
         rows.append(row(instance, problem, "cpsat (one model, no split)", whole))
     return rows
 

@@ -64,7 +64,7 @@ def measure(name: str, time_limit: float) -> Row:
     started = time.perf_counter()
     path = MODELS / f"{name}.tflite"
     loaded = load(str(path))
-    plan = get_planner("cpsat", time_limit=time_limit)(loaded.problem)
+    plan = get_planner("cpsat", work=None, time_limit=time_limit)(loaded.problem)
     bound = lower_bound(loaded.problem)
     found = compare_in_tflm(path.read_bytes(), planned_model(loaded, plan), bound)
     own, planned = found.own.run, found.planned.run

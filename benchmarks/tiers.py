@@ -112,7 +112,7 @@ def run_case(
     plans: dict[str, Plan] = {}
     started = time.perf_counter()
     for name in ("greedy", "spill", "cpsat"):
-        options = {"time_limit": limit} if name == "cpsat" else {}
+        options = {"time_limit": limit, "work": None} if name == "cpsat" else {}
         if name == "cpsat":
             started = time.perf_counter()
         plans[name] = get_planner(name, **options)(problem)

@@ -128,7 +128,7 @@ def measure(
     plans = {
         "tokens": get_planner("tokens")(problem),
         "greedy": get_planner("greedy")(problem),
-        "cpsat": get_planner("cpsat", time_limit=time_limit)(problem),
+        "cpsat": get_planner("cpsat", work=None, time_limit=time_limit)(problem),
     }
     plan_seconds = time.perf_counter() - started
     for plan in plans.values():
