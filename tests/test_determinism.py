@@ -200,3 +200,25 @@ def test_tvms_module_is_the_same_text_twice(monkeypatch: pytest.MonkeyPatch) -> 
         patched.setattr(budget_module, "time", _JumpingTime())
         loaded = plan_module(low, options)[0].script()
     assert calm == loaded
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"work": None, "time_limit": None}, {"work": 0.0}, {"work": -1.0}, {"time_limit": 0.0}],
+)
+def test_a_budget_that_would_never_end_or_is_not_positive_is_refused(
+    options: dict[str, float | None],
+) -> None:
+    from optplan.planners import get_planner
+
+    with pytest.raises(ValueError, match="work|time limit"):
+        get_planner("cpsat", **options)
+
+
+def test_work_on_the_command_line_is_checked(tmp_path: Path) -> None:
+    from optplan.cli import main
+
+    path = tmp_path / "p.csv"
+    path.write_text("id,lower,upper,size\na,0,2,8\n")
+    for bad in ("0", "-3", "nan", "lots"):
+        assert main(["plan", str(path), "--work", bad]) == 2

@@ -144,6 +144,11 @@ class CpSat(Declared):
     def plan(self, form: Form) -> Plan:
         return plan_cpsat(form, self)
 
+    def __post_init__(self) -> None:
+        if self.work is None and self.time_limit is None:
+            raise ValueError("cpsat needs work or a time limit: with neither it never ends")
+        self.budget()  # a work or a time limit that is not positive is refused here
+
     def budget(self) -> Budget:
         return Budget(self.work, self.time_limit)
 
