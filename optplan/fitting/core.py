@@ -23,11 +23,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from optplan.analysis.liveness import build_memory
+from optplan.analysis.types import typed_program
 from optplan.errors import InputError
 from optplan.fitting import forms
 from optplan.fitting.levers import COMPUTE, FREE, TRAFFIC, Form, Setting, Tried, attempt
 from optplan.fitting.proof import Bound, Proof, program_rows, prove
 from optplan.frontends import Loaded, frontend_of, load
+from optplan.ir import Program
 from optplan.problem import Memory, lower_bound
 
 # The share of the time limit each lever may take: the order search and a CP-SAT packing
@@ -58,7 +61,7 @@ class Fitted:
 
 
 def fit(
-    source: Loaded | str,
+    source: Loaded | str | Program,
     capacity: int,
     *,
     memories: tuple[Memory, ...] | None = None,
@@ -68,17 +71,11 @@ def fit(
     every: bool = False,
     allow: Callable[[str], bool] | None = None,
 ) -> Fitted:
-    """The cheapest lever that fits `source` (a file, or what `optplan.load` read without
-    `inplace` and at `alignment`) in `capacity` bytes (module docstring); `alignment`
+    """The cheapest lever that fits `source` (a file, a program, or what `optplan.load`
+    read without `inplace` and at `alignment`) in `capacity` bytes (module docstring); `alignment`
     defaults to the file's (64 for programs, 1 for a .csv); `allow(name)` False keeps a
     binding from being computed again (an ONNX node's inner bindings)."""
-    if isinstance(source, str):
-        alignment = alignment or frontend_of(source).default_alignment
-        allow = allow or _onnx_allow(source)
-        source = load(source, alignment=alignment, plan_outputs=plan_outputs)
-    loaded = source
-    if alignment is None:
-        alignment = 64 if loaded.program is not None else 1
+    loaded, alignment, allow = _read(source, alignment, plan_outputs, allow)
     if capacity < 1:
         raise InputError(f"a capacity must be at least 1 byte, got {capacity}")
     if loaded.graph is not None:
@@ -105,6 +102,27 @@ def fit(
     status = FITS if best else CANNOT if proof else UNKNOWN
     seconds = time.perf_counter() - began
     return Fitted(loaded.path, capacity, status, best, tuple(tried), proof, tuple(bounds), seconds)
+
+
+def _read(
+    source: Loaded | str | Program,
+    alignment: int | None,
+    plan_outputs: bool,
+    allow: Callable[[str], bool] | None,
+) -> tuple[Loaded, int, Callable[[str], bool] | None]:
+    """`source` read, its alignment (the file's by default), and what may be recomputed."""
+    if isinstance(source, str):
+        alignment = alignment or frontend_of(source).default_alignment
+        allow = allow or _onnx_allow(source)
+        source = load(source, alignment=alignment, plan_outputs=plan_outputs)
+    if isinstance(source, Program):
+        alignment = alignment or 64
+        program = typed_program(source)
+        facts = build_memory(program, plan_outputs=plan_outputs, alignment=alignment)
+        source = Loaded("<program>", facts.problem, program, facts)
+    if alignment is None:
+        alignment = 64 if source.program is not None else 1
+    return source, alignment, allow
 
 
 def _onnx_allow(path: str) -> Callable[[str], bool] | None:

@@ -1,0 +1,221 @@
+"""`optplan fit`: the cheapest lever that fits, a plan that replays bit for bit, or a
+proof whose bound holds.
+
+Every model is tried at three capacities: the arena of its plan as written (fits as is),
+one that needs a lever, and one below every lever's bound. The cheapest answer is
+checked against each lever tried alone, by the passes and planners that hold it, not
+by `fit`'s own table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import fit_models
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from optplan import fit
+from optplan.analysis.liveness import build_memory
+from optplan.analysis.types import typed_program
+from optplan.cli import main
+from optplan.fitting import CANNOT, FITS, Fitted
+from optplan.fitting.levers import COMPUTE, FREE, TRAFFIC
+from optplan.frontends import load
+from optplan.ir import Program
+from optplan.passes import use_inplace_calls
+from optplan.passes.recompute import recompute
+from optplan.passes.reorder import reorder
+from optplan.planners import get_planner
+from optplan.problem import Memory, Problem, lower_bound
+from optplan.problem.plan import validate
+from optplan.runtime import replay
+from optplan.schedule import Scheduler
+from optplan.strategies.passes import straight_programs
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+TFLITE = ROOT / "tests" / "data" / "tflite" / "ds_cnn.tflite"
+SLOW = (Memory("slow"),)
+
+# (model, the capacity that needs a lever as a fraction of the live bytes as written,
+# the memories given); the writers build the models the repository does not hold.
+CASES = {
+    "residual_cnn.py": (0.75, SLOW),  # no order, in place or recomputation goes below
+    "transformer_block.py": (0.8, None),
+    "cnn_train.py": (0.8, None),
+    "kws_cnn.py": (0.75, None),
+    "tiny_encoder.onnx": (0.75, None),
+    "kv_decoder.onnx": (0.75, None),
+    "unet.onnx": (0.9, None),
+    "ds_cnn.tflite": (0.9, SLOW),  # every op's own inputs and outputs set its peak
+}
+WRITERS = {
+    "kws_cnn.py": fit_models.write_cnn,
+    "tiny_encoder.onnx": fit_models.write_encoder,
+    "kv_decoder.onnx": fit_models.write_decoder,
+    "unet.onnx": fit_models.write_unet,
+}
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    directory = tmp_path_factory.mktemp("fit_models")
+    paths = {name: str(EXAMPLES / name) for name in CASES if (EXAMPLES / name).is_file()}
+    paths.update({name: write(directory) for name, write in WRITERS.items()})
+    paths["ds_cnn.tflite"] = str(TFLITE)
+    return paths
+
+
+def _fits_alone(program: Program, capacity: int, alignment: int, outputs: bool) -> bool:
+    """Whether `program` packs within `capacity`, by greedy or CP-SAT, judged by validate."""
+    problem = build_memory(program, plan_outputs=outputs, alignment=alignment).problem
+    problem = Problem(problem.buffers, problem.aliases, capacity)
+    if lower_bound(problem) > capacity:
+        return False
+    for planner in (get_planner("greedy"), get_planner("cpsat", time_limit=2.0)):
+        plan = planner(problem)
+        if plan.status.has_plan and not validate(problem, plan):
+            return True
+    return False
+
+
+def _free_levers(program: Program, capacity: int, alignment: int, outputs: bool) -> list[str]:
+    """The free levers that fit, each tried alone, cheapest first."""
+    reordered = reorder(program, Scheduler("auto", time_limit=1.0), plan_outputs=outputs).program
+    forms = {
+        "as is": program,
+        "in place": use_inplace_calls(program),
+        "order": reordered,
+        "order + in place": use_inplace_calls(reordered),
+    }
+    return [
+        lever for lever, form in forms.items() if _fits_alone(form, capacity, alignment, outputs)
+    ]
+
+
+def _replays(found: Fitted, path: str) -> None:
+    """The answer's plan, replayed in one arena (or one array per memory), gives the
+    reference run of the program as written, bit for bit."""
+    best = found.best
+    assert best is not None and best.form is not None and best.plan is not None
+    loaded = load(path)
+    assert loaded.program is not None and best.form.program is not None
+    assert best.memory is not None
+    inputs = {**replay.make_inputs(loaded.program, seed=0), **loaded.weights}
+    reference = replay.reference_run(loaded.program, inputs)
+    planned = replay.planned_run(best.form.program, best.memory, best.plan, inputs)
+    assert replay.compare(reference, planned) is None
+
+
+def _check_cheapest(found: Fitted, path: str, outputs: bool) -> None:
+    loaded = load(path)
+    assert loaded.program is not None
+    capacity, alignment = found.capacity, 16 if path.endswith(".tflite") else 64
+    free = _free_levers(loaded.program, capacity, alignment, outputs)
+    if free:
+        assert found.best is not None and found.best.cost_class == FREE
+        assert found.best.lever == free[0], (found.best.lever, free)
+        return
+    assert found.best is None or found.best.cost_class != FREE
+    fitting = [t for t in found.tried if t.fits]
+    assert found.best is not None and fitting
+    assert found.best.cost == min(t.cost for t in fitting if t.cost_class == found.best.cost_class)
+    if found.best.cost_class == TRAFFIC:
+        # No recomputation fits: each tried alone finds no program within the capacity.
+        for program in (loaded.program, use_inplace_calls(loaded.program)):
+            alone = recompute(
+                program, capacity, time_limit=2.0, plan_outputs=outputs, alignment=alignment
+            )
+            assert not alone.status.has_plan or not _fits_alone(
+                alone.program, capacity, alignment, outputs
+            )
+    assert found.best.cost_class in (COMPUTE, TRAFFIC)
+
+
+def _check_proof(found: Fitted, path: str, outputs: bool) -> None:
+    """The capacity is below the bound, and the bound holds: no lever tried alone goes
+    below it."""
+    proof = found.proof
+    assert found.status == CANNOT and proof is not None
+    assert found.capacity < proof.bound_bytes and proof.held
+    loaded = load(path)
+    assert loaded.program is not None
+    program = loaded.program
+    for form in (program, use_inplace_calls(program)):
+        problem = build_memory(form, plan_outputs=outputs, alignment=1).problem
+        assert lower_bound(problem) >= proof.bound_bytes
+    reordered = reorder(program, Scheduler("auto", time_limit=1.0), plan_outputs=outputs)
+    assert reordered.peak_bytes >= proof.bound_bytes
+    for t in found.tried:
+        assert not t.fits
+        assert t.needs_bytes is None or t.needs_bytes >= proof.bound_bytes
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_fit_at_three_capacities_is_the_cheapest_lever_or_a_proof(
+    name: str, models: dict[str, str]
+) -> None:
+    path = models[name]
+    loaded = load(path)
+    outputs = path.endswith(".tflite")
+    as_written = get_planner("greedy")(loaded.problem).arena
+    fraction, memories = CASES[name]
+    fits = fit(path, as_written, time_limit=4.0, every=True)
+    assert fits.status == FITS and fits.best is not None and fits.best.lever == "as is"
+    _replays(fits, path)
+    lever = fit(
+        path,
+        int(lower_bound(loaded.problem) * fraction),
+        memories=memories,
+        time_limit=4.0,
+        every=True,
+    )
+    assert lever.status == FITS and lever.best is not None and lever.best.lever != "as is"
+    _check_cheapest(lever, path, outputs)
+    _replays(lever, path)
+    below = fit(path, max(1, lever.bound_bytes // 2), time_limit=4.0, every=True)
+    _check_proof(below, path, outputs)
+
+
+def test_the_written_program_and_plan_replay_in_run(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    path = str(EXAMPLES / "transformer_block.py")
+    program, plan = str(tmp_path / "fitted.py"), str(tmp_path / "fitted.json")
+    capacity = str(int(lower_bound(load(path).problem) * 0.8))
+    assert main(["fit", path, "--capacity", capacity, "-o", program, "-o", plan]) == 0
+    out = capsys.readouterr().out
+    assert "fits with in place" in out and "KiB" in out
+    assert main(["run", program, "--plan", plan]) == 0
+    assert "bit-for-bit equal" in capsys.readouterr().out
+
+
+def test_cannot_prints_the_proof_and_levers_the_table(capsys) -> None:  # type: ignore[no-untyped-def]
+    path = str(EXAMPLES / "residual_cnn.py")
+    assert main(["fit", path, "--capacity", "40KiB", "--levers"]) == 1
+    out = capsys.readouterr().out
+    assert "cannot fit" in out and "needs at least" in out and "live at point" in out
+    assert "recompute + in place" in out.splitlines()[-1] or "recompute" in out
+
+
+@settings(max_examples=25, deadline=None)
+@given(straight_programs(), st.integers(16, 160), st.booleans())
+def test_what_fit_says_fits_does_and_what_cannot_is_below_a_bound_that_holds(
+    program: Program, capacity: int, memory: bool
+) -> None:
+    memories = SLOW if memory else None
+    found = fit(program, capacity, alignment=1, memories=memories, time_limit=1.0, every=True)
+    if found.status == FITS:
+        best = found.best
+        assert best is not None and best.problem is not None and best.plan is not None
+        assert validate(best.problem, best.plan) == []
+        assert best.arena_bytes is not None and best.arena_bytes <= capacity
+        return
+    if found.status != CANNOT:
+        return
+    assert found.proof is not None and capacity < found.proof.bound_bytes
+    typed = typed_program(program)
+    for form in (typed, use_inplace_calls(typed)):
+        assert lower_bound(build_memory(form, alignment=1).problem) >= found.proof.bound_bytes
+        alone = recompute(form, found.proof.bound_bytes - 1, time_limit=0.5, alignment=1)
+        assert not alone.status.has_plan
