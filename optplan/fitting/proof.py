@@ -52,6 +52,12 @@ class Proof:
     live_bytes: int
     rows: tuple[Bound, ...]
 
+    def short(self, capacity: int) -> str:
+        return (
+            f"no lever fits {capacity} bytes: every one needs at least {self.bound_bytes} "
+            f"({self.reason})"
+        )
+
     def line(self, capacity: int) -> str:
         shown = ", ".join(f"{name} ({size})" for name, size in self.held[:6])
         more = f" and {len(self.held) - 6} more" if len(self.held) > 6 else ""
