@@ -9,6 +9,7 @@ by `fit`'s own table.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import fit_models
@@ -219,3 +220,40 @@ def test_what_fit_says_fits_does_and_what_cannot_is_below_a_bound_that_holds(
         assert lower_bound(build_memory(form, alignment=1).problem) >= found.proof.bound_bytes
         alone = recompute(form, found.proof.bound_bytes - 1, time_limit=0.5, alignment=1)
         assert not alone.status.has_plan
+
+
+def _hinted(line: str) -> list[str]:
+    """The `optplan fit` command a hint suggests, as arguments of `main`."""
+    assert "optplan fit " in line, line
+    command = line[line.index("optplan fit ") :].split(" tries longer")[0]
+    return shlex.split(command)[1:]
+
+
+@pytest.mark.parametrize(
+    "name", ["cnn_train.py", "transformer_block.py", "kws_cnn.py", "tiny_encoder.onnx", "unet.onnx"]
+)
+@pytest.mark.parametrize("command", ["plan", "compare", "run"])
+def test_every_hint_leads_to_a_fit_command_that_fits(
+    name: str, command: str, models: dict[str, str], capsys
+) -> None:  # type: ignore[no-untyped-def]
+    path = models[name]
+    peak = lower_bound(load(path).problem)
+    for capacity in (int(peak * CASES[name][0]), max(1, peak // 5)):
+        argv = [command, path, "--capacity", str(capacity), "--time-limit", "4"]
+        if main(argv) == 0:
+            assert command == "run"  # run recomputes within the capacity itself
+            assert "bit-for-bit equal" in capsys.readouterr().out
+            continue
+        captured = capsys.readouterr()
+        line = next(x for x in (captured.out + captured.err).splitlines() if "optplan fit " in x)
+        assert main([*_hinted(line), "--time-limit", "4"]) == 0, line
+        assert "fits" in capsys.readouterr().out
+
+
+def test_the_issues_hints_point_at_in_place(models: dict[str, str], capsys) -> None:  # type: ignore[no-untyped-def]
+    # In place alone takes the CNN and the encoder below the capacity; the hint says so.
+    for name in ("kws_cnn.py", "tiny_encoder.onnx"):
+        path = models[name]
+        capacity = str(int(lower_bound(load(path).problem) * 0.75))
+        assert main(["plan", path, "--capacity", capacity]) == 1
+        assert "in place fits it (costs nothing" in capsys.readouterr().out
