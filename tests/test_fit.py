@@ -9,6 +9,7 @@ by `fit`'s own table.
 
 from __future__ import annotations
 
+import json
 import shlex
 from pathlib import Path
 
@@ -257,3 +258,47 @@ def test_the_issues_hints_point_at_in_place(models: dict[str, str], capsys) -> N
         capacity = str(int(lower_bound(load(path).problem) * 0.75))
         assert main(["plan", path, "--capacity", capacity]) == 1
         assert "in place fits it (costs nothing" in capsys.readouterr().out
+
+
+def test_json_gives_the_answer_every_lever_and_every_bound(capsys) -> None:  # type: ignore[no-untyped-def]
+    path = str(EXAMPLES / "cnn_train.py")
+    assert main(["fit", path, "--capacity", "45KiB", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["status"] == "fits" and record["lever"].startswith("recompute")
+    assert (
+        record["arena_bytes"] <= 45 * 1024 and record["arena_kib"] == record["arena_bytes"] / 1024
+    )
+    assert record["extra_compute_percent"] > 0 and record["copies"]
+    assert {lever["lever"] for lever in record["levers"]} >= {"as is", "in place", "order"}
+    assert record["bounds"] and record["proof"] is None
+    assert main(["fit", path, "--capacity", "8KiB", "--json"]) == 1
+    record = json.loads(capsys.readouterr().out)
+    assert record["status"] == "cannot" and record["proof"]["bound_bytes"] > 8192
+    assert record["proof"]["held"]
+
+
+def test_a_csv_problem_fits_as_is_or_in_a_second_memory(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "p.csv"
+    path.write_text("id,lower,upper,size\na,0,2,64\nb,1,3,32\nc,2,4,64\n")
+    assert main(["fit", str(path), "--capacity", "96"]) == 0
+    assert "fits as is" in capsys.readouterr().out
+    assert main(["fit", str(path), "--capacity", "64"]) == 1
+    assert "cannot fit" in capsys.readouterr().out
+    plan = tmp_path / "plan.json"
+    assert main(["fit", str(path), "--capacity", "64", "--memory", "slow", "-o", str(plan)]) == 0
+    assert "second memory" in capsys.readouterr().out and json.loads(plan.read_text())["offsets"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--capacity", "0"],
+        ["--capacity", "1KiB", "-o", "out.txt"],
+        ["--capacity", "64KB"],
+    ],
+)
+def test_bad_input_is_one_line_and_nothing_is_written(argv: list[str], capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["fit", str(EXAMPLES / "cnn_train.py"), *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0]
+    assert not Path("out.txt").exists()
