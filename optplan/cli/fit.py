@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
 from optplan.cli.files import check_output, write_text
 from optplan.cli.inputs import load_input
@@ -23,8 +24,14 @@ from optplan.cli.options import (
 )
 from optplan.cli.records import memory_record
 from optplan.errors import InputError
-from optplan.fitting import FITS, Fitted, Tried
-from optplan.fitting.levers import CLASS_NAMES, COMPUTE, TRAFFIC
+
+if TYPE_CHECKING:
+    from optplan.fitting import Fitted, Tried
+
+# `optplan.fitting`'s status that fits, and its cost classes' names (it is imported only
+# when a command fits, as it pulls in the passes and the schedulers).
+FITS = "fits"
+CLASS_NAMES = ("free", "extra compute", "slow-memory traffic")
 
 DEFAULT_SECONDS = 10.0
 
@@ -136,9 +143,9 @@ def kib(size: int) -> str:
 
 
 def cost_words(tried: Tried) -> str:
-    if tried.cost_class == COMPUTE:
+    if CLASS_NAMES[tried.cost_class] == "extra compute":
         return f"extra compute {tried.extra_percent:.2f} %"
-    if tried.cost_class == TRAFFIC:
+    if CLASS_NAMES[tried.cost_class] == "slow-memory traffic":
         return f"slow-memory traffic {tried.slow_traffic} bytes"
     return "costs nothing"
 

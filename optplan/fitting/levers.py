@@ -33,7 +33,7 @@ from optplan.problem.plan import Plan, traffic, validate
 # Cost classes, cheapest first: a lever of a later class is chosen only where no lever of
 # an earlier one fits.
 FREE, COMPUTE, TRAFFIC = 0, 1, 2
-CLASS_NAMES = {FREE: "free", COMPUTE: "extra compute", TRAFFIC: "slow-memory traffic"}
+CLASS_NAMES = ("free", "extra compute", "slow-memory traffic")  # by class
 
 
 @dataclass(frozen=True, slots=True)
