@@ -286,7 +286,9 @@ def test_a_csv_problem_fits_as_is_or_in_a_second_memory(tmp_path: Path, capsys) 
     assert "cannot fit" in capsys.readouterr().out
     plan = tmp_path / "plan.json"
     assert main(["fit", str(path), "--capacity", "64", "--memory", "slow", "-o", str(plan)]) == 0
-    assert "second memory" in capsys.readouterr().out and json.loads(plan.read_text())["offsets"]
+    assert "fits with second memory, slow-memory traffic" in capsys.readouterr().out
+    written = json.loads(plan.read_text())
+    assert written["offsets"] and {m["name"] for m in written["memories"]} == {"fast", "slow"}
 
 
 @pytest.mark.parametrize(

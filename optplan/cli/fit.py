@@ -98,7 +98,7 @@ def add(commands: Commands) -> None:
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
-    from optplan.fitting import fit
+    from optplan.fitting.core import fit, onnx_allow
 
     for output in args.output:
         check_output(output)
@@ -115,7 +115,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         plan_outputs=args.plan_outputs,
         time_limit=args.time_limit,
         every=args.levers or args.json,
-        allow=_allow(args),
+        allow=onnx_allow(args.program, parse_dims(args.dim)),
     )
     written = [_write(output, found) for output in args.output] if found.best else []
     if args.json:
@@ -127,15 +127,6 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     if args.levers:
         print(levers_table(found))
     return 0 if found.status == FITS else 1
-
-
-def _allow(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    """An ONNX model's inner bindings stay computed once (the writer keeps its nodes)."""
-    if not args.program.lower().endswith(".onnx"):
-        return None
-    from optplan.frontends.onnx_write import node_variables
-
-    return node_variables(args.program, parse_dims(args.dim)).__contains__
 
 
 def kib(size: int) -> str:

@@ -113,7 +113,7 @@ def _read(
     """`source` read, its alignment (the file's by default), and what may be recomputed."""
     if isinstance(source, str):
         alignment = alignment or frontend_of(source).default_alignment
-        allow = allow or _onnx_allow(source)
+        allow = allow or onnx_allow(source)
         source = load(source, alignment=alignment, plan_outputs=plan_outputs)
     if isinstance(source, Program):
         alignment = alignment or 64
@@ -125,13 +125,14 @@ def _read(
     return source, alignment, allow
 
 
-def _onnx_allow(path: str) -> Callable[[str], bool] | None:
-    """An ONNX model's inner bindings stay computed once (its writer keeps the nodes)."""
+def onnx_allow(path: str, dims: dict[str, int] | None = None) -> Callable[[str], bool] | None:
+    """What may be computed again in the model at `path`: of an ONNX model, not its nodes'
+    inner bindings (its writer keeps the nodes whole); of any other file, anything."""
     if not path.lower().endswith(".onnx"):
         return None
     from optplan.frontends.onnx_write import node_variables
 
-    return node_variables(path, {}).__contains__
+    return node_variables(path, dims or {}).__contains__
 
 
 def cheapest(tried: list[Tried]) -> Tried | None:
@@ -204,7 +205,7 @@ def _recomputed(
         if found.form is not None:
             tried.append(attempt(found.form, setting))
         else:
-            tried.append(Tried(found.lever, COMPUTE, False, None, None, 0.0, 0, found.reason, 0.0))
+            tried.append(Tried.none(found.lever, COMPUTE, found.reason))
         for i, row in enumerate(bounds):
             if row.lever == found.lever and found.bound_bytes > row.bytes:
                 bounds[i] = Bound(row.lever, found.bound_bytes, found.bound_reason)

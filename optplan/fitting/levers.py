@@ -23,6 +23,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from optplan.analysis.liveness import MemoryFacts, build_memory
 from optplan.ir import Program
@@ -75,6 +76,18 @@ class Tried:
     memory: MemoryFacts | None = None
     plan: Plan | None = None
 
+    @classmethod
+    def of(cls, *, form: Form, **fields: Any) -> Tried:
+        """A lever tried on `form`: its name, cost class and extra compute from the form."""
+        return cls(
+            form.lever, form.cost_class, extra_percent=form.extra_percent, form=form, **fields
+        )
+
+    @classmethod
+    def none(cls, lever: str, cost_class: int, reason: str) -> Tried:
+        """A lever that made no form (recomputation found no program): it does not fit."""
+        return cls(lever, cost_class, False, None, None, 0.0, 0, reason, 0.0)
+
     @property
     def cost(self) -> float:
         """The figure compared within a cost class (0 for the free levers)."""
@@ -113,41 +126,27 @@ def attempt(form: Form, setting: Setting, problem: Problem | None = None) -> Tri
     if form.memories is not None or needs <= setting.capacity:
         plan = pack(problem, setting.seconds)
     seconds = time.perf_counter() - began
+    tried = Tried.of(
+        form=form,
+        problem=problem,
+        memory=memory,
+        seconds=seconds,
+        needs_bytes=needs,
+        fits=False,
+        arena_bytes=None,
+        slow_traffic=0,
+        note=form.changed,
+    )
     if plan is None:
         note = (
             f"{needs} bytes live at once > {setting.capacity}"
             if needs > setting.capacity and form.memories is None
             else f"no plan found within {setting.capacity} bytes in {seconds:.1f} s"
         )
-        return Tried(
-            form.lever,
-            form.cost_class,
-            False,
-            needs,
-            None,
-            form.extra_percent,
-            0,
-            note,
-            seconds,
-            form,
-            problem,
-            memory,
-        )
-    return Tried(
-        form.lever,
-        form.cost_class,
-        True,
-        needs,
-        _first_memory_bytes(problem, plan),
-        form.extra_percent,
-        slow_traffic(problem, plan),
-        form.changed,
-        seconds,
-        form,
-        problem,
-        memory,
-        plan,
-    )
+        return dataclasses.replace(tried, note=note)
+    arena = _first_memory_bytes(problem, plan)
+    traffic = slow_traffic(problem, plan)
+    return dataclasses.replace(tried, fits=True, arena_bytes=arena, slow_traffic=traffic, plan=plan)
 
 
 def pack(problem: Problem, seconds: float) -> Plan | None:
@@ -172,9 +171,10 @@ def slow_traffic(problem: Problem, plan: Plan) -> int:
 
 
 def _bounded(problem: Problem, capacity: int, memories: tuple[Memory, ...] | None) -> Problem:
+    """The problem in one memory of `capacity` bytes, or in `memories`."""
     if memories is None:
         return Problem(problem.buffers, problem.aliases, capacity)
-    return problem
+    return Problem(problem.buffers, problem.aliases, memories=memories)
 
 
 def _first_memory_bytes(problem: Problem, plan: Plan) -> int:
