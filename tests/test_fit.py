@@ -200,26 +200,39 @@ def test_cannot_prints_the_proof_and_levers_the_table(capsys) -> None:  # type: 
     assert "recompute + in place" in out.splitlines()[-1] or "recompute" in out
 
 
+MEMORIES = st.sampled_from([None, SLOW, (Memory("fast", None), Memory("slow", 48))])
+
+
 @settings(max_examples=25, deadline=None)
-@given(straight_programs(), st.integers(16, 160), st.booleans())
+@given(straight_programs(), st.integers(16, 160), MEMORIES)
 def test_what_fit_says_fits_does_and_what_cannot_is_below_a_bound_that_holds(
-    program: Program, capacity: int, memory: bool
+    program: Program, capacity: int, memories: tuple[Memory, ...] | None
 ) -> None:
-    memories = SLOW if memory else None
     found = fit(program, capacity, alignment=1, memories=memories, time_limit=1.0, every=True)
+    typed = typed_program(program)
     if found.status == FITS:
         best = found.best
         assert best is not None and best.problem is not None and best.plan is not None
         assert validate(best.problem, best.plan) == []
         assert best.arena_bytes is not None and best.arena_bytes <= capacity
+        assert best.form is not None and best.form.program is not None
+        assert best.memory is not None
+        inputs = replay.make_inputs(typed, seed=0)
+        planned = replay.planned_run(best.form.program, best.memory, best.plan, inputs)
+        assert replay.compare(replay.reference_run(typed, inputs), planned) is None
         return
     if found.status != CANNOT:
         return
-    assert found.proof is not None and capacity < found.proof.bound_bytes
-    typed = typed_program(program)
+    proof = found.proof
+    assert proof is not None and capacity < proof.bound_bytes
+    # The bounded pair: a fast memory of the capacity, and 48 bytes of slow memory.
+    assert memories != SLOW
+    assert capacity + (48 if memories else 0) < proof.bound_bytes
+    order = Scheduler("auto", time_limit=0.5)
+    assert reorder(typed, order).peak_bytes >= proof.bound_bytes
     for form in (typed, use_inplace_calls(typed)):
-        assert lower_bound(build_memory(form, alignment=1).problem) >= found.proof.bound_bytes
-        alone = recompute(form, found.proof.bound_bytes - 1, time_limit=0.5, alignment=1)
+        assert lower_bound(build_memory(form, alignment=1).problem) >= proof.bound_bytes
+        alone = recompute(form, proof.bound_bytes - 1, time_limit=0.5, alignment=1)
         assert not alone.status.has_plan
 
 

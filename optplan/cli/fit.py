@@ -54,8 +54,8 @@ def add(commands: Commands) -> None:
         action="append",
         type=parse_memory,
         metavar="NAME[=SIZE][:cost=C][:alignment=A]",
-        help="a second memory the tensors may spill to (repeatable, fastest first; a first "
-        "memory without a size is the --capacity one's neighbour)",
+        help="a memory the tensors may spill to: one given is the second, beside a fast one "
+        "of --capacity bytes; of several (fastest first), the first holds at most --capacity",
     )
     fit.add_argument(
         "--alignment",

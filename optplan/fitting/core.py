@@ -27,7 +27,16 @@ from optplan.analysis.liveness import build_memory
 from optplan.analysis.types import typed_program
 from optplan.errors import InputError
 from optplan.fitting import forms
-from optplan.fitting.levers import COMPUTE, FREE, TRAFFIC, Form, Setting, Tried, attempt
+from optplan.fitting.levers import (
+    COMPUTE,
+    FREE,
+    TRAFFIC,
+    Form,
+    Setting,
+    Tried,
+    attempt,
+    with_fast_memory,
+)
 from optplan.fitting.proof import Bound, Proof, program_rows, prove
 from optplan.frontends import Loaded, frontend_of, load
 from optplan.ir import Program
@@ -98,7 +107,8 @@ def fit(
     best = cheapest(tried)
     proof = None
     if best is None:
-        proof = prove(bounds, loaded.problem, loaded.memory, capacity, memories)
+        given = with_fast_memory(capacity, memories) if memories else None
+        proof = prove(bounds, loaded.problem, loaded.memory, capacity, given)
     status = FITS if best else CANNOT if proof else UNKNOWN
     seconds = time.perf_counter() - began
     return Fitted(loaded.path, capacity, status, best, tuple(tried), proof, tuple(bounds), seconds)

@@ -188,8 +188,13 @@ def _first_memory_bytes(problem: Problem, plan: Plan) -> int:
 
 
 def with_fast_memory(capacity: int, given: tuple[Memory, ...]) -> tuple[Memory, ...]:
-    """The memories of the second-memory lever: those given, fastest first; where the first
-    has no size of its own, a fast memory of `capacity` bytes goes before them."""
-    if given and given[0].capacity is not None:
-        return given
-    return (Memory("fast", capacity), *given)
+    """The memories of the second-memory lever, fastest first. One memory given is the
+    second: a fast memory of `capacity` bytes goes before it. Of several, the first is the
+    fast one, holding at most `capacity` bytes (as `plan --capacity --memory` reads them)."""
+    if len(given) == 1:
+        names = {m.name for m in given}
+        name = next(n for n in ("fast", "fast_0", "fast_1") if n not in names)
+        return (Memory(name, capacity), *given)
+    first = given[0]
+    size = capacity if first.capacity is None else min(first.capacity, capacity)
+    return (dataclasses.replace(first, capacity=size), *given[1:])
