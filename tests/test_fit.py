@@ -35,6 +35,7 @@ from optplan.problem.plan import validate
 from optplan.runtime import replay
 from optplan.schedule import Scheduler
 from optplan.strategies.passes import straight_programs
+from optplan.strategies.relax import RelaxCase, relax_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -234,6 +235,29 @@ def test_what_fit_says_fits_does_and_what_cannot_is_below_a_bound_that_holds(
         assert lower_bound(build_memory(form, alignment=1).problem) >= proof.bound_bytes
         alone = recompute(form, proof.bound_bytes - 1, time_limit=0.5, alignment=1)
         assert not alone.status.has_plan
+
+
+@settings(max_examples=20, deadline=None)
+@given(relax_cases(max_bindings=10), st.floats(0.2, 1.1), st.sampled_from([None, SLOW]))
+def test_on_relax_programs_fit_is_judged_by_validate_and_the_bound_by_every_lever(
+    case: RelaxCase, fraction: float, memories: tuple[Memory, ...] | None
+) -> None:
+    program = typed_program(case.program)
+    peak = lower_bound(build_memory(program, alignment=64).problem)
+    capacity = max(1, int(peak * fraction))
+    found = fit(program, capacity, memories=memories, time_limit=1.0, every=True)
+    for tried in found.tried:
+        if tried.fits:
+            assert tried.problem is not None and tried.plan is not None
+            assert validate(tried.problem, tried.plan) == []
+    if found.status == FITS:
+        assert found.best is not None and found.best.fits
+        assert found.best.cost_class == min(t.cost_class for t in found.tried if t.fits)
+    elif found.status == CANNOT:
+        assert found.proof is not None and capacity < found.proof.bound_bytes
+        assert not any(t.fits for t in found.tried)
+        for tried in found.tried:
+            assert tried.needs_bytes is None or tried.needs_bytes >= found.proof.bound_bytes
 
 
 def _hinted(line: str) -> list[str]:
