@@ -341,3 +341,69 @@ def test_bad_input_is_one_line_and_nothing_is_written(argv: list[str], capsys) -
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "Traceback" not in err[0]
     assert not Path("out.txt").exists()
+
+
+@pytest.mark.parametrize(("name", "fraction"), [("tiny_encoder.onnx", 0.75), ("unet.onnx", 0.9)])
+def test_a_written_onnx_model_gives_onnxruntime_the_same_outputs(
+    name: str, fraction: float, models: dict[str, str], tmp_path: Path
+) -> None:
+    import numpy as np
+
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    path, written = models[name], str(tmp_path / "fitted.onnx")
+    capacity = str(int(lower_bound(load(path).problem) * fraction))
+    assert main(["fit", path, "--capacity", capacity, "--levers", "-o", written]) == 0
+    onnx.checker.check_model(onnx.load(written))
+    session = ort.InferenceSession(path)
+    rng = np.random.default_rng(0)
+    feed = {i.name: rng.standard_normal(i.shape).astype(np.float32) for i in session.get_inputs()}
+    want = session.run(None, feed)
+    got = ort.InferenceSession(written).run(None, feed)
+    assert all(np.array_equal(a, b) for a, b in zip(want, got))
+
+
+def _held_skip(directory: Path) -> str:
+    """x -> a (256 B) held across two MatMuls (512 B, 1024 B) to the last Add: only
+    computing a again goes below 1792 bytes (a MatMul is not in place, the chain has one
+    order)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    def value(name: str, width: int) -> onnx.ValueInfoProto:
+        return helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, width])
+
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"]),
+        helper.make_node("MatMul", ["a", "w1"], ["b"]),
+        helper.make_node("MatMul", ["b", "w2"], ["c"]),
+        helper.make_node("ReduceMean", ["c"], ["e"], axes=[1], keepdims=1),
+        helper.make_node("Add", ["e", "a"], ["y"]),
+    ]
+    rng = np.random.default_rng(0)
+    weights = [
+        numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
+        for name, shape in (("w1", (64, 128)), ("w2", (128, 256)))
+    ]
+    graph = helper.make_graph(nodes, "held", [value("x", 64)], [value("y", 64)], weights)
+    path = str(directory / "held.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return path
+
+
+def test_a_recomputing_onnx_model_is_written_with_its_nodes_again(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    path, written = _held_skip(tmp_path), str(tmp_path / "fitted.onnx")
+    # With the output planned, Add's in-place output keeps a in the arena to the end.
+    argv = ["fit", path, "--alignment", "1", "--plan-outputs", "--capacity", "1600", "-o", written]
+    assert main(argv) == 0
+    assert "fits with recompute" in capsys.readouterr().out
+    assert [n.op_type for n in onnx.load(written).graph.node].count("Relu") == 2
+    x = np.random.default_rng(0).standard_normal((1, 64)).astype(np.float32)
+    want = ort.InferenceSession(path).run(None, {"x": x})
+    got = ort.InferenceSession(written).run(None, {"x": x})
+    assert all(np.array_equal(a, b) for a, b in zip(want, got))

@@ -92,7 +92,8 @@ def add(commands: Commands) -> None:
         "--output",
         action="append",
         default=[],
-        help="write the plan (.json) or the rewritten program (.py); repeatable",
+        help="write the plan (.json), the rewritten program (.py) or, of an ONNX model, the "
+        "model in the new order with the nodes it computes again (.onnx); repeatable",
     )
     fit.set_defaults(handler=_cmd_fit, inplace=False, reorder=None, work=None)
 
@@ -102,8 +103,12 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
     for output in args.output:
         check_output(output)
-        if not output.lower().endswith((".json", ".py")):
-            raise InputError("-o writes the plan (.json) or the program (.py)", file=output)
+        if not output.lower().endswith((".json", ".py", ".onnx")):
+            raise InputError(
+                "-o writes the plan (.json), the program (.py) or the model (.onnx)", file=output
+            )
+        if output.lower().endswith(".onnx") and not args.program.lower().endswith(".onnx"):
+            raise InputError("an .onnx output needs an .onnx model as input", file=output)
     memories = memories_of(args)
     args.memory = None  # the program is read alone; the memories are a lever
     loaded = load_input(args)
@@ -117,7 +122,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         every=args.levers or args.json,
         allow=onnx_allow(args.program, parse_dims(args.dim)),
     )
-    written = [_write(output, found) for output in args.output] if found.best else []
+    written = [_write(output, found, args) for output in args.output] if found.best else []
     if args.json:
         print(json.dumps(record(found), indent=1))
         return 0 if found.status == FITS else 1
@@ -236,10 +241,12 @@ def _proof(found: Fitted) -> dict[str, object] | None:
     }
 
 
-def _write(output: str, found: Fitted) -> str:
-    """The plan or the program of the answer, and the line that says how to replay it."""
+def _write(output: str, found: Fitted, args: argparse.Namespace) -> str:
+    """The plan, the program or the model of the answer, and the line that says so."""
     best = found.best
     assert best is not None and best.plan is not None
+    if output.lower().endswith(".onnx"):
+        return _write_onnx(output, best, args)
     if output.lower().endswith(".json"):
         data = {
             "program": found.path,
@@ -260,3 +267,17 @@ def _write(output: str, found: Fitted) -> str:
         raise InputError(f"cannot print the program: {error}", file=found.path) from None
     write_text(output, text)
     return f"program written to {output}"
+
+
+def _write_onnx(output: str, best: Tried, args: argparse.Namespace) -> str:
+    """The model with the lever's operator order and the nodes it computes again (in place
+    is the runtime's to do: an ONNX model does not say where a tensor lives)."""
+    from optplan.frontends.onnx_write import write_recomputed_onnx, write_reordered_onnx
+
+    assert best.form is not None and best.form.program is not None
+    dims = parse_dims(args.dim)
+    if best.form.copies:
+        write_recomputed_onnx(args.program, best.form.program, best.form.copies, output, dims)
+    else:
+        write_reordered_onnx(args.program, best.form.program, output, dims)
+    return f"model written to {output}"
