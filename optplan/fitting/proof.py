@@ -5,9 +5,10 @@ Steps of `prove(forms, ...)`:
 1. The point of the program as written where the most bytes are live, and the tensors
    held there (`problem.live_profile`).
 2. One row per lever, each a lower bound on what that lever can reach:
-   as is and in place: the live bytes of that program (no plan is smaller);
+   as is and in place: the live bytes of that program at the alignment (no plan is
+   smaller: at each point, its buffers at offsets on multiples of the alignment);
    order: `passes.reorder`'s proven bound over every order;
-   order + in place: the live bytes of the in-place form of the best order found;
+   order + in place: the same, of the in-place form of the best order found;
    recomputation (with any order): `schedule.remat.bounds.memory_bound` over every
    dataflow block of the program and of its in-place form, at the alignment (the op and
    the tensors it must hold at once; `core` tightens it with the bound recomputation
@@ -27,6 +28,11 @@ from optplan.ir import Program
 from optplan.passes.reorder import block_graphs
 from optplan.problem import Memory, Problem, live_profile, lower_bound
 from optplan.schedule.remat import memory_bound
+from optplan.schedule.remat.bounds import aligned_bytes
+
+# Up to this many buffers the live sets are swept for their aligned bytes (a pass over
+# every buffer per point).
+ALIGNED_SWEEP = 4000
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,18 +98,41 @@ def program_rows(
     setting: Setting,
 ) -> list[Bound]:
     """Step 2 of the module docstring for a program: one row per lever `fit` tries."""
+    live = "the live bytes" + (
+        f" at offsets on multiples of {setting.alignment}" if setting.alignment > 1 else ""
+    )
     return [
-        Bound("as is", lower_bound(as_is[1]), "the live bytes of the program as written"),
-        Bound("in place", lower_bound(inplace[1]), "the live bytes of its in-place form"),
+        Bound(
+            "as is", aligned_peak(as_is[1], setting.alignment), f"{live} of the program as written"
+        ),
+        Bound(
+            "in place", aligned_peak(inplace[1], setting.alignment), f"{live} of its in-place form"
+        ),
         Bound("order", best_order_bytes, "the order search's proven bound over every order"),
         Bound(
             "order + in place",
-            lower_bound(reordered_inplace),
-            "the live bytes of the best order's in-place form",
+            aligned_peak(reordered_inplace, setting.alignment),
+            f"{live} of the best order's in-place form",
         ),
         _remat_row("recompute", *as_is, setting),
         _remat_row("recompute + in place", *inplace, setting),
     ]
+
+
+def aligned_peak(problem: Problem, alignment: int) -> int:
+    """The least arena any plan of `problem` needs: at each point, the buffers live there
+    held at once with offsets on multiples of `alignment` (`aligned_bytes`); the live
+    bytes where buffers alias (an alias class is one allocation) or are too many to sweep."""
+    peak = lower_bound(problem)
+    if alignment <= 1 or problem.aliases or len(problem.buffers) > ALIGNED_SWEEP:
+        return peak
+    points = sorted({iv.start for b in problem.buffers for iv in b.live})
+    for point in points:
+        sizes = [
+            b.size for b in problem.buffers if any(iv.start <= point < iv.end for iv in b.live)
+        ]
+        peak = max(peak, aligned_bytes(sizes, alignment))
+    return peak
 
 
 def _remat_row(lever: str, program: Program, problem: Problem, setting: Setting) -> Bound:
