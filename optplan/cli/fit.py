@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from optplan.cli.files import check_output, write_text
@@ -179,6 +180,16 @@ def levers_table(found: Fitted) -> str:
                 t.note[:70],
             )
         )
+    table = _aligned(rows)
+    if found.best is None:  # the bytes every lever needs: the proof, row by row
+        table += "\n\n" + _aligned(
+            [("lever", "needs at least", "because")]
+            + [(b.lever, str(b.bytes), b.reason) for b in found.bounds]
+        )
+    return table
+
+
+def _aligned(rows: Sequence[tuple[str, ...]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
