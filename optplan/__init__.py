@@ -31,18 +31,22 @@ _EXPORTS = {
     "get_planner": "optplan.planners",
     "load": "optplan.frontends",
     "Loaded": "optplan.frontends",
+    "fit": "optplan.fitting",
+    "Fitted": "optplan.fitting",
 }
 
 __all__ = [
     "PLANNERS",
     "Alias",
     "Buffer",
+    "Fitted",
     "Interval",
     "Loaded",
     "Memory",
     "Plan",
     "Problem",
     "Status",
+    "fit",
     "get_planner",
     "load",
     "lower_bound",
@@ -52,6 +56,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from optplan.fitting import Fitted, fit
     from optplan.frontends import Loaded, load
     from optplan.planners import PLANNERS, get_planner
     from optplan.problem import (

@@ -247,3 +247,13 @@ def solver_done(solver: Any, scale: float = 1.0) -> None:
         before = clock.spent
         clock.solved(solver)
         clock.spent = before + scale * (clock.spent - before)
+
+
+def callee(units: float) -> tuple[float | None, float]:
+    """`units` of the running clock for a callee that takes its own budget: (its work, the
+    seconds of its guard) where the clock counts work, else (None, `units` seconds)."""
+    clock = _ACTIVE.get()
+    if clock is not None and clock.counted:
+        guard = clock.guard_left()
+        return max(units, 0.01), GUARD_SECONDS if guard == float("inf") else max(guard, 0.01)
+    return None, max(units, 0.01)

@@ -8,7 +8,7 @@ is an import of the module `optplan.a.b` where that file exists, else of `optpla
 The parts stand in floors, each importing only those below it:
 
     cli
-    fuzz, strategies, integrations
+    fitting, fuzz, strategies, integrations
     frontends
     runtime
     passes

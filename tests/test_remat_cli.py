@@ -37,7 +37,8 @@ def test_a_fixed_order_that_does_not_fit_is_one_line(capsys: pytest.CaptureFixtu
     assert main(["plan", CNN, "--capacity", "40KiB", "--time-limit", "5"]) == 1
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1
-    assert "57344 bytes are live at point" in out[0] and "recomputation may fit it" in out[0]
+    assert "57344 bytes are live at point" in out[0] and "recompute fits it" in out[0]
+    assert "optplan fit " in out[0] and "--capacity 40960" in out[0]
     assert main(["plan", CNN, "--capacity", "56KiB", "--json"]) == 0
 
 

@@ -7,6 +7,7 @@
     optplan show PROGRAM [--planner cpsat] -o arena.png
     optplan check PLANNED_PROGRAM
     optplan reorder PROGRAM [--reorder auto] [-o OUT.py]
+    optplan fit PROGRAM --capacity SIZE [--memory NAME[=SIZE]] [--levers] [-o OUT.json|OUT.py]
     optplan fuzz TARGET [--examples N | --time S] [--seed S] [--workers N] [--ray | --ray-address ADDR]
 
 `--reorder [auto|program|exact|cpsat|heuristic]` on plan, compare, run, lower and show
@@ -26,11 +27,11 @@ import sys
 from collections.abc import Sequence
 
 from optplan import __version__
-from optplan.cli import check, fuzz, lower, plan, reorder, run
+from optplan.cli import check, fit, fuzz, lower, plan, reorder, run
 from optplan.cli.options import Parser
 from optplan.errors import InputError
 
-COMMANDS = (plan, run, lower, check, reorder, fuzz)
+COMMANDS = (plan, run, lower, check, reorder, fit, fuzz)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,8 +3,9 @@ not fit, and recomputation (`reorder --capacity`, `run --capacity`).
 
 When the fixed order's live bytes exceed the capacity no plan can fit, so instead of
 planning the command prints one line: the program point of the peak, the tensors live
-there, and what would fit it (another order, recomputation, a second memory), and exits
-with status 1.
+there, and what would fit it, as `optplan fit` finds it (its levers at a short time
+limit): the lever and the `optplan fit` command that writes its plan, or the proof that
+none can and the command with a second memory; and exits with status 1.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shlex
 import sys
 from typing import TYPE_CHECKING
 
@@ -27,19 +29,36 @@ if TYPE_CHECKING:
 
 
 def with_capacity(args: argparse.Namespace, loaded: Loaded) -> Loaded:
-    """`loaded` whose problem has `--capacity` (unchanged without it)."""
+    """`loaded` whose problem has `--capacity` (unchanged without it); of several memories
+    (`--memory`), the first, fastest one holds at most `--capacity`."""
     if getattr(args, "capacity", None) is None:
         return loaded
+    memories = loaded.problem.memories
+    if len(memories) > 1:
+        first = memories[0]
+        size = args.capacity if first.capacity is None else min(first.capacity, args.capacity)
+        fast = dataclasses.replace(first, capacity=size)
+        problem = dataclasses.replace(loaded.problem, memories=(fast, *memories[1:]))
+        return dataclasses.replace(loaded, problem=problem)
     problem = Problem(loaded.problem.buffers, loaded.problem.aliases, args.capacity)
     return dataclasses.replace(loaded, problem=problem)
 
 
+def over_capacity(args: argparse.Namespace, loaded: Loaded) -> bool:
+    """Whether the live bytes of this order exceed `--capacity` (with several memories
+    the planners place what the first cannot hold, so never)."""
+    capacity = getattr(args, "capacity", None)
+    if capacity is None or len(loaded.problem.memories) > 1:
+        return False
+    return lower_bound(loaded.problem) > capacity
+
+
 def does_not_fit(args: argparse.Namespace, loaded: Loaded) -> str | None:
     """The one line when the live bytes of this order exceed `--capacity`, else None."""
-    capacity = getattr(args, "capacity", None)
-    peak = lower_bound(loaded.problem)
-    if capacity is None or peak <= capacity:
+    if not over_capacity(args, loaded):
         return None
+    capacity = args.capacity
+    peak = lower_bound(loaded.problem)
     point = max(live_profile(loaded.problem), key=lambda pair: pair[1])[0]
     live = sorted(
         (b for b in loaded.problem.buffers if any(iv.start <= point < iv.end for iv in b.live)),
@@ -51,7 +70,7 @@ def does_not_fit(args: argparse.Namespace, loaded: Loaded) -> str | None:
     where = _binding_at(loaded, point)
     return (
         f"{loaded.path}: does not fit --capacity {capacity}: {peak} bytes are live at point {point}{where}: "
-        f"{shown}; {_what_fits(args, loaded, capacity)}"
+        f"{shown}; {what_fits(args, loaded, capacity)}"
     )
 
 
@@ -62,42 +81,88 @@ def _binding_at(loaded: Loaded, point: int) -> str:
     return f" ({names[0]})" if names else ""
 
 
-def _what_fits(args: argparse.Namespace, loaded: Loaded, capacity: int) -> str:
-    """Another order, recomputation or a second memory, whichever would fit."""
+def what_fits(args: argparse.Namespace, loaded: Loaded, capacity: int) -> str:
+    """What would fit it, found by `optplan fit` itself (its levers at a short time limit),
+    with the `optplan fit` command that gives the plan."""
+    if loaded.graph is not None:
+        return _what_fits_graph(args, loaded, capacity)
+    from optplan.cli.fit import FIT_WORK, cost_words, kib
+    from optplan.fitting import CANNOT, FITS, fit
+
+    command = fit_command(args, capacity)
+    found = fit(
+        _as_written(args),
+        capacity,
+        alignment=args.alignment,
+        plan_outputs=args.plan_outputs,
+        time_limit=guard_seconds(args),
+        work=FIT_WORK,
+    )
+    if found.status == FITS and found.best is not None:
+        arena = kib(found.best.arena_bytes or 0)
+        return f"{found.best.lever} fits it ({cost_words(found.best)}, arena {arena}): {command}"
+    second = f"; a second memory would hold the rest: {command} --memory slow"
+    if found.status == CANNOT and found.proof is not None:
+        return found.proof.short(capacity) + second
+    return (
+        f"no lever found a plan in {found.seconds:.1f} s (every one needs at least "
+        f"{found.bound_bytes} bytes): {command} --work 60 tries longer{second}"
+    )
+
+
+def _as_written(args: argparse.Namespace) -> Loaded:
+    """The program as the file has it: without --inplace, --reorder or --memory."""
+    from optplan.cli.inputs import load_input
+
+    plain = argparse.Namespace(**{**vars(args), "inplace": False, "memory": None})
+    return load_input(plain)
+
+
+def fit_command(args: argparse.Namespace, capacity: int) -> str:
+    """`optplan fit` with the flags that read the program as this command did."""
+    words = ["optplan fit", shlex.quote(args.program), "--capacity", str(capacity)]
+    frontend = _frontend_alignment(args.program)
+    if args.alignment is not None and args.alignment != frontend:
+        words += ["--alignment", str(args.alignment)]
+    if args.plan_outputs and not args.program.lower().endswith(".tflite"):
+        words.append("--plan-outputs")
+    for flag, values in (("--dim", args.dim), ("--bound", args.bound)):
+        words += [f"{flag} {shlex.quote(value)}" for value in values]
+    return " ".join(words)
+
+
+def _frontend_alignment(path: str) -> int | None:
+    from optplan.frontends import frontend_of
+
+    try:
+        return frontend_of(path).default_alignment
+    except InputError:
+        return None
+
+
+def _what_fits_graph(args: argparse.Namespace, loaded: Loaded, capacity: int) -> str:
+    """A peer's graph: another order, or recomputation (`reorder --capacity`)."""
     from optplan.schedule import Scheduler
     from optplan.schedule.remat import memory_bound
 
-    graphs = _graphs(args, loaded)
-    if not graphs:
-        return "no order to change here: only a second memory would fit it"
+    assert loaded.graph is not None
+    graph = loaded.graph
     # The hint's search is short and counted, so the hint is the same on any machine.
     hinted = Scheduler("auto", time_limit=guard_seconds(args), work=HINT_ORDER_STEPS)
-    reordered = max(hinted(g).peak_bytes for g in graphs)
+    reordered = hinted(graph).peak_bytes
     if reordered <= capacity and not getattr(args, "reorder", None):
         return f"another order would fit it (--reorder: {reordered} bytes)"
-    bound = max(
-        (memory_bound(g, alignment=args.alignment) for g in graphs), key=lambda found: found.bytes
-    )
+    bound = memory_bound(graph, alignment=args.alignment)
     if bound.bytes <= capacity:
-        command = "optplan run" if args.command == "run" else "optplan reorder"
         return (
-            f"the best order needs {reordered}; recomputation may fit it ({command} --capacity {capacity}; "
-            f"no schedule needs less than {bound.bytes}), or a second memory"
+            f"the best order needs {reordered}; recomputation may fit it (optplan reorder "
+            f"{shlex.quote(args.program)} --capacity {capacity}; no schedule needs less than "
+            f"{bound.bytes})"
         )
-    return f"no order nor recomputation can ({bound.reason}); only a second memory would fit it"
+    return f"no order nor recomputation can ({bound.reason})"
 
 
 HINT_ORDER_STEPS = 10 * ORDER_STEPS_PER_UNIT  # about 10 s of the order search
-
-
-def _graphs(args: argparse.Namespace, loaded: Loaded) -> list:  # type: ignore[type-arg]
-    if loaded.graph is not None:
-        return [loaded.graph]
-    if loaded.program is None:
-        return []
-    from optplan.passes.reorder import block_graphs
-
-    return block_graphs(loaded.program, plan_outputs=args.plan_outputs)
 
 
 def recomputed(args: argparse.Namespace, loaded: Loaded) -> Recomputed:

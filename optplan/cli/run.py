@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from optplan.cli.budget import does_not_fit, with_capacity
+from optplan.cli.budget import over_capacity, with_capacity
 from optplan.cli.files import read_npz
 from optplan.cli.inputs import load_input, reorder_target
 from optplan.cli.options import Commands, add_input, budget_of, parse_dims
@@ -32,7 +32,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # The reordered program replays against the original program's reference run.
     target = with_capacity(args, reorder_target(args, loaded))
     copies: dict[str, str] = {}
-    if does_not_fit(args, target) is not None:
+    if over_capacity(args, target):
         target, copies, line = _recomputed(args, target)
         if line:
             print(line)
@@ -132,7 +132,13 @@ def _in_tflm(args: argparse.Namespace, loaded: Loaded, plan: Plan) -> int:
 def _recomputed(args: argparse.Namespace, target: Loaded) -> tuple[Loaded, dict[str, str], str]:
     """The program rewritten to fit `--capacity`, the values it computes again, and the
     one line saying why there is none (empty when there is)."""
-    from optplan.cli.budget import does_not_fit, recompute_note, recomputed, recomputed_loaded
+    from optplan.cli.budget import (
+        does_not_fit,
+        recompute_note,
+        recomputed,
+        recomputed_loaded,
+        what_fits,
+    )
 
     dims = parse_dims(args.dim)
     if args.plan or any(target.bounds.get(name) != value for name, value in dims.items()):
@@ -142,7 +148,8 @@ def _recomputed(args: argparse.Namespace, target: Loaded) -> tuple[Loaded, dict[
         )
     result = recomputed(args, target)
     if not result.status.has_plan:
-        return target, {}, f"{args.program}: {recompute_note(result, args.capacity)}"
+        hint = what_fits(args, target, args.capacity)
+        return target, {}, f"{args.program}: {recompute_note(result, args.capacity)}; {hint}"
     print(f"{args.program}: {recompute_note(result, args.capacity)}", file=sys.stderr)
     rewritten = recomputed_loaded(args, target, result)
     line = does_not_fit(args, rewritten)
