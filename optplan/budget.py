@@ -254,6 +254,5 @@ def callee(units: float) -> tuple[float | None, float]:
     seconds of its guard) where the clock counts work, else (None, `units` seconds)."""
     clock = _ACTIVE.get()
     if clock is not None and clock.counted:
-        guard = clock.guard_left()
-        return max(units, 0.01), GUARD_SECONDS if guard == float("inf") else max(guard, 0.01)
+        return max(units, 0.01), max(clock.guard_left(), 0.01)
     return None, max(units, 0.01)

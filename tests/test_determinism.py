@@ -222,3 +222,25 @@ def test_work_on_the_command_line_is_checked(tmp_path: Path) -> None:
     path.write_text("id,lower,upper,size\na,0,2,8\n")
     for bad in ("0", "-3", "nan", "lots"):
         assert main(["plan", str(path), "--work", bad]) == 2
+
+
+@pytest.mark.parametrize("example", ["cnn_train.py", "transformer_block.py"])
+def test_fit_counted_in_work_answers_the_same_whatever_the_clock(
+    example: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from optplan.fitting import fit
+
+    path = str(ROOT / "examples" / example)
+    capacity = {"cnn_train.py": 45875, "transformer_block.py": 943718}[example]
+
+    def answer() -> tuple[object, ...]:
+        found = fit(path, capacity, time_limit=math.inf, work=4.0, every=True)
+        rows = [(t.lever, t.fits, t.arena_bytes, t.extra_percent) for t in found.tried]
+        best = found.best
+        offsets = None if best is None or best.plan is None else dict(best.plan.offsets)
+        return found.status, rows, offsets
+
+    calm = answer()
+    with monkeypatch.context() as patched:
+        patched.setattr(budget_module, "time", _JumpingTime())
+        assert answer() == calm

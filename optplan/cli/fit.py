@@ -64,11 +64,6 @@ def add(commands: Commands) -> None:
         "of --capacity bytes; of several (fastest first), the first holds at most --capacity",
     )
     fit.add_argument(
-        "--alignment",
-        type=positive_int,
-        help="byte alignment of every offset (default: 64; 1 for a .csv)",
-    )
-    fit.add_argument(
         "--work",
         type=positive_work,
         default=FIT_WORK,
@@ -81,6 +76,29 @@ def add(commands: Commands) -> None:
         type=positive_seconds,
         metavar="SECONDS",
         help=f"an outer guard in seconds (default {GUARD_SECONDS:g})",
+    )
+    _add_reading(fit)
+    fit.add_argument(
+        "--levers", action="store_true", help="try every lever, and print the table of them"
+    )
+    fit.add_argument("--json", action="store_true", help="print all of it as JSON")
+    fit.add_argument(
+        "-o",
+        "--output",
+        action="append",
+        default=[],
+        help="write the plan (.json), the rewritten program (.py) or, of an ONNX model, the "
+        "model in the new order with the nodes it computes again (.onnx); repeatable",
+    )
+    fit.set_defaults(handler=_cmd_fit, inplace=False, reorder=None)
+
+
+def _add_reading(fit: argparse.ArgumentParser) -> None:
+    """The flags that say how the program is read: alignment, outputs, dimensions."""
+    fit.add_argument(
+        "--alignment",
+        type=positive_int,
+        help="byte alignment of every offset (default: 64; 1 for a .csv)",
     )
     fit.add_argument("--plan-outputs", action="store_true", help="also plan the function's outputs")
     fit.add_argument(
@@ -97,19 +115,6 @@ def add(commands: Commands) -> None:
         metavar="NAME=VALUE",
         help="upper bound of a symbolic dimension (repeatable)",
     )
-    fit.add_argument(
-        "--levers", action="store_true", help="try every lever, and print the table of them"
-    )
-    fit.add_argument("--json", action="store_true", help="print all of it as JSON")
-    fit.add_argument(
-        "-o",
-        "--output",
-        action="append",
-        default=[],
-        help="write the plan (.json), the rewritten program (.py) or, of an ONNX model, the "
-        "model in the new order with the nodes it computes again (.onnx); repeatable",
-    )
-    fit.set_defaults(handler=_cmd_fit, inplace=False, reorder=None)
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:

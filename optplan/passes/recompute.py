@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from optplan.analysis.liveness import build_memory
 from optplan.analysis.types import typed_program
-from optplan.budget import GUARD_SECONDS, Budget, active, now, running
+from optplan.budget import Budget, active, now, running
 from optplan.ir import (
     Binding,
     Block,
@@ -156,8 +156,7 @@ def _options(budget: int, units: float) -> Remat:
     clock = active()
     if clock is None or not clock.counted:
         return Remat(budget, time_limit=units)
-    guard = clock.guard_left()
-    return Remat(budget, time_limit=min(guard, GUARD_SECONDS), work=max(units, 0.01))
+    return Remat(budget, time_limit=max(clock.guard_left(), 0.01), work=max(units, 0.01))
 
 
 def _costed(program: Program, graphs: list[Graph]) -> list[Graph]:
