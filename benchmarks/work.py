@@ -45,6 +45,8 @@ COLUMNS = ("instance", "buffers", "mode", "run", "arena", "bound", "gap", "secon
 def instances(sets: list[str], only: set[str]) -> list[tuple[str, Path]]:
     found = []
     for name in sets:
+        if name not in SETS:
+            continue  # remat: the cases are generated
         folder, pattern = SETS[name]
         if not folder.is_dir():
             print(f"skipping {name}: {folder} is absent", file=sys.stderr)
