@@ -245,13 +245,15 @@ def remat_graph(args: argparse.Namespace, loaded: Loaded) -> int:
 def _graph_record(loaded: Loaded, result: RematSchedule, capacity: int) -> dict[str, object]:
     graph = loaded.graph
     assert graph is not None
-    labels = graph.labels or tuple(str(v) for v in range(graph.ops))
+    # Node names are unique (a label two nodes share gets each node's id), and name the
+    # instances of `offsets` too (`name@k` for the k-th run).
+    names = graph.names or tuple(str(v) for v in range(graph.ops))
     return {
         "program": loaded.path,
         "capacity_bytes": capacity,
         "status": result.status.value,
         "reason": result.reason,
-        "steps": [labels[v] for v in result.steps] if result.steps else None,
+        "steps": [names[v] for v in result.steps] if result.steps else None,
         "extra_cost": result.extra_cost,
         "total_cost": result.total_cost,
         "bound_cost": result.bound_cost,

@@ -31,10 +31,21 @@ def plan_record(
         "seconds": round(plan.seconds, 4),
         "offsets": dict(plan.offsets),
         **({"interrupted": True} if plan.detail.get("interrupted") else {}),
+        **({} if plan.status.has_plan else {"reason": reason_of(plan)}),
         **work_record(plan, args),
         **({"bounds": loaded.bounds, "sized_by": loaded.sized_by} if loaded.bounds else {}),
         **(memory_record(loaded.problem, plan) if not loaded.problem.plain else {}),
     }
+
+
+def reason_of(plan: Plan) -> str:
+    """Why `plan` holds no offsets, as its planner said, or its status in words."""
+    reason = plan.detail.get("reason")
+    if reason:
+        return str(reason)
+    if plan.detail.get("cut"):
+        return f"the time limit cut the search before it found a plan ({plan.status.value})"
+    return f"{plan.planner} found no plan ({plan.status.value})"
 
 
 def work_record(plan: Plan, args: argparse.Namespace) -> dict[str, object]:
@@ -110,9 +121,8 @@ def dearest(problem: Problem) -> str:
 
 def summary(loaded: Loaded, plan: Plan, args: argparse.Namespace) -> str:
     if not plan.status.has_plan:
-        reason = plan.detail.get("reason")
-        return f"{loaded.path}: {plan.planner} found no plan ({plan.status.value})" + (
-            f": {reason}" if reason else ""
+        return f"{loaded.path}: {plan.planner} found no plan ({plan.status.value}): " + reason_of(
+            plan
         )
     if not loaded.problem.plain:
         record = memory_record(loaded.problem, plan)
