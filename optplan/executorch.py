@@ -3,6 +3,7 @@
 
 from optplan.integrations.executorch import (
     DEFAULT_TIME_LIMIT_S,
+    DEFAULT_WORK,
     Algorithm,
     Judgement,
     MemoryUse,
@@ -16,6 +17,7 @@ from optplan.integrations.executorch import (
 
 __all__ = [
     "DEFAULT_TIME_LIMIT_S",
+    "DEFAULT_WORK",
     "Algorithm",
     "Judgement",
     "MemoryUse",

@@ -302,3 +302,31 @@ def test_a_view_off_the_alignment_is_named(planner: str) -> None:
 
     with pytest.raises(ValueError, match=r"storage_base_offset 12 .* alignment 16"):
         oet.algorithm(planner)(16, [base, view], Module(), None, 0)
+
+
+def test_the_pte_is_the_same_bytes_whatever_the_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The algorithm stops on work: the program lowered with the budget's clock jumping a
+    thousand seconds at every reading is byte for byte the one lowered with the real one."""
+    import itertools
+    import time
+    import types
+
+    from optplan import budget
+
+    case = executorch_models.BUILDERS["encoder"]()
+    algo = oet.algorithm(time_limit=1e12)  # no guard within reach of the jumps
+    calm = executorch_models.lower(case, [algo]).buffer
+    readings = itertools.count()
+    jumping = types.SimpleNamespace(perf_counter=lambda: time.monotonic() + 1e3 * next(readings))
+    monkeypatch.setattr(budget, "time", jumping)
+    assert executorch_models.lower(case, [algo]).buffer == calm
+
+
+def test_work_is_one_budget_per_graph_and_checked() -> None:
+    assert oet.algorithm().work == oet.DEFAULT_WORK
+    assert oet.algorithm(work=3).__name__ == "optplan_cpsat_60s_3w"
+    assert oet.algorithm("greedy").work is None
+    with pytest.raises(ValueError, match="work: the greedy planner takes no work"):
+        oet.algorithm("greedy", work=3)
+    with pytest.raises(ValueError, match="work must be a positive number"):
+        oet.algorithm(work=0)

@@ -54,6 +54,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from optplan.budget import Budget
 from optplan.integrations.executorch_arguments import (
     check,
     check_memories,
@@ -76,6 +77,7 @@ from optplan.problem.plan import Plan, Status, validate
 
 __all__ = [
     "DEFAULT_TIME_LIMIT_S",
+    "DEFAULT_WORK",
     "Algorithm",
     "Judgement",
     "MemoryUse",
@@ -89,8 +91,13 @@ __all__ = [
 
 LOG = logging.getLogger(__name__)
 
-# Seconds per planned graph for planners that take a limit (cpsat), unless told otherwise.
-DEFAULT_TIME_LIMIT_S = 10.0
+# Seconds per planned graph for planners that take a limit (cpsat), unless told otherwise:
+# an outer guard; what ends the search is its work, so that the same program gives the
+# same .pte on any machine.
+DEFAULT_TIME_LIMIT_S = 60.0
+# Units of work per planned graph: ExecuTorch's graphs are small, most proven optimal at
+# once (benchmarks/results/integrations_executorch.csv).
+DEFAULT_WORK = 10.0
 
 
 class _Default(enum.Enum):
@@ -170,7 +177,8 @@ class Algorithm:
     """An optplan memory-planning algorithm for ExecuTorch; build it with `algorithm()`.
 
     `time_limit` is seconds per planned graph for a planner that takes one (cpsat), and
-    None for one that does not; `report` hears one PlanReport per call; `memories`, as
+    None for one that does not: a guard, since its `work` (units per graph) ends the
+    search and makes the plan the same on any machine; `report` hears one PlanReport per call; `memories`, as
     (mem_id, Memory) pairs, are the memory ids the planner chooses among (empty: each
     spec keeps the id ExecuTorch gave it, 1 unless a pass pinned it).
     """
@@ -179,9 +187,14 @@ class Algorithm:
     time_limit: float | None = DEFAULT_TIME_LIMIT_S
     report: Callable[[PlanReport], object] | None = field(default=None, compare=False)
     memories: Ids = ()
+    work: float | None = DEFAULT_WORK
 
     def __post_init__(self) -> None:
         check(self.planner, self.time_limit, self.report)
+        if self.work is not None and not PLANNERS[self.planner].takes_work:
+            raise ValueError(f"work: the {self.planner} planner takes no work; leave it out")
+        if self.work is not None:
+            Budget(self.work, self.time_limit)  # a ValueError naming what is not positive
         if self.memories:
             if len({mem_id for mem_id, _ in self.memories}) != len(self.memories):
                 raise ValueError("memories: a mem_id appears twice")
@@ -193,6 +206,8 @@ class Algorithm:
         name = f"optplan_{self.planner}"
         if self.time_limit is not None:
             name += f"_{self.time_limit:g}s"
+        if self.work is not None and self.work != DEFAULT_WORK:
+            name += f"_{self.work:g}w"
         for mem_id, memory in self.memories:
             name += f"_{mem_id}{memory.name}" + (
                 "" if memory.capacity is None else f"{memory.capacity}"
@@ -271,13 +286,15 @@ def algorithm(
     planner: str = "cpsat",
     *,
     time_limit: float | _Default = _Default.TIME_LIMIT,
+    work: float | _Default = _Default.TIME_LIMIT,
     report: Callable[[PlanReport], object] | None = None,
     memories: Sequence[Memory] | Mapping[int, Memory] | None = None,
 ) -> Algorithm:
     """The algorithm to put in `MemoryPlanningAlgorithmSuite(algo_list=[...])`.
 
-    `planner` is one of optplan's planners by name; `time_limit` (seconds per planned
-    graph, default 10) is for a planner that takes one (cpsat); `report` is called with a
+    `planner` is one of optplan's planners by name; `work` (units per planned graph,
+    default 10: the same .pte on any machine) and `time_limit` (seconds per planned graph,
+    an outer guard, default 60) are for a planner that takes them (cpsat); `report` is called with a
     PlanReport for every planned graph. `memories` (Memory values, fast first, for mem_ids
     1, 2, ...; or a dict {mem_id: Memory}) makes the planner choose each spec's memory
     id within the memories' capacities, for the least traffic; give such an algorithm
@@ -297,7 +314,13 @@ def algorithm(
         )
     else:
         time_limit_s = time_limit
-    return Algorithm(planner, time_limit_s, report, ids)
+    if work is _Default.TIME_LIMIT:
+        units = DEFAULT_WORK if limited else None
+    elif not limited:
+        raise ValueError(f"work: the {planner} planner takes no work; leave work out")
+    else:
+        units = work
+    return Algorithm(planner, time_limit_s, report, ids, units)
 
 
 def judge(
@@ -383,9 +406,11 @@ def _plan_buffers(
 
 def _options(algo: Algorithm) -> dict[str, object]:
     """The planner's options: its time limit, and with memories no copies between them."""
-    options: dict[str, object] = {} if algo.time_limit is None else {"time_limit": algo.time_limit}
-    fields = {f.name for f in dataclasses.fields(PLANNERS[algo.planner])}  # type: ignore[arg-type]
-    if algo.memories and "copies" in fields:
+    planner = PLANNERS[algo.planner]
+    options: dict[str, object] = {}
+    if planner.takes_work:
+        options.update(time_limit=algo.time_limit, work=algo.work)
+    if algo.memories and planner.takes_copies:
         options["copies"] = False
     return options
 

@@ -44,6 +44,7 @@ class Planner(Protocol):
 
     takes_work: ClassVar[bool]
     takes_watch: ClassVar[bool]
+    takes_copies: ClassVar[bool]
 
     @property
     def name(self) -> str: ...

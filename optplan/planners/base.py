@@ -3,6 +3,8 @@
     takes_work    it searches, and stops on a `budget.Budget`: its options hold `work`
                   (units) and `time_limit` (seconds, the guard)
     takes_watch   it reports progress to a `watch.Watch` and stops when the watch does
+    takes_copies  of several memories, it may copy a tensor between them (`copies`
+                  False: each stays in one memory, as banked planners place them)
 
 `configured` gives a planner a budget and a watch where it takes them; nothing else
 reads a planner's fields to find out what it takes.
@@ -23,6 +25,7 @@ class Declared:
     __slots__ = ()
     takes_work: ClassVar[bool] = False
     takes_watch: ClassVar[bool] = False
+    takes_copies: ClassVar[bool] = False
 
 
 P = TypeVar("P", bound=Declared)

@@ -124,6 +124,7 @@ class CpSat(Declared):
 
     takes_work: ClassVar[bool] = True
     takes_watch: ClassVar[bool] = True
+    takes_copies: ClassVar[bool] = True
     name: str = "cpsat"
     time_limit: float | None = 30.0
     work: float | None = DEFAULT_WORK
