@@ -29,6 +29,8 @@ _EXPORTS = {
     "validate": "optplan.problem.plan",
     "PLANNERS": "optplan.planners",
     "get_planner": "optplan.planners",
+    "drive": "optplan.planners",
+    "Budget": "optplan.budget",
     "load": "optplan.frontends",
     "Loaded": "optplan.frontends",
     "fit": "optplan.fitting",
@@ -38,6 +40,7 @@ _EXPORTS = {
 __all__ = [
     "PLANNERS",
     "Alias",
+    "Budget",
     "Buffer",
     "Fitted",
     "Interval",
@@ -46,6 +49,7 @@ __all__ = [
     "Plan",
     "Problem",
     "Status",
+    "drive",
     "fit",
     "get_planner",
     "load",
@@ -56,9 +60,10 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from optplan.budget import Budget
     from optplan.fitting import Fitted, fit
     from optplan.frontends import Loaded, load
-    from optplan.planners import PLANNERS, get_planner
+    from optplan.planners import PLANNERS, drive, get_planner
     from optplan.problem import (
         Alias,
         Buffer,
