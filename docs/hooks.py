@@ -26,7 +26,7 @@ def home() -> str:
     """The README as the site's home: links into docs/ made relative, and without the
     section that says how to build this site."""
     text = (ROOT / "README.md").read_text().replace("](docs/", "](")
-    return re.sub(r"## Documentation\n.*?(?=\n## )", "", text, flags=re.S)
+    return re.sub(r"## Documentation\n.*?(?=\n## )", "", text, flags=re.DOTALL)
 
 
 def reference() -> str:
