@@ -55,9 +55,9 @@ ORDER_STEPS_PER_UNIT = 1_000_000
 # with the instance (MiniMalloc's D 21,000 a second, I 26,000, J 5,700, K 38,000), and K
 # needs 213,000 nodes to reach its optimum (benchmarks/results/work.csv).
 NODES_PER_UNIT = 30_000
-# Greedy places about this many rectangles a second in one compiled run (a 1,000,000-
-# rectangle run takes about 2 s).
-RECTS_PER_UNIT = 500_000
+# Greedy places about this many rectangles a second in one run with its orders' keys
+# (idealloc's S_1, 28,526 rectangles, thousands live at once: a perturbed run 0.37 s).
+RECTS_PER_UNIT = 80_000
 
 
 @dataclass(frozen=True, slots=True)
