@@ -204,7 +204,7 @@ def recompute_program(args: argparse.Namespace, loaded: Loaded) -> int:
     result = recomputed(args, loaded)
     note = f"{loaded.path}: {recompute_note(result, args.capacity)}"
     if not result.status.has_plan:
-        print(note)
+        print(json.dumps(_program_record(loaded, result, args.capacity)) if args.json else note)
         return 1
     output = args.output or ""
     if output.lower().endswith(".onnx"):
@@ -251,4 +251,5 @@ def _program_record(loaded: Loaded, result: Recomputed, capacity: int) -> dict[s
         "total_cost": result.total_cost,
         "bound_cost": result.bound_cost,
         "seconds": round(result.seconds, 4),
+        **({} if result.status.has_plan else {"reason": result.reason}),
     }

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from optplan.frontends import Loaded
 from optplan.problem import Problem
-from optplan.problem.plan import Plan
+from optplan.problem.outcome import Plan, Status
 from optplan.problem.tiers import all_in
 
 
@@ -30,10 +30,23 @@ def plan_record(
         "inplace": bool(args.inplace),
         "seconds": round(plan.seconds, 4),
         "offsets": dict(plan.offsets),
+        **({} if plan.status.has_plan else {"reason": no_plan_reason(plan)}),
         **({"interrupted": True} if plan.detail.get("interrupted") else {}),
         **({"bounds": loaded.bounds, "sized_by": loaded.sized_by} if loaded.bounds else {}),
         **(memory_record(loaded.problem, plan) if not loaded.problem.plain else {}),
     }
+
+
+def no_plan_reason(plan: Plan) -> str:
+    """Why `plan` holds no plan: the planner's own words, else what its status means."""
+    reason = plan.detail.get("reason")
+    if reason:
+        return str(reason)
+    if plan.detail.get("interrupted"):
+        return "interrupted (Ctrl-C) before a plan was found"
+    if plan.status is Status.INFEASIBLE:
+        return "proven: no plan fits the capacities"
+    return "no plan found within the time limit"
 
 
 def memory_record(problem: Problem, plan: Plan) -> dict[str, object]:
@@ -85,9 +98,9 @@ def dearest(problem: Problem) -> str:
 
 def summary(loaded: Loaded, plan: Plan, args: argparse.Namespace) -> str:
     if not plan.status.has_plan:
-        reason = plan.detail.get("reason")
-        return f"{loaded.path}: {plan.planner} found no plan ({plan.status.value})" + (
-            f": {reason}" if reason else ""
+        return (
+            f"{loaded.path}: {plan.planner} found no plan ({plan.status.value}): "
+            f"{no_plan_reason(plan)}"
         )
     if not loaded.problem.plain:
         record = memory_record(loaded.problem, plan)
@@ -221,6 +234,17 @@ def memory_table(loaded: Loaded, records: list[dict[str, object]], args: argpars
         f"{dearest(problem)} {slow}, gaps against the best proven bound {best}"
     )
     return _laid_out(title, rows)
+
+
+def reasons(records: list[dict[str, object]]) -> str:
+    """One line under a table for each row without a plan: why it has none."""
+    return "".join(
+        f"\n{r['planner']}"
+        + (f" (reorder {r['reorder']})" if r.get("reorder") else "")
+        + f": {r['status']}: {r['reason']}"
+        for r in records
+        if r.get("reason")
+    )
 
 
 def _laid_out(title: str, rows: Sequence[Sequence[str]]) -> str:
