@@ -22,6 +22,8 @@ The options every command takes are in `options`; a new command is a module with
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -50,7 +52,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> None:
-    sys.exit(main())
+    """`optplan` as a program. A reader that closes the pipe (`optplan lower X | head -1`)
+    wants no more: the exit is quiet, with 141 (128 + SIGPIPE) as a Unix tool's."""
+    try:
+        status = main()
+        sys.stdout.flush()  # here, so that a closed pipe is seen now and not at shutdown
+    except BrokenPipeError:
+        # Python's own flush at shutdown would fail again: stdout now goes nowhere.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = 128 + signal.SIGPIPE
+    sys.exit(status)
 
 
 def make_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,51 @@
+"""Small faults of the command line a new user meets: a closed pipe, a directory where a
+file belongs, words that mislead, counts in the wrong number, a line on stderr no one
+reads. Each test failed before its fix."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CNN = str(ROOT / "examples" / "cnn_train.py")
+
+
+def _optplan(
+    *argv: str, cwd: Path = ROOT, closed: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """`python -m optplan ARGV` in a child; with `closed`, its stdout is a pipe whose
+    reader has gone before the child writes (`optplan lower X | head -0`)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if not closed:
+        return subprocess.run(
+            [sys.executable, "-m", "optplan", *argv],
+            check=False,
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    child = subprocess.Popen(
+        [sys.executable, "-m", "optplan", *argv],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()
+    err = child.stderr.read()
+    child.wait(timeout=300)
+    return subprocess.CompletedProcess(child.args, child.returncode, "", err)
+
+
+def test_a_closed_pipe_is_a_quiet_exit() -> None:
+    done = _optplan("lower", CNN, "--planner", "greedy", closed=True)
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
+    assert done.stderr == ""
+    assert done.returncode == 141  # 128 + SIGPIPE, what a shell reports for `yes | head`
