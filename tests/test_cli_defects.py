@@ -9,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from optplan.cli import main
+
 ROOT = Path(__file__).resolve().parents[1]
 CNN = str(ROOT / "examples" / "cnn_train.py")
 
@@ -49,3 +53,20 @@ def test_a_closed_pipe_is_a_quiet_exit() -> None:
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
     assert done.stderr == ""
     assert done.returncode == 141  # 128 + SIGPIPE, what a shell reports for `yes | head`
+
+
+def test_a_directory_as_program_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("plan", "run", "reorder", "compare"):
+        assert main([command, str(tmp_path)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "is a directory" in err and "no such file" not in err and "\n" not in err
+
+
+def test_show_into_a_directory_says_so_and_names_every_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["show", CNN, "-o", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+    assert main(["show", CNN, "-o", str(tmp_path / "arena.txt")]) == 2
+    err = capsys.readouterr().err
+    assert all(suffix in err for suffix in (".png", ".svg", ".pdf", ".html"))
