@@ -70,3 +70,20 @@ def test_show_into_a_directory_says_so_and_names_every_format(
     assert main(["show", CNN, "-o", str(tmp_path / "arena.txt")]) == 2
     err = capsys.readouterr().err
     assert all(suffix in err for suffix in (".png", ".svg", ".pdf", ".html"))
+
+
+def test_fuzz_imports_a_module_of_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "my_planner_here.py").write_text(
+        "from optplan.planners import get_planner\n\n"
+        "def plan(problem):\n"
+        "    return get_planner('greedy')(problem)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    argv = ["fuzz", "my_planner_here:plan", "--examples", "5", "--out", str(tmp_path / "out")]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert "5 examples" in capsys.readouterr().out
+    assert main(["fuzz", "no_such_module_here:plan"]) == 2
+    assert "PYTHONPATH" in capsys.readouterr().err
