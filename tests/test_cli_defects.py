@@ -87,3 +87,54 @@ def test_fuzz_imports_a_module_of_the_current_directory(
     assert "5 examples" in capsys.readouterr().out
     assert main(["fuzz", "no_such_module_here:plan"]) == 2
     assert "PYTHONPATH" in capsys.readouterr().err
+
+
+def test_compare_says_the_alignments_a_csv_gives(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    csv = tmp_path / "aligned.csv"
+    csv.write_text("id,lower,upper,size,alignment\na,0,2,1,64\nb,0,2,1,16\nc,2,3,4,1\n")
+    assert main(["compare", str(csv), "--planners", "greedy"]) == 0
+    title = capsys.readouterr().out.splitlines()[0]
+    assert "alignment 1," not in title and "alignments 1, 16, 64" in title
+    csv.write_text("id,lower,upper,size,alignment\na,0,2,1,64\nb,0,2,1,64\n")
+    assert main(["compare", str(csv), "--planners", "greedy"]) == 0
+    assert "alignment 64," in capsys.readouterr().out.splitlines()[0]
+
+
+def test_help_names_every_input_and_every_memory_setting(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--help"]) == 0
+    top = " ".join(capsys.readouterr().out.split())
+    for kind in ("TVMScript .py", ".onnx", ".tflite", ".csv", ".json"):
+        assert kind in top, kind
+    assert main(["plan", "--help"]) == 0
+    assert ":alignment=" in capsys.readouterr().out
+
+
+def test_counts_of_one_are_singular(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    csv = tmp_path / "one.csv"
+    csv.write_text("id,lower,upper,size\na,0,2,1\n")
+    assert main(["plan", str(csv), "--planner", "greedy"]) == 0
+    assert main(["compare", str(csv), "--planners", "greedy"]) == 0
+    lowered = tmp_path / "lowered.py"
+    assert main(["lower", CNN, "--planner", "greedy", "-o", str(lowered)]) == 0
+    assert main(["check", str(lowered)]) == 0
+    out = capsys.readouterr().out
+    assert "1 buffer," in out and "1 buffers" not in out
+    assert "1 storage," in out and "1 storages" not in out
+    assert "storage storage" not in out
+
+
+def test_planning_line_only_on_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", CNN, "--time-limit", "5"]) == 0
+    assert main(["compare", CNN, "--time-limit", "5"]) == 0
+    assert "planning with" not in capsys.readouterr().err
+
+
+def test_a_capacity_of_nothing_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("plan", "compare", "reorder", "run"):
+        assert main([command, CNN, "--capacity", "0"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "--capacity" in err and "\n" not in err

@@ -170,11 +170,22 @@ def table(loaded: Loaded, records: list[dict[str, object]], args: argparse.Names
         )
     lower = records[0]["lower_bound_bytes"]
     title = (
-        f"{loaded.path}: {len(loaded.problem.buffers)} buffers, alignment {args.alignment}, "
+        f"{loaded.path}: {len(loaded.problem.buffers)} buffers, {alignment_note(loaded.problem)}, "
         f"{outputs_note(loaded, args)}; lower bound {lower}, gaps against the best proven "
         f"bound {best}"
     )
     return _laid_out(title, rows)
+
+
+def alignment_note(problem: Problem) -> str:
+    """The alignments the buffers have (a CSV's own column, else `--alignment`)."""
+    buffers = problem.buffers
+    column = getattr(buffers, "alignment", None)  # a huge CSV's columns
+    found = sorted(set(column.tolist() if column is not None else (b.alignment for b in buffers)))
+    if len(found) <= 1:
+        return f"alignment {found[0] if found else 1}"
+    shown = found if len(found) <= 6 else [*found[:5], "..."]
+    return f"alignments {', '.join(map(str, shown))}"
 
 
 def headline(plan: Plan) -> str:
@@ -229,7 +240,7 @@ def memory_table(loaded: Loaded, records: list[dict[str, object]], args: argpars
         for m in problem.memories
     )
     title = (
-        f"{loaded.path}: {len(problem.buffers)} buffers, alignment {args.alignment}, "
+        f"{loaded.path}: {len(problem.buffers)} buffers, {alignment_note(problem)}, "
         f"{outputs_note(loaded, args)}; memories {memories}; traffic all in "
         f"{dearest(problem)} {slow}, gaps against the best proven bound {best}"
     )
