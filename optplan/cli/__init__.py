@@ -67,8 +67,9 @@ def entry() -> None:
 def make_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="optplan",
-        description="Plan the memory of a tensor program (TVMScript .py, ONNX .onnx, or a "
-        "MiniMalloc .csv problem) into one arena of minimum size, and check the plan.",
+        description="Plan the memory of a tensor program (a TVMScript .py, an ONNX .onnx, a "
+        "TFLite .tflite, a MiniMalloc .csv problem, or a node-link .json graph) into one arena "
+        "of minimum size, and check the plan.",
     )
     parser.add_argument("--version", action="version", version=f"optplan {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)

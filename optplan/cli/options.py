@@ -160,11 +160,12 @@ def add_input(parser: argparse.ArgumentParser, *, json: bool = True, memory: boo
             "--memory",
             action="append",
             type=parse_memory,
-            metavar="NAME=SIZE[:cost=C]",
+            metavar="NAME=SIZE[:cost=C][:alignment=A]",
             help="a memory the tensors may live in, fastest first (repeatable): a size in bytes, "
             "KiB, MiB or GiB, or none for no limit (NAME:cost=C); cost per byte accessed, "
-            "default 1. With several, plans say where each tensor is at every point and what "
-            "it copies between them, for the least traffic",
+            "default 1; alignment of every offset in it, default 1. With several, plans say "
+            "where each tensor is at every point and what it copies between them, for the "
+            "least traffic",
         )
     _add_order(parser)
 
