@@ -11,6 +11,11 @@ from optplan.problem.outcome import Plan, Status
 from optplan.problem.tiers import all_in
 
 
+def counted(count: int, noun: str, plural: str = "") -> str:
+    """`1 buffer`, `2 buffers`: a count and its noun in the right number."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
 def plan_record(
     loaded: Loaded, plan: Plan, args: argparse.Namespace, *, reorder: str | None = "args"
 ) -> dict[str, object]:
@@ -112,14 +117,14 @@ def summary(loaded: Loaded, plan: Plan, args: argparse.Namespace) -> str:
         return (
             f"{loaded.path}: {plan.planner} {plan.status.value}: traffic {plan.traffic}, proven bound "
             f"{plan.traffic_bound} (gap {plan.gap:.2%}); all in {dearest(loaded.problem)} "
-            f"{record['traffic_all_in_slow']}; bytes used: {where}; {len(plan.copies)} copies; "
-            f"{len(loaded.problem.buffers)} buffers, {outputs_note(loaded, args)}; {plan.seconds:.2f} s"
+            f"{record['traffic_all_in_slow']}; bytes used: {where}; {counted(len(plan.copies), 'copy', 'copies')}; "
+            f"{counted(len(loaded.problem.buffers), 'buffer')}, {outputs_note(loaded, args)}; {plan.seconds:.2f} s"
         )
     return bounds_note(loaded) + (
         f"{loaded.path}: {plan.planner} {plan.status.value}: arena {plan.arena} bytes, "
         f"lower bound {plan.lower_bound}, proven bound {max(plan.bound, plan.lower_bound)} "
         f"(gap {plan.gap:.2%}); naive {loaded.problem.naive_bytes}; "
-        f"{len(loaded.problem.buffers)} buffers, {outputs_note(loaded, args)}; {plan.seconds:.2f} s"
+        f"{counted(len(loaded.problem.buffers), 'buffer')}, {outputs_note(loaded, args)}; {plan.seconds:.2f} s"
     )
 
 
@@ -133,7 +138,7 @@ def bounds_note(loaded: Loaded) -> str:
         buffers = loaded.sized_by[name]
         shown = ", ".join(buffers[:8]) + (", ..." if len(buffers) > 8 else "")
         lines.append(
-            f"{name} planned at its bound {value}: sizes {len(buffers)} buffers ({shown})\n"
+            f"{name} planned at its bound {value}: sizes {counted(len(buffers), 'buffer')} ({shown})\n"
         )
     return "".join(lines)
 
@@ -170,7 +175,7 @@ def table(loaded: Loaded, records: list[dict[str, object]], args: argparse.Names
         )
     lower = records[0]["lower_bound_bytes"]
     title = (
-        f"{loaded.path}: {len(loaded.problem.buffers)} buffers, {alignment_note(loaded.problem)}, "
+        f"{loaded.path}: {counted(len(loaded.problem.buffers), 'buffer')}, {alignment_note(loaded.problem)}, "
         f"{outputs_note(loaded, args)}; lower bound {lower}, gaps against the best proven "
         f"bound {best}"
     )
@@ -192,7 +197,7 @@ def headline(plan: Plan) -> str:
     if plan.traffic is not None:
         return (
             f"{plan.planner} {plan.status.value}, traffic {plan.traffic}, proven bound "
-            f"{plan.traffic_bound}, {len(plan.copies)} copies"
+            f"{plan.traffic_bound}, {counted(len(plan.copies), 'copy', 'copies')}"
         )
     return f"{plan.planner} {plan.status.value}, {plan.arena} bytes, lower bound {plan.lower_bound}"
 
@@ -240,7 +245,7 @@ def memory_table(loaded: Loaded, records: list[dict[str, object]], args: argpars
         for m in problem.memories
     )
     title = (
-        f"{loaded.path}: {len(problem.buffers)} buffers, {alignment_note(problem)}, "
+        f"{loaded.path}: {counted(len(problem.buffers), 'buffer')}, {alignment_note(problem)}, "
         f"{outputs_note(loaded, args)}; memories {memories}; traffic all in "
         f"{dearest(problem)} {slow}, gaps against the best proven bound {best}"
     )
