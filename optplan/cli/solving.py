@@ -50,7 +50,7 @@ def solve(
     if watch is not None and "watch" in options:
         chosen["watch"] = watch
     planner = get_planner(name, **chosen)
-    if not quiet and "time_limit" in options:
+    if not quiet and "time_limit" in options and sys.stderr.isatty():
         print(f"planning with {name} (time limit {time_limit:g} s)...", file=sys.stderr, flush=True)
     waiting = [module for module in jit.KERNELS if not jit.ready(module)]
     plan = planner(problem) if form is None else planner.plan(form)
