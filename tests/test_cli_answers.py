@@ -81,6 +81,8 @@ def test_one_memory_infeasible_and_unknown_carry_reasons(
     assert isinstance(rows, list)
     for row in rows:
         assert (row["status"] in ("optimal", "feasible")) != bool(row.get("reason")), row
+    assert main(["compare", CNN, "--capacity", "60KiB", "--time-limit", "5"]) == 0
+    assert "naive: unknown: arena 112128 exceeds capacity 61440" in capsys.readouterr().out
 
 
 def test_a_fixed_order_below_the_capacity_carries_a_reason_in_compare(
