@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import random
 import signal
 import subprocess
@@ -100,24 +101,45 @@ def test_the_progress_line_is_drawn_in_place_and_finished(tmp_path: Path) -> Non
 
 
 def _interrupt(args: list[str], tmp_path: Path, wait_for: str) -> subprocess.CompletedProcess[str]:
-    """Run `optplan ARGS`, send SIGINT a moment after `wait_for` shows on stderr."""
+    """Run `optplan ARGS` with stderr on a terminal (where the "planning with" line and
+    the progress show), send SIGINT a moment after `wait_for` shows there."""
+    import pty
+
+    terminal, child_end = pty.openpty()
     process = subprocess.Popen(
         [sys.executable, "-m", "optplan", *args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=child_end,
         text=True,
     )
-    assert process.stderr is not None
-    seen = ""
-    while wait_for not in seen:
-        line = process.stderr.readline()
-        assert line, f"optplan ended before {wait_for!r}: {seen}"
-        seen += line
+    os.close(child_end)
+    heard: list[bytes] = []
+    seen = threading.Event()
+
+    def drain() -> None:  # read all the time, so that a full terminal never blocks the child
+        while True:
+            try:
+                chunk = os.read(terminal, 4096)
+            except OSError:  # the child closed its end
+                break
+            if not chunk:
+                break
+            heard.append(chunk)
+            if wait_for.encode() in b"".join(heard):
+                seen.set()
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    while not seen.wait(0.1):
+        assert process.poll() is None, f"optplan ended before {wait_for!r}: {heard}"
     time.sleep(1.5)
     process.send_signal(signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=60)
-    return subprocess.CompletedProcess(process.args, process.returncode, stdout, seen + stderr)
+    stdout, _ = process.communicate(timeout=60)
+    reader.join(timeout=10)
+    os.close(terminal)
+    stderr = b"".join(heard).decode(errors="replace").replace("\r\n", "\n")
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT is a POSIX signal")

@@ -76,7 +76,11 @@ def test_a_plan_without_offsets_has_a_reason_even_where_its_planner_gave_none(
     status: Status,
 ) -> None:
     bare = Plan({}, 0, status, "someone", 0)
-    assert reason_of(bare) == f"someone found no plan ({status.value})"
+    assert reason_of(bare) == (
+        "proven: no plan fits the capacities"
+        if status is Status.INFEASIBLE
+        else "no plan found within the work and time limit given"
+    )
     cut = Plan({}, 0, status, "cpsat", 0, detail={"cut": True})
     assert "time limit cut" in reason_of(cut)
     said = Plan({}, 0, status, "cpsat", 0, detail={"reason": "because"})

@@ -91,7 +91,7 @@ def test_plan_writes_memories_and_copies(
     assert main(["plan", EXAMPLE, *TWO, "-o", str(saved)]) == 0
     assert "traffic" in capsys.readouterr().out
     assert main(["run", EXAMPLE, *TWO, "--plan", str(saved)]) == 0
-    assert "with 1 copies" in capsys.readouterr().out
+    assert "with 1 copy" in capsys.readouterr().out
 
 
 def test_run_show_and_lower(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -23,6 +23,8 @@ The options every command takes are in `options`; a new command is a module with
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -51,14 +53,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> None:
-    sys.exit(main())
+    """`optplan` as a program. A reader that closes the pipe (`optplan lower X | head -1`)
+    wants no more: the exit is quiet, with 141 (128 + SIGPIPE) as a Unix tool's."""
+    try:
+        status = main()
+        sys.stdout.flush()  # here, so that a closed pipe is seen now and not at shutdown
+    except BrokenPipeError:
+        # Python's own flush at shutdown would fail again: stdout now goes nowhere.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = 128 + signal.SIGPIPE
+    sys.exit(status)
 
 
 def make_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="optplan",
-        description="Plan the memory of a tensor program (TVMScript .py, ONNX .onnx, or a "
-        "MiniMalloc .csv problem) into one arena of minimum size, and check the plan.",
+        description="Plan the memory of a tensor program (a TVMScript .py, an ONNX .onnx, a "
+        "TFLite .tflite, a MiniMalloc .csv problem, or a node-link .json graph) into one arena "
+        "of minimum size, and check the plan.",
     )
     parser.add_argument("--version", action="version", version=f"optplan {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)

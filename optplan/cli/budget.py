@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from optplan.budget import ORDER_STEPS_PER_UNIT
 from optplan.cli.options import guard_seconds
+from optplan.cli.records import counted
 from optplan.errors import InputError
 from optplan.frontends import Loaded
 from optplan.problem import Problem, live_profile, lower_bound
@@ -201,7 +202,7 @@ def recompute_note(result: Recomputed, capacity: int) -> str:
     bound = f"proven bound {result.bound_cost}" if result.bound_cost else "no bound proven"
     return (
         f"recomputed within --capacity {capacity}: live-bytes peak {result.original_peak_bytes} -> "
-        f"{result.peak_bytes} bytes; {len(result.copies)} values computed again "
+        f"{result.peak_bytes} bytes; {counted(len(result.copies), 'value')} computed again "
         f"({', '.join(f'{new} of {old}' for new, old in list(result.copies.items())[:6])}"
         f"{', ...' if len(result.copies) > 6 else ''}); extra compute {result.extra_cost} "
         f"({result.extra_percent:.2f} %, {bound}); {result.seconds:.2f} s"
@@ -233,7 +234,7 @@ def remat_graph(args: argparse.Namespace, loaded: Loaded) -> int:
         print(f"{loaded.path}: {result.status.value}: {result.reason}")
     else:
         print(
-            f"{loaded.path}: {result.status.value}: {len(result.steps)} steps for {loaded.graph.ops} nodes, "
+            f"{loaded.path}: {result.status.value}: {counted(len(result.steps), 'step')} for {counted(loaded.graph.ops, 'node')}, "
             f"extra compute {result.extra_cost} of {result.total_cost} ({result.extra_percent:.3f} %, proven "
             f"bound {result.bound_cost}); live-bytes peak {result.peak_bytes}, arena {result.arena_bytes} <= "
             f"{args.capacity} (real offsets, validated); by {result.method} in {result.seconds:.2f} s"
@@ -284,7 +285,7 @@ def recompute_program(args: argparse.Namespace, loaded: Loaded) -> int:
     result = recomputed(args, loaded)
     note = f"{loaded.path}: {recompute_note(result, args.capacity)}"
     if not result.status.has_plan:
-        print(note)
+        print(json.dumps(_program_record(loaded, result, args.capacity)) if args.json else note)
         return 1
     output = args.output or ""
     if output.lower().endswith(".onnx"):
@@ -331,4 +332,5 @@ def _program_record(loaded: Loaded, result: Recomputed, capacity: int) -> dict[s
         "total_cost": result.total_cost,
         "bound_cost": result.bound_cost,
         "seconds": round(result.seconds, 4),
+        **({} if result.status.has_plan else {"reason": result.reason}),
     }

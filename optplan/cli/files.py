@@ -22,12 +22,12 @@ def check_output(path: str | None, suffixes: tuple[str, ...] = ()) -> None:
     if path is None:
         return
     target = Path(path)
+    if target.is_dir():
+        raise InputError("is a directory; give a file name to write", file=path)
     if suffixes and target.suffix.lower() not in suffixes:
         raise InputError(
             f"cannot tell the file's format; name it {' or '.join(suffixes)}", file=path
         )
-    if target.is_dir():
-        raise InputError("is a directory; give a file name to write", file=path)
     if not target.parent.is_dir():
         raise InputError(f"directory {str(target.parent)!r} does not exist", file=path)
 

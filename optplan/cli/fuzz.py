@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 
 from optplan.cli.options import Commands
@@ -68,6 +70,10 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value is not None and value <= 0:
             raise InputError(f"--{name.replace('_', '-')} must be positive, got {value:g}")
+    if args.target and ":" in args.target and os.getcwd() not in map(os.path.abspath, sys.path):
+        # As `python -m` does, so that `optplan fuzz mymodule:plan` finds ./mymodule.py;
+        # last, so that it shadows no installed module (spawned workers inherit it).
+        sys.path.append(os.getcwd())
     spec = parse_target(args.target, args.command, args.time_limit, args.memories)
     examples = args.examples if args.examples or args.time else 1000
     cluster = RayCluster(args.ray_address) if args.ray or args.ray_address else None

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from optplan.cli.options import guard_seconds, memories_of, order_steps, parse_dims
+from optplan.cli.records import counted
 from optplan.errors import InputError
 from optplan.frontends import Loaded, frontend_of, load
 
@@ -96,7 +97,7 @@ def graph_note(program_peak: int, schedule: Schedule) -> str:
     proof = "optimal" if schedule.optimal else f"proven bound {schedule.bound_bytes}"
     return (
         f"reordered: peak {program_peak} -> {schedule.peak_bytes} bytes ({saved:.1%} less, "
-        f"{proof}; {len(schedule.order)} ops, {schedule.seconds:.2f} s)"
+        f"{proof}; {counted(len(schedule.order), 'op')}, {schedule.seconds:.2f} s)"
     )
 
 
@@ -107,7 +108,7 @@ def reorder_note(result: Reordered) -> str:
     proof = "optimal" if result.optimal else f"proven bound {result.bound_bytes}"
     return (
         f"reordered: live-bytes peak {result.original_peak_bytes} -> {result.peak_bytes} bytes "
-        f"({saved:.1%} less, {proof}; {len(result.blocks)} dataflow blocks, {result.seconds:.2f} s)"
+        f"({saved:.1%} less, {proof}; {counted(len(result.blocks), 'dataflow block')}, {result.seconds:.2f} s)"
     )
 
 

@@ -76,7 +76,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
     from optplan.cli.picture import arena_html, draw_arena
 
     page = args.html or args.output.lower().endswith(".html")
-    check_output(args.output, (".html",) if page else PICTURES)
+    check_output(args.output, (".html",) if args.html else (*PICTURES, ".html"))
     loaded = with_capacity(args, reorder_target(args, load_input(args)))
     if (line := does_not_fit(args, loaded)) is not None:
         print(line)

@@ -107,6 +107,14 @@ def parse_bytes(text: str) -> int:
     return int(number) * UNITS[unit.lower()]
 
 
+def positive_bytes(text: str) -> int:
+    """`parse_bytes`, refusing 0: no tensor fits in an arena of no bytes."""
+    size = parse_bytes(text)
+    if size < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 byte, got {text!r}")
+    return size
+
+
 def parse_memory(text: str) -> Memory:
     """`NAME=SIZE[:cost=C][:alignment=A]`, or `NAME[:cost=C]...` for a memory without
     limit: one `--memory`. Raises argparse.ArgumentTypeError naming the fault."""
@@ -187,7 +195,7 @@ def add_input(parser: argparse.ArgumentParser, *, json: bool = True, memory: boo
         parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument(
         "--capacity",
-        type=parse_bytes,
+        type=positive_bytes,
         metavar="BYTES",
         help="the arena may hold at most this many bytes (KiB, MiB accepted)",
     )
@@ -196,11 +204,12 @@ def add_input(parser: argparse.ArgumentParser, *, json: bool = True, memory: boo
             "--memory",
             action="append",
             type=parse_memory,
-            metavar="NAME=SIZE[:cost=C]",
+            metavar="NAME=SIZE[:cost=C][:alignment=A]",
             help="a memory the tensors may live in, fastest first (repeatable): a size in bytes, "
             "KiB, MiB or GiB, or none for no limit (NAME:cost=C); cost per byte accessed, "
-            "default 1. With several, plans say where each tensor is at every point and what "
-            "it copies between them, for the least traffic",
+            "default 1; alignment of every offset in it, default 1. With several, plans say "
+            "where each tensor is at every point and what it copies between them, for the "
+            "least traffic",
         )
     _add_order(parser)
 

@@ -10,8 +10,9 @@ from optplan.cli.budget import does_not_fit, with_capacity
 from optplan.cli.files import check_output, check_tflite_output, write_plan
 from optplan.cli.inputs import load_input, planner_names, reorder_target
 from optplan.cli.options import Commands, add_input, budget_of
-from optplan.cli.records import bounds_note, plan_record, summary, table
+from optplan.cli.records import bounds_note, plan_record, reasons, summary, table
 from optplan.cli.solving import INTERRUPTED, report_faults, solve_watched
+from optplan.frontends import Loaded
 from optplan.problem.plan import validate
 
 DEFAULT_PLANNERS = "naive,tokens,greedy,cpsat"
@@ -90,6 +91,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         if line:
             print(line, file=sys.stderr)
             failed = True
+            records.extend(_refused(target, reordered, names, line))
             continue
         form = make_form(target.problem)  # built once, planned by every planner
         for name in names:
@@ -105,9 +107,25 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             records.append(plan_record(target, plan, args, reorder=reordered))
     if args.json:
         print(json.dumps(records, indent=1))
-    elif records:
-        print(bounds_note(loaded) + table(loaded, records, args))
+    elif planned := [r for r in records if "arena_bytes" in r]:  # refused rows: on stderr
+        print(bounds_note(loaded) + table(loaded, planned, args) + reasons(planned))
     if interrupted:
         print(INTERRUPTED, file=sys.stderr)
         return 130
     return 1 if failed else 0
+
+
+def _refused(
+    target: Loaded, reordered: str | None, names: list[str], line: str
+) -> list[dict[str, object]]:
+    """One row per planner when the order's live bytes exceed `--capacity`: none can fit."""
+    return [
+        {
+            "program": target.path,
+            "planner": name,
+            "reorder": reordered,
+            "status": "infeasible",
+            "reason": line,
+        }
+        for name in names
+    ]

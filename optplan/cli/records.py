@@ -7,8 +7,13 @@ from collections.abc import Sequence
 
 from optplan.frontends import Loaded
 from optplan.problem import Problem
-from optplan.problem.plan import Plan
+from optplan.problem.outcome import Plan, Status
 from optplan.problem.tiers import all_in
+
+
+def counted(count: int, noun: str, plural: str = "") -> str:
+    """`1 buffer`, `2 buffers`: a count and its noun in the right number."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 def plan_record(
@@ -30,8 +35,8 @@ def plan_record(
         "inplace": bool(args.inplace),
         "seconds": round(plan.seconds, 4),
         "offsets": dict(plan.offsets),
-        **({"interrupted": True} if plan.detail.get("interrupted") else {}),
         **({} if plan.status.has_plan else {"reason": reason_of(plan)}),
+        **({"interrupted": True} if plan.detail.get("interrupted") else {}),
         **work_record(plan, args),
         **({"bounds": loaded.bounds, "sized_by": loaded.sized_by} if loaded.bounds else {}),
         **(memory_record(loaded.problem, plan) if not loaded.problem.plain else {}),
@@ -39,13 +44,17 @@ def plan_record(
 
 
 def reason_of(plan: Plan) -> str:
-    """Why `plan` holds no offsets, as its planner said, or its status in words."""
+    """Why `plan` holds no offsets: the planner's own words, else what its status means."""
     reason = plan.detail.get("reason")
     if reason:
         return str(reason)
+    if plan.detail.get("interrupted"):
+        return "interrupted (Ctrl-C) before a plan was found"
     if plan.detail.get("cut"):
-        return f"the time limit cut the search before it found a plan ({plan.status.value})"
-    return f"{plan.planner} found no plan ({plan.status.value})"
+        return "the time limit cut the search before it found a plan"
+    if plan.status is Status.INFEASIBLE:
+        return "proven: no plan fits the capacities"
+    return "no plan found within the work and time limit given"
 
 
 def work_record(plan: Plan, args: argparse.Namespace) -> dict[str, object]:
@@ -121,8 +130,8 @@ def dearest(problem: Problem) -> str:
 
 def summary(loaded: Loaded, plan: Plan, args: argparse.Namespace) -> str:
     if not plan.status.has_plan:
-        return f"{loaded.path}: {plan.planner} found no plan ({plan.status.value}): " + reason_of(
-            plan
+        return (
+            f"{loaded.path}: {plan.planner} found no plan ({plan.status.value}): {reason_of(plan)}"
         )
     if not loaded.problem.plain:
         record = memory_record(loaded.problem, plan)
@@ -134,14 +143,14 @@ def summary(loaded: Loaded, plan: Plan, args: argparse.Namespace) -> str:
         return (
             f"{loaded.path}: {plan.planner} {plan.status.value}: traffic {plan.traffic}, proven bound "
             f"{plan.traffic_bound} (gap {plan.gap:.2%}); all in {dearest(loaded.problem)} "
-            f"{record['traffic_all_in_slow']}; bytes used: {where}; {len(plan.copies)} copies; "
-            f"{len(loaded.problem.buffers)} buffers, {outputs_note(loaded, args)}; {plan.seconds:.2f} s"
+            f"{record['traffic_all_in_slow']}; bytes used: {where}; {counted(len(plan.copies), 'copy', 'copies')}; "
+            f"{counted(len(loaded.problem.buffers), 'buffer')}, {outputs_note(loaded, args)}; {plan.seconds:.2f} s"
         )
     return bounds_note(loaded) + (
         f"{loaded.path}: {plan.planner} {plan.status.value}: arena {plan.arena} bytes, "
         f"lower bound {plan.lower_bound}, proven bound {max(plan.bound, plan.lower_bound)} "
         f"(gap {plan.gap:.2%}); naive {loaded.problem.naive_bytes}; "
-        f"{len(loaded.problem.buffers)} buffers, {outputs_note(loaded, args)}; {plan.seconds:.2f} s"
+        f"{counted(len(loaded.problem.buffers), 'buffer')}, {outputs_note(loaded, args)}; {plan.seconds:.2f} s"
     )
 
 
@@ -155,7 +164,7 @@ def bounds_note(loaded: Loaded) -> str:
         buffers = loaded.sized_by[name]
         shown = ", ".join(buffers[:8]) + (", ..." if len(buffers) > 8 else "")
         lines.append(
-            f"{name} planned at its bound {value}: sizes {len(buffers)} buffers ({shown})\n"
+            f"{name} planned at its bound {value}: sizes {counted(len(buffers), 'buffer')} ({shown})\n"
         )
     return "".join(lines)
 
@@ -192,18 +201,29 @@ def table(loaded: Loaded, records: list[dict[str, object]], args: argparse.Names
         )
     lower = records[0]["lower_bound_bytes"]
     title = (
-        f"{loaded.path}: {len(loaded.problem.buffers)} buffers, alignment {args.alignment}, "
+        f"{loaded.path}: {counted(len(loaded.problem.buffers), 'buffer')}, {alignment_note(loaded.problem)}, "
         f"{outputs_note(loaded, args)}; lower bound {lower}, gaps against the best proven "
         f"bound {best}"
     )
     return _laid_out(title, rows)
 
 
+def alignment_note(problem: Problem) -> str:
+    """The alignments the buffers have (a CSV's own column, else `--alignment`)."""
+    buffers = problem.buffers
+    column = getattr(buffers, "alignment", None)  # a huge CSV's columns
+    found = sorted(set(column.tolist() if column is not None else (b.alignment for b in buffers)))
+    if len(found) <= 1:
+        return f"alignment {found[0] if found else 1}"
+    shown = found if len(found) <= 6 else [*found[:5], "..."]
+    return f"alignments {', '.join(map(str, shown))}"
+
+
 def headline(plan: Plan) -> str:
     if plan.traffic is not None:
         return (
             f"{plan.planner} {plan.status.value}, traffic {plan.traffic}, proven bound "
-            f"{plan.traffic_bound}, {len(plan.copies)} copies"
+            f"{plan.traffic_bound}, {counted(len(plan.copies), 'copy', 'copies')}"
         )
     return f"{plan.planner} {plan.status.value}, {plan.arena} bytes, lower bound {plan.lower_bound}"
 
@@ -251,11 +271,22 @@ def memory_table(loaded: Loaded, records: list[dict[str, object]], args: argpars
         for m in problem.memories
     )
     title = (
-        f"{loaded.path}: {len(problem.buffers)} buffers, alignment {args.alignment}, "
+        f"{loaded.path}: {counted(len(problem.buffers), 'buffer')}, {alignment_note(problem)}, "
         f"{outputs_note(loaded, args)}; memories {memories}; traffic all in "
         f"{dearest(problem)} {slow}, gaps against the best proven bound {best}"
     )
     return _laid_out(title, rows)
+
+
+def reasons(records: list[dict[str, object]]) -> str:
+    """One line under a table for each row without a plan: why it has none."""
+    return "".join(
+        f"\n{r['planner']}"
+        + (f" (reorder {r['reorder']})" if r.get("reorder") else "")
+        + f": {r['status']}: {r['reason']}"
+        for r in records
+        if r.get("reason")
+    )
 
 
 def _laid_out(title: str, rows: Sequence[Sequence[str]]) -> str:

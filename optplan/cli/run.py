@@ -15,6 +15,7 @@ from optplan.cli.budget import over_capacity, with_capacity
 from optplan.cli.files import read_npz
 from optplan.cli.inputs import load_input, reorder_target
 from optplan.cli.options import Commands, add_input, budget_of, parse_dims
+from optplan.cli.records import counted
 from optplan.cli.solving import solve
 from optplan.errors import InputError
 from optplan.frontends import Loaded, read_plan
@@ -87,7 +88,7 @@ def _replayed(args: argparse.Namespace, target: Loaded, plan: Plan, copies: dict
     assert target.memory is not None
     tensors = len(target.memory.placements)
     order = f", reordered by {args.reorder}" if args.reorder else ""
-    order += f", {len(copies)} values computed again" if copies else ""
+    order += f", {counted(len(copies), 'value')} computed again" if copies else ""
     where = f"an arena of {plan.arena} bytes"
     if plan.residences:
         sizes = {b.id: b.size for b in target.problem.buffers}
@@ -95,10 +96,10 @@ def _replayed(args: argparse.Namespace, target: Loaded, plan: Plan, copies: dict
         for r in plan.residences:
             used[r.memory] = max(used[r.memory], r.offset + sizes[r.buffer])
         memories = ", ".join(f"{name} ({size} bytes)" for name, size in used.items())
-        where = f"memories {memories}, with {len(plan.copies)} copies"
+        where = f"memories {memories}, with {counted(len(plan.copies), 'copy', 'copies')}"
     return (
         f"{args.program}: replay bit-for-bit equal to the reference run "
-        f"({tensors} planned values in {where}, plan by {plan.planner}{order})"
+        f"({counted(tensors, 'planned value')} in {where}, plan by {plan.planner}{order})"
     )
 
 

@@ -48,7 +48,7 @@ def solve(
 
     if name not in PLANNERS:
         raise InputError(f"unknown planner {name!r}; choose from {', '.join(sorted(PLANNERS))}")
-    if not quiet and PLANNERS[name].takes_work:
+    if not quiet and PLANNERS[name].takes_work and sys.stderr.isatty():
         print(f"planning with {name} ({_budget_words(budget)})...", file=sys.stderr, flush=True)
     waiting = [module for module in jit.KERNELS if not jit.ready(module)]
     plan = drive(problem, name, budget, watch=watch, form=form)

@@ -14,6 +14,7 @@ Steps of `read_graph(path)`:
    its inputs.
 3. Node i of the program order becomes op i of a `schedule.Graph` with one buffer, of the
    node's bytes, read by its successors' ops; `costs` are the nodes' compute costs.
+   Op and buffer are named by the node's label, `label#id` where labels repeat.
 
 The peak of an order is the graphs' own: a node's output is live from its own step to
 its last consumer's step inclusive, a node no one consumes at its own step only, nothing
@@ -172,6 +173,7 @@ def _schedule_graph(
         reads=reads,
         preds=reads,
         names=tuple(names),
-        labels=tuple(labels),
+        # Every step, reason and offset names a node the same way, one name per node.
+        labels=tuple(names),
         costs=tuple(cost for _, _, _, cost in ordered),
     )

@@ -149,6 +149,8 @@ def load(
     problem's buffers live in `memories` (None: one unbounded memory)."""
     if alignment is not None and alignment < 1:
         raise InputError(f"alignment must be at least 1, got {alignment}")
+    if Path(path).is_dir():
+        raise InputError("is a directory; give a program or problem file in it", file=path)
     if not Path(path).is_file():
         raise InputError("no such file", file=path)
     if alignment is None:

@@ -222,7 +222,10 @@ class CallableTarget(_ProblemTarget):
         try:
             module = importlib.import_module(module_name)
         except ImportError as error:
-            raise InputError(f"cannot import {module_name!r}: {error}") from None
+            raise InputError(
+                f"cannot import {module_name!r}: {error} (run from the folder that holds "
+                "it, or put that folder on PYTHONPATH)"
+            ) from None
         function = getattr(module, attribute, None)
         if not callable(function):
             raise InputError(f"{module_name!r} has no function {attribute!r}")

@@ -110,16 +110,21 @@ class CheckReport:
         """One line per fact, ending with "valid" or "invalid" and the reasons."""
         lines = [
             (
-                f"{self.path}: {len(self.storages)} storages, {self.arena_bytes} bytes "
-                f"(lower bound {self.lower_bound_bytes}), {self.tensors} planned tensors"
+                f"{self.path}: {len(self.storages)} storage{_s(len(self.storages))}, "
+                f"{self.arena_bytes} bytes (lower bound {self.lower_bound_bytes}), "
+                f"{self.tensors} planned tensor{_s(self.tensors)}"
             ),
-            *(f"  storage {name}: {size} bytes" for name, size in self.storages),
+            *(f"  storage {name!r}: {size} bytes" for name, size in self.storages),
             *(f"  {v}" for v in self.violations),
         ]
         if self.replay is not None:
             lines.append(f"  replay: {self.replay}")
         lines.append("valid" if self.valid else "invalid")
         return "\n".join(lines)
+
+
+def _s(count: int) -> str:
+    return "" if count == 1 else "s"
 
 
 def check_program(program: Program, *, path: str = "<program>", seed: int = 0) -> CheckReport:
