@@ -50,6 +50,11 @@ extra compute (the cost of every run after an op's first). Steps:
    where the exhaustive search ran to its end). A schedule cheaper than the model's
    bound lies outside its spaces (first runs in an order drawn at random), and that
    bound says nothing of it: FEASIBLE, bounded only by the exhaustive search.
+5. The covering bound (`lower.covering_bound`), over every schedule: at each op's
+   first run, what an ancestor made and a descendant reads is held unless its maker
+   runs again; the least cost of makers run again that brings every such step within
+   the budget (CP-SAT on the covering problem, on `bounding`'s work) bounds the extra
+   compute of every schedule, and is the floor where the others are lower.
 
 The best schedule found is never worse than the heuristics'; its offsets are judged by
 `validate` on `problem_of(graph, steps)` with the budget as capacity.
@@ -69,6 +74,7 @@ from optplan.schedule.remat.anytime import Call, Found, heuristics
 from optplan.schedule.remat.bounds import MemoryBound, is_valid_steps, memory_bound, traced
 from optplan.schedule.remat.exhaustive import Exhausted, every_schedule
 from optplan.schedule.remat.heuristic import extra_cost, prune
+from optplan.schedule.remat.lower import covering_bound
 from optplan.schedule.remat.model import ModelResult, solve_model
 from optplan.schedule.remat.packing import Nearest, fits, pack
 from optplan.schedule.remat.rolling import rolled
@@ -108,9 +114,10 @@ ROLLING_SECONDS = 90.0
 class Remat:
     """Options: the budget in bytes (the block's `base_bytes` included), seconds, how many
     runs of one op the exact model allows, the largest graph it is tried on (above it
-    the heuristics have all the time), the alignment of every offset, and the order search's work (its states:
+    the heuristics have all the time), the alignment of every offset, the order search's work (its states:
     1,000,000 finds the best orders known on MOCCASIN's random graphs of 100 to 1,000
-    ops in 0.5-7 s, with the time limit only an outer guard)."""
+    ops in 0.5-7 s, with the time limit only an outer guard), and the covering bound's
+    work (`lower.covering_bound`: CP-SAT's deterministic time per solve, solves)."""
 
     budget_bytes: int
     time_limit: float = 10.0
@@ -118,6 +125,7 @@ class Remat:
     exact_ops: int = 400
     alignment: int = 1
     order_work: int = 1_000_000
+    bounding: tuple[float, int] = (1.0, 4)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +137,8 @@ class RematSchedule:
     `extra_cost` / `total_cost`: compute of the runs after each op's first / of one run
     of every op; `bound_cost`: proven lower bound on the extra compute, among schedules
     that run each op at most `copies` times where the exact model proved it, among all
-    where the exhaustive search ran to its end;
+    where the exhaustive search ran to its end or the covering bound
+    (`lower.covering_bound`) gives it;
     `memory_bound`: no schedule holds less at its peak (no arena at the alignment is
     smaller, `base_bytes` added); `method`: what found it.
     """
@@ -204,13 +213,20 @@ def rematerialise(
         # small programs), a space with one more run of each op may.
         if best is not None or time.perf_counter() > deadline - 0.5:
             break
-    # The exhaustive search's least extra compute holds for every schedule.
-    floor = every.cost if every is not None else 0
+    floor = _floor(graph, options, allowed, every)
     if bounds and (best is None or best.extra >= min(bounds)):
         # A schedule cheaper than the models' bound lies outside their spaces (an order
         # drawn at random): their bound says nothing of its own.
         floor = max(floor, min(bounds))
     return _result(graph, options, best, floor, total, bound, began, call.nearest)
+
+
+def _floor(graph: Graph, options: Remat, allowed: list[bool], every: Exhausted | None) -> int:
+    """Bounds over every schedule: the exhaustive search's least extra compute, and the
+    covering bound (step 5; its guard a fifth of the time limit)."""
+    guard = max(1.0, options.time_limit / 5)
+    cover = covering_bound(graph, options.budget_bytes, allowed, *options.bounding, guard)
+    return max(every.cost if every is not None else 0, cover.cost)
 
 
 def _below_bound(options: Remat, bound: MemoryBound, total: int, began: float) -> RematSchedule:

@@ -24,6 +24,11 @@ meeting (v) for every op v. Steps:
 3. The covering problem is solved by CP-SAT, one worker, a fixed seed, stopped on
    `work` (its deterministic time; seconds only as an outer guard): its proven
    objective bound (the optimum where it ends) is the bound.
+4. Rows from cuts (`_Cuts`): the ops run before v's first run are some set D closed
+   under the order, and what D made that is read outside D is held at v's step unless
+   its maker runs again. With the choice of step 3, a maximum flow per op finds the
+   least held over every D; where it exceeds the budget, the flow gives a row that cuts
+   the choice off, and step 3 runs again, up to `rounds` solves.
 
 It covers every schedule `rematerialise` may return and every one `exhaustive`
 searches: any order of first runs and any recomputation, at any alignment.
@@ -32,9 +37,11 @@ searches: any order of first runs and any recomputation, at any alignment.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ortools.graph.python import max_flow
 from ortools.sat.python import cp_model
 
 from optplan.schedule.graph import Graph, closure
@@ -86,17 +93,52 @@ def rows(
     return out, False
 
 
+Row = tuple[dict[int, int], int]
+
+
 def covering_bound(
     graph: Graph,
     budget: int,
     recomputable: Sequence[bool] | None = None,
     work: float = 2.0,
-    seconds: float = 30.0,
+    rounds: int = 6,
+    seconds: float = 60.0,
 ) -> Covering:
-    """The bound of the module docstring; `work` is CP-SAT's deterministic time."""
+    """The bound of the module docstring: `work` is CP-SAT's deterministic time per
+    solve, `rounds` the solves at most (each but the last followed by one cut per op),
+    `seconds` an outer guard."""
+    deadline = time.perf_counter() + seconds
     got, unmet = rows(graph, budget, recomputable)
-    if unmet or not got:
-        return Covering(0, len(got), not unmet, unmet)
+    if unmet:
+        return Covering(0, len(got), False, True)
+    cuts = _Cuts(graph, budget, recomputable)
+    best = Covering(0, len(got), False, False)
+    for round_ in range(rounds):
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            break
+        cost, optimal, again = _solve(graph, got, work, left)
+        if again is None:  # the rows admit no choice: nothing fits the budget
+            return Covering(0, len(got), False, True)
+        best = Covering(max(best.cost, cost), len(got), optimal, False)
+        if round_ == rounds - 1:
+            break
+        new = [row for v in range(graph.ops) if (row := cuts.violated(v, again)) is not None]
+        if not new:
+            break
+        if any(sum(drop.values()) < demand for drop, demand in new):
+            return Covering(0, len(got), False, True)
+        got.extend(new)
+    return best
+
+
+def _solve(
+    graph: Graph, got: list[Row], work: float, seconds: float
+) -> tuple[int, bool, set[int] | None]:
+    """The covering problem over `got`: its proven bound, whether optimal, and the makers
+    run again in the best choice found (None where there is none)."""
+    if not got:
+        return 0, True, set()
     costs = graph.costs or (1,) * graph.ops
     model = cp_model.CpModel()
     makers = sorted({m for drop, _ in got for m in drop})
@@ -110,9 +152,76 @@ def covering_bound(
     solver.parameters.max_deterministic_time = work
     solver.parameters.max_time_in_seconds = seconds
     status = solver.solve(model)
-    if status == cp_model.OPTIMAL:
-        return Covering(round(solver.objective_value), len(got), True, False)
-    if status == cp_model.FEASIBLE or status == cp_model.UNKNOWN:
-        bound = solver.best_objective_bound
-        return Covering(max(0, math.ceil(bound - 1e-6)), len(got), False, False)
-    return Covering(0, len(got), False, status == cp_model.INFEASIBLE)
+    if status == cp_model.INFEASIBLE:
+        return 0, False, None
+    bound = max(0, math.ceil(solver.best_objective_bound - 1e-6))
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return bound, False, set()
+    return bound, status == cp_model.OPTIMAL, {m for m in makers if solver.value(x[m])}
+
+
+class _Cuts:
+    """Step 4: per op v, a maximum flow in the network of `schedule.bounds.cut_bounds`
+    (its minimum cut is the least held at v's step over every set D of ops run before
+    it), in which a buffer whose maker runs again costs nothing (it may be made again
+    after v). Where the flow is above the room, the choice is cut off by the row its
+    flow gives: a flow less what passes through the buffers dropped is still a flow,
+    so every choice whose schedule fits needs the flow through its dropped buffers to
+    reach the flow's excess over the room (max-flow min-cut duality)."""
+
+    def __init__(self, graph: Graph, budget: int, recomputable: Sequence[bool] | None) -> None:
+        self.graph, self.budget = graph, budget
+        self.creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
+        self.fixed = {
+            b
+            for b in range(len(graph.sizes))
+            if b not in self.creator
+            or (recomputable is not None and not recomputable[self.creator[b]])
+        }
+        n = graph.ops
+        self.source, self.sink = n + len(graph.sizes), n + len(graph.sizes) + 1
+        self.infinite = sum(graph.sizes) + 1
+        self.flow = max_flow.SimpleMaxFlow()
+        self.arc: dict[int, int] = {}
+        for b, readers in enumerate(graph.readers()):
+            maker = self.creator.get(b)
+            self.arc[b] = self.flow.add_arc_with_capacity(
+                self.source if maker is None else maker, n + b, graph.sizes[b]
+            )
+            for r in readers:
+                self.flow.add_arc_with_capacity(n + b, r, self.infinite)
+                if maker is not None:
+                    self.flow.add_arc_with_capacity(r, maker, self.infinite)
+            if b in graph.live_out:
+                self.flow.add_arc_with_capacity(n + b, self.sink, self.infinite)
+        for v, preds in enumerate(graph.preds):
+            for u in preds:
+                self.flow.add_arc_with_capacity(v, u, self.infinite)
+        self.tie_in = [self.flow.add_arc_with_capacity(self.source, v, 0) for v in range(n)]
+        self.tie_out = [self.flow.add_arc_with_capacity(v, self.sink, 0) for v in range(n)]
+
+    def violated(self, v: int, again: set[int]) -> Row | None:
+        """The row of v's flow where `again` leaves v's step above the room, else None."""
+        graph = self.graph
+        room = self.budget - graph.base_bytes - sum(graph.sizes[b] for b in set(graph.creates[v]))
+        droppable = {b for b in self.arc if b not in self.fixed and b not in graph.reads[v]}
+        for b, arc in self.arc.items():
+            dropped = b in droppable and self.creator[b] in again
+            self.flow.set_arc_capacity(arc, 0 if dropped else graph.sizes[b])
+        for u in graph.preds[v]:
+            self.flow.set_arc_capacity(self.tie_in[u], self.infinite)
+        self.flow.set_arc_capacity(self.tie_out[v], self.infinite)
+        self.flow.solve(self.source, self.sink)
+        value = self.flow.optimal_flow()
+        through: dict[int, int] = {}
+        for b in droppable:
+            if self.flow.flow(self.arc[b]):
+                m = self.creator[b]
+                through[m] = through.get(m, 0) + self.flow.flow(self.arc[b])
+        for u in graph.preds[v]:
+            self.flow.set_arc_capacity(self.tie_in[u], 0)
+        self.flow.set_arc_capacity(self.tie_out[v], 0)
+        demand = value - room
+        if demand <= 0 or value >= self.infinite:
+            return None
+        return {m: min(w, demand) for m, w in through.items()}, demand
