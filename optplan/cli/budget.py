@@ -236,11 +236,18 @@ def remat_graph(args: argparse.Namespace, loaded: Loaded) -> int:
         print(
             f"{loaded.path}: {result.status.value}: {counted(len(result.steps), 'step')} for {counted(loaded.graph.ops, 'node')}, "
             f"extra compute {result.extra_cost} of {result.total_cost} ({result.extra_percent:.3f} %, proven "
-            f"bound {result.bound_cost}); live-bytes peak {result.peak_bytes}, arena {result.arena_bytes} <= "
+            f"bound {result.bound_cost}, gap {_gap(result):.1f} %); live-bytes peak {result.peak_bytes}, arena {result.arena_bytes} <= "
             f"{args.capacity} (real offsets, validated); by {result.method} in {result.seconds:.2f} s"
             + (f"; written to {args.output}" if args.output else "")
         )
     return 0 if result.steps is not None else 1
+
+
+def _gap(result: RematSchedule) -> float:
+    """How far the extra compute may be above the least: (extra - bound) / extra."""
+    if not result.extra_cost:
+        return 0.0
+    return 100.0 * (result.extra_cost - result.bound_cost) / result.extra_cost
 
 
 def _graph_record(loaded: Loaded, result: RematSchedule, capacity: int) -> dict[str, object]:
@@ -258,6 +265,7 @@ def _graph_record(loaded: Loaded, result: RematSchedule, capacity: int) -> dict[
         "extra_cost": result.extra_cost,
         "total_cost": result.total_cost,
         "bound_cost": result.bound_cost,
+        "gap_percent": round(_gap(result), 3),
         "memory_bound_bytes": result.memory_bound.bytes,
         "peak_bytes": result.peak_bytes,
         "arena_bytes": result.arena_bytes,

@@ -1,0 +1,98 @@
+"""The covering bound on extra compute (`schedule.remat.lower.covering_bound`) beside
+`rematerialise`'s answer: the gap between them, on random layered graphs.
+
+MOCCASIN's own graphs are not in this repository; the graphs here are drawn by
+`benchmarks/graphs/layered.py` (the same family: layered, 100 to 1,000 nodes, unit
+compute costs) with fixed seeds, at budgets of a share of the program order's peak
+(`ceil(peak * share)`, as MOCCASIN sets them). For each case: the proven memory bound,
+the covering bound (its work: CP-SAT's deterministic time per solve and the solves;
+the seconds it took), and `rematerialise`'s answer at `--time-limit` with its
+`bound_cost` (which includes the covering bound) and the gap (extra - bound) / extra.
+
+    .venv/bin/python benchmarks/remat_bounds.py [--sizes 100,250,500,1000] [--seed 1]
+        [--shares 0.9,0.8,0.7,0.6,0.5] [--time-limit 10] [--bound-only]
+        [--out benchmarks/results/remat_bounds.csv]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.graphs.layered import write_layered
+from optplan.frontends.graphs import read_graph
+from optplan.schedule.graph import Graph, peak_bytes
+from optplan.schedule.remat import Remat, memory_bound, rematerialise
+from optplan.schedule.remat.lower import covering_bound
+
+COLUMNS = (
+    "graph", "nodes", "seed", "share", "budget", "memory_bound", "covering_bound",
+    "covering_rows", "covering_optimal", "covering_seconds", "limit", "status", "extra",
+    "bound", "gap_pct", "seconds",
+)  # fmt: skip
+
+
+def layered(nodes: int, seed: int) -> Graph:
+    with tempfile.TemporaryDirectory() as folder:
+        return read_graph(write_layered(Path(folder) / "g.json", nodes, seed=seed)).graph
+
+
+def case(graph: Graph, share: float, limit: float, bound_only: bool) -> dict[str, object]:
+    budget = math.ceil(peak_bytes(graph, range(graph.ops)) * share)
+    began = time.perf_counter()
+    cover = covering_bound(graph, budget, None, 1.0, 4, 60.0)
+    row: dict[str, object] = {
+        "share": share,
+        "budget": budget,
+        "memory_bound": memory_bound(graph).bytes,
+        "covering_bound": "infeasible" if cover.unmet else cover.cost,
+        "covering_rows": cover.rows,
+        "covering_optimal": cover.optimal,
+        "covering_seconds": round(time.perf_counter() - began, 2),
+        "limit": limit,
+    }
+    if bound_only or cover.unmet:
+        return row
+    result = rematerialise(graph, Remat(budget, time_limit=limit))
+    row.update(status=result.status.value, seconds=round(result.seconds, 1))
+    if result.steps is not None:
+        gap = (
+            (result.extra_cost - result.bound_cost) / result.extra_cost if result.extra_cost else 0
+        )
+        row.update(extra=result.extra_cost, bound=result.bound_cost, gap_pct=f"{100 * gap:.1f}")
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100,250,500,1000")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--shares", default="0.9,0.8,0.7,0.6,0.5")
+    parser.add_argument("--time-limit", type=float, default=10.0)
+    parser.add_argument("--bound-only", action="store_true")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks/results/remat_bounds.csv"))
+    args = parser.parse_args()
+    rows = []
+    for nodes in (int(s) for s in args.sizes.split(",")):
+        graph = layered(nodes, args.seed)
+        for share in (float(s) for s in args.shares.split(",")):
+            row = {"graph": f"layered_{nodes}_s{args.seed}", "nodes": graph.ops, "seed": args.seed}
+            row.update(case(graph, share, args.time_limit, args.bound_only))
+            rows.append(row)
+            print(",".join(str(row.get(c, "")) for c in COLUMNS), flush=True)
+    with open(args.out, "w", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+if __name__ == "__main__":
+    main()
