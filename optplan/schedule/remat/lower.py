@@ -41,8 +41,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ortools.graph.python import max_flow
-from ortools.linear_solver import pywraplp
+from ortools.graph.python import max_flow  # type: ignore[import-untyped, import-not-found, unused-ignore]
+from ortools.linear_solver import pywraplp  # type: ignore[import-untyped, import-not-found, unused-ignore]
 from ortools.sat.python import cp_model
 
 from optplan.schedule.graph import Graph, closure
