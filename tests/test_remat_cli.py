@@ -162,6 +162,6 @@ def test_what_fits_counts_the_alignment(tmp_path: Path, capsys: pytest.CaptureFi
     )
     assert "at least 17 are needed" in capsys.readouterr().out
     assert (
-        main(["reorder", str(path), "--capacity", "17", "--alignment", "8", "--time-limit", "5"])
+        main(["reorder", str(path), "--capacity", "17", "--alignment", "8", "--work", "5"])
         == 0
     )
