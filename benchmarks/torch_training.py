@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._dynamo.backends.debugging import boxed_nop
+from torch._functorch.partitioners import min_cut_rematerialization_partition
 
 import optplan.torch as ot
 from optplan.integrations.torch_graph import graph_cost
@@ -123,7 +124,12 @@ def run(
         return boxed_nop(gm, inputs)  # aot_eager's compiler: frees each input at its last use
 
     torch._dynamo.reset()
-    compiled = torch.compile(model, backend=aot_autograd(fw_compiler=keep, bw_compiler=keep))
+    compiled = torch.compile(
+        model,
+        backend=aot_autograd(
+            fw_compiler=keep, bw_compiler=keep, partition_fn=min_cut_rematerialization_partition
+        ),
+    )
 
     def step() -> None:
         model.zero_grad(set_to_none=False)
