@@ -1,0 +1,254 @@
+"""`memory_budget`: torch.compile's partition of a training step judged by its real peak.
+
+Inside `with memory_budget(peak_bytes=...)` (or `fraction=...`), every joint graph that
+AOTAutograd's min-cut partitioner (`inductor` and `aot_eager` alike) splits goes through
+`choose`, which stands in for `torch._functorch.partitioners.choose_saved_values_set`:
+
+1. Candidates, a fixed list in a fixed order (no clock, no seed): torch's own knapsack
+   solvers (`dp`, `greedy`, and `ilp` where SciPy is present) at every
+   `activation_memory_budget` from 0 to 1 in steps of 0.05; each gives a saved set.
+2. Each distinct saved set is partitioned for real (`_extract_fwd_bwd_modules`, then
+   the backward reordered as the partitioner does) and judged by the step's peak
+   (`torch_graph.step_peak`: the forward, then the backward holding the saved tensors
+   until their last reader) and by its extra compute in FLOPs (`torch_graph`).
+3. The budget in bytes (for `fraction`, that share of the peak of torch's default
+   partition, which recomputes nothing beyond its cheap fused ops) picks the candidate
+   of least extra compute among those within it (ties: the lower peak, then the earlier
+   candidate). None within it raises `InputError` naming the op at the least peak found
+   and the tensors held there.
+4. The report (`last_report()`, logged at INFO on "optplan.torch") names the saved and
+   recomputed tensors, the planned peak and where it sits, and the lower bound on the
+   peak that optplan proves for the joint graph with any recomputation
+   (`schedule.remat.bounds.memory_bound`).
+
+The budget and optplan's version enter AOTAutograd's cache key through the
+`CustomKnapsackSolver.uuid()` set as the solver; the compile caches are off inside the
+block so every compile is planned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import fx
+from torch._functorch import config as fconfig
+from torch._functorch import partitioners as parts
+
+import optplan
+from optplan.errors import InputError
+from optplan.integrations.torch_graph import (
+    StepPeak,
+    graph_cost,
+    joint_bound,
+    step_peak,
+    tensor_bytes,
+)
+
+LOG = logging.getLogger("optplan.torch")
+
+# torch's own settings, tried in this order: every candidate torch itself can reach.
+TORCH_BUDGETS = tuple(round(0.05 * k, 2) for k in range(21))
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """What `memory_budget` chose for the last graph it partitioned."""
+
+    budget_bytes: int
+    peak_bytes: int
+    where: StepPeak
+    default_peak_bytes: int
+    bound_bytes: int
+    extra_flops: int
+    candidate: str
+    candidates: int
+    saved: tuple[str, ...]
+    recomputed: tuple[str, ...]
+
+    def summary(self) -> str:
+        return (
+            f"planned peak {self.peak_bytes} B within {self.budget_bytes} B "
+            f"(default partition {self.default_peak_bytes} B, proven bound {self.bound_bytes} B), "
+            f"extra compute {self.extra_flops} FLOPs, from {self.candidate} of {self.candidates}; "
+            f"peak in the {self.where.graph} at {self.where.op}; saved {len(self.saved)}, "
+            f"recomputed {len(self.recomputed)}: {', '.join(self.recomputed[:8])}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    label: str
+    saved: tuple[fx.Node, ...]
+    peak: StepPeak
+    extra_flops: int
+    recomputed: tuple[str, ...]
+
+
+class _Key(parts.CustomKnapsackSolver):  # type: ignore[misc]
+    """Stands in AOTAutograd's cache key for the budget; `choose` does the work."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+    def __call__(self, *args: Any) -> Any:
+        raise RuntimeError("optplan.torch chooses the saved set itself")
+
+    def uuid(self) -> str:
+        return self.key
+
+
+@dataclass
+class _State:
+    peak_bytes: int | None
+    fraction: float | None
+    num_fwd_outputs: int = 0
+    report: Report | None = None
+
+
+_ACTIVE: list[_State] = []
+_LAST: list[Report] = []
+
+
+def last_report() -> Report | None:
+    """The report of the last graph partitioned under a budget, or None."""
+    return _LAST[-1] if _LAST else None
+
+
+@contextlib.contextmanager
+def memory_budget(
+    *, peak_bytes: int | None = None, fraction: float | None = None
+) -> Iterator[None]:
+    """Partition every training graph compiled inside the block within the budget."""
+    if (peak_bytes is None) == (fraction is None):
+        raise InputError("memory_budget takes one of peak_bytes= or fraction=")
+    if peak_bytes is not None and peak_bytes <= 0:
+        raise InputError(f"peak_bytes must be positive, not {peak_bytes}")
+    if fraction is not None and not 0 < fraction <= 1:
+        raise InputError(f"fraction must be in (0, 1], not {fraction}")
+    key = f"optplan-{optplan.__version__}-bytes={peak_bytes}-fraction={fraction}"
+    state = _State(peak_bytes, fraction)
+    original_choose, original_classify = parts.choose_saved_values_set, parts.classify_nodes
+
+    def classify(joint_module: fx.GraphModule, static: list[int], num_fwd_outputs: int) -> Any:
+        state.num_fwd_outputs = num_fwd_outputs
+        return original_classify(joint_module, static, num_fwd_outputs)
+
+    def chosen(joint_graph: fx.Graph, node_info: Any, memory_budget: float = 1) -> list[fx.Node]:
+        return choose(state, original_choose, joint_graph, node_info)
+
+    _ACTIVE.append(state)
+    parts.choose_saved_values_set, parts.classify_nodes = chosen, classify
+    try:
+        with (
+            fconfig.patch(activation_memory_budget_solver=_Key(key), enable_autograd_cache=False),
+            torch._inductor.config.patch(fx_graph_cache=False),
+        ):
+            yield
+    finally:
+        parts.choose_saved_values_set, parts.classify_nodes = original_choose, original_classify
+        _ACTIVE.remove(state)
+
+
+def _solvers() -> tuple[str, ...]:
+    if importlib.util.find_spec("scipy") is None:
+        return ("dp", "greedy")
+    return ("dp", "greedy", "ilp")
+
+
+def candidates(
+    state: _State, original: Any, joint_graph: fx.Graph, node_info: Any
+) -> list[_Candidate]:
+    """Steps 1 and 2: every distinct saved set of torch's settings, judged for real."""
+    found: list[_Candidate] = []
+    seen: set[tuple[str, ...]] = set()
+    joint_cost = graph_cost(joint_graph)
+    for budget in (1.0, *TORCH_BUDGETS[:-1]):
+        for solver in _solvers():
+            with fconfig.patch(activation_memory_budget_solver=solver):
+                saved = tuple(original(joint_graph, node_info, memory_budget=budget))
+            names = tuple(n.name for n in saved)
+            if names in seen:
+                continue
+            seen.add(names)
+            found.append(
+                _judge(state, joint_graph, node_info, saved, f"{solver}@{budget:.2f}", joint_cost)
+            )
+    return found
+
+
+def _judge(
+    state: _State,
+    joint_graph: fx.Graph,
+    node_info: Any,
+    saved: tuple[fx.Node, ...],
+    label: str,
+    joint_cost: int,
+) -> _Candidate:
+    values = [n for n in saved if not parts.is_sym_node(n) and not parts.is_opaque_node(n)]
+    syms = [n for n in saved if parts.is_sym_node(n) and not parts._is_assert_only_symbool(n)]
+    opaque = [n for n in saved if parts.is_opaque_node(n)]
+    fw, bw = parts._extract_fwd_bwd_modules(
+        joint_graph.owning_module,
+        values,
+        saved_sym_nodes=syms,
+        saved_opaque_nodes=opaque,
+        num_fwd_outputs=state.num_fwd_outputs,
+        static_lifetime_input_nodes=node_info.static_lifetime_input_nodes,
+    )
+    bw = parts.reordering_to_mimic_autograd_engine(bw)
+    fw_calls = {n.name for n in fw.graph.nodes if n.op == "call_function"}
+    recomputed = tuple(
+        n.name for n in bw.graph.nodes if n.op == "call_function" and n.name in fw_calls
+    )
+    extra = max(graph_cost(fw) + graph_cost(bw) - joint_cost, 0)
+    return _Candidate(label, saved, step_peak(fw, bw), extra, recomputed)
+
+
+def choose(state: _State, original: Any, joint_graph: fx.Graph, node_info: Any) -> list[fx.Node]:
+    """Step 3 and 4: the candidate of least extra compute within the budget."""
+    found = candidates(state, original, joint_graph, node_info)
+    for c in found:
+        LOG.debug("candidate %s: peak %d B, extra %d FLOPs", c.label, c.peak.bytes, c.extra_flops)
+    default = found[0]
+    budget = state.peak_bytes
+    if budget is None:
+        budget = int(default.peak.bytes * (state.fraction or 1.0))
+    fits = [c for c in found if c.peak.bytes <= budget]
+    bound = joint_bound(joint_graph)
+    if not fits:
+        raise InputError(_infeasible(budget, min(found, key=lambda c: c.peak.bytes), bound))
+    best = min(fits, key=lambda c: (c.extra_flops, c.peak.bytes))
+    report = Report(
+        budget_bytes=budget,
+        peak_bytes=best.peak.bytes,
+        where=best.peak,
+        default_peak_bytes=default.peak.bytes,
+        bound_bytes=bound,
+        extra_flops=best.extra_flops,
+        candidate=best.label,
+        candidates=len(found),
+        saved=tuple(n.name for n in best.saved),
+        recomputed=best.recomputed,
+    )
+    _LAST[:] = [report]
+    LOG.info("optplan.torch: %s", report.summary())
+    return list(best.saved)
+
+
+def _infeasible(budget: int, least: _Candidate, bound: int) -> str:
+    held = ", ".join(f"{name} ({size} B)" for name, size in least.peak.held)
+    return (
+        f"no partition of this training step fits {budget} bytes: the least peak found is "
+        f"{least.peak.bytes} bytes, in the {least.peak.graph} at op '{least.peak.op}' "
+        f"holding {held} (proven lower bound {bound} bytes); raise the budget to at least "
+        f"{least.peak.bytes} bytes"
+    )
+
+
+__all__ = ["Report", "last_report", "memory_budget", "tensor_bytes"]

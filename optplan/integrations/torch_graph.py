@@ -1,0 +1,234 @@
+"""The memory and compute of one training step as torch.compile partitions it.
+
+AOTAutograd splits the joint forward+backward graph into a forward graph and a backward
+graph; the step runs the forward, holds what it saves, then runs the backward. Steps:
+
+1. Each fx graph becomes a `schedule.graph.Graph` in its own node order: one buffer per
+   tensor a call makes (a tuple-valued call one per element), views and `getitem` make
+   none and read their source's buffers, placeholders the caller owns (parameters,
+   inputs) are not counted.
+2. The forward holds its outputs to its end (`live_out`). The backward starts holding
+   the saved tensors that the forward made (matched by name) and its tangents
+   (`live_in`), frees each at its last reader, and holds its gradients to its end; the
+   forward's outputs that the backward does not read (the loss, the logits) are held
+   throughout (`base_bytes`).
+3. The step's peak is the larger of the two graphs' `peak_bytes`; `where` names the op
+   at that step and the tensors held there.
+4. Compute is counted in FLOPs by torch's own formulas (`torch.utils.flop_counter`);
+   an op they do not cover costs one per output element, a view nothing. The extra
+   compute of a partition is the forward's and backward's cost less the joint graph's.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import fx
+from torch.utils._pytree import tree_flatten, tree_map
+from torch.utils.flop_counter import flop_registry
+
+from optplan.schedule.graph import Graph, live_spans, step_bytes
+from optplan.schedule.remat.bounds import memory_bound
+
+
+@dataclass(frozen=True, slots=True)
+class StepPeak:
+    """`bytes` at the step's peak, in `graph` ("forward" or "backward"), while op `op`
+    runs, with `held` the (name, bytes) of the largest tensors live there."""
+
+    bytes: int
+    graph: str
+    op: str
+    held: tuple[tuple[str, int], ...]
+
+
+def tensor_bytes(value: object) -> int:
+    """Bytes of a tensor value (0 for anything else)."""
+    if isinstance(value, torch.Tensor):
+        return int(value.numel()) * value.element_size()
+    return 0
+
+
+def _is_view(node: fx.Node) -> bool:
+    if node.target is operator.getitem:
+        return True
+    schema = getattr(node.target, "_schema", None)
+    return schema is not None and any(r.alias_info is not None for r in schema.returns)
+
+
+@dataclass(frozen=True, slots=True)
+class _Built:
+    graph: Graph
+    buffers_of: dict[str, tuple[int, ...]]
+
+
+def graph_of(gm: fx.GraphModule, held_in: dict[str, int], base_bytes: int = 0) -> _Built:
+    """Step 1 and 2 for one fx graph; `held_in` maps placeholder names that the step
+    holds (saved tensors, tangents) to their bytes."""
+    sizes: list[int] = []
+    names: list[str] = []
+    bufs: dict[str, tuple[int, ...]] = {}
+    creates: list[tuple[int, ...]] = []
+    reads: list[tuple[int, ...]] = []
+    labels: list[str] = []
+    live_in: list[int] = []
+
+    def new(name: str, size: int) -> int:
+        sizes.append(size)
+        names.append(name)
+        return len(sizes) - 1
+
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            if held_in.get(node.name, 0) > 0:
+                bufs[node.name] = (new(node.name, held_in[node.name]),)
+                live_in.append(bufs[node.name][0])
+            else:
+                bufs[node.name] = ()
+            continue
+        if node.op != "call_function":
+            continue
+        read = tuple(dict.fromkeys(b for a in node.all_input_nodes for b in bufs.get(a.name, ())))
+        if node.target is operator.getitem and isinstance(node.args[1], int):
+            source = bufs.get(node.args[0].name, ())  # type: ignore[union-attr]
+            index = node.args[1]
+            bufs[node.name] = (source[index],) if index < len(source) else ()
+            continue
+        if _is_view(node):
+            bufs[node.name] = read
+            continue
+        value = node.meta.get("val")
+        parts = value if isinstance(value, list | tuple) else [value]
+        made = tuple(
+            new(f"{node.name}[{i}]" if len(parts) > 1 else node.name, max(tensor_bytes(p), 1))
+            for i, p in enumerate(parts)
+        )
+        bufs[node.name] = made
+        creates.append(made)
+        reads.append(read)
+        labels.append(node.name)
+    return _Built(
+        _finish(gm, sizes, names, creates, reads, labels, live_in, bufs, base_bytes), bufs
+    )
+
+
+def _finish(
+    gm: fx.GraphModule,
+    sizes: list[int],
+    names: list[str],
+    creates: list[tuple[int, ...]],
+    reads: list[tuple[int, ...]],
+    labels: list[str],
+    live_in: list[int],
+    bufs: dict[str, tuple[int, ...]],
+    base_bytes: int,
+) -> Graph:
+    out = set()
+    for node in gm.graph.nodes:
+        if node.op == "output":
+            leaves, _ = tree_flatten(node.args)
+            out = {
+                b for leaf in leaves if isinstance(leaf, fx.Node) for b in bufs.get(leaf.name, ())
+            }
+    read_any = {b for r in reads for b in r}
+    live_in = [b for b in live_in if b in read_any or b in out]
+    # The node order is the order that runs: a chain of predecessors keeps it.
+    preds = tuple((v - 1,) if v else () for v in range(len(creates)))
+    return Graph(
+        sizes=tuple(sizes),
+        creates=tuple(creates),
+        reads=tuple(reads),
+        preds=preds,
+        live_in=tuple(live_in),
+        live_out=frozenset(out),
+        base_bytes=base_bytes,
+        names=tuple(names),
+        labels=tuple(labels),
+    )
+
+
+def graph_peak(built: _Built, which: str) -> StepPeak:
+    """The peak of one graph in its own order, with the op and what is held there."""
+    graph = built.graph
+    order = list(range(graph.ops))
+    per_step = step_bytes(graph, order)
+    if not per_step:
+        start = sum(graph.sizes[b] for b in graph.live_in) + graph.base_bytes
+        return StepPeak(start, which, "(none)", ())
+    at = max(range(len(per_step)), key=lambda t: (per_step[t], -t))
+    spans = live_spans(graph, order)
+    live = [b for b, (s, e) in enumerate(spans) if s <= at < e]
+    held = tuple(sorted(((graph.names[b], graph.sizes[b]) for b in live), key=lambda x: -x[1])[:6])
+    return StepPeak(per_step[at], which, graph.labels[at], held)
+
+
+def step_peak(fw: fx.GraphModule, bw: fx.GraphModule) -> StepPeak:
+    """Steps 2 and 3: the peak of the forward, then the backward."""
+    fwd = graph_of(fw, {})
+    made = {name: sum(built_size(fwd, name)) for name in fwd.buffers_of}
+    bw_places = [n for n in bw.graph.nodes if n.op == "placeholder"]
+    held = {}
+    for n in bw_places:
+        if n.name.startswith("tangents"):
+            held[n.name] = tensor_bytes(n.meta.get("val"))
+        elif made.get(n.name, 0) > 0:
+            held[n.name] = made[n.name]
+    passed = {n.name for n in bw_places}
+    user_out = sum(made.get(n.name, 0) for n in _outputs(fw) if n.name not in passed)
+    bwd = graph_of(bw, held, base_bytes=user_out)
+    return max(graph_peak(fwd, "forward"), graph_peak(bwd, "backward"), key=lambda p: p.bytes)
+
+
+def built_size(built: _Built, name: str) -> Iterable[int]:
+    return (built.graph.sizes[b] for b in built.buffers_of[name])
+
+
+def _outputs(gm: fx.GraphModule) -> list[fx.Node]:
+    for node in gm.graph.nodes:
+        if node.op == "output":
+            leaves, _ = tree_flatten(node.args)
+            return list(dict.fromkeys(x for x in leaves if isinstance(x, fx.Node)))
+    return []
+
+
+def node_cost(node: fx.Node) -> int:
+    """Step 4 for one node: FLOPs, or one per output element."""
+    if node.op != "call_function" or _is_view(node):
+        return 0
+    value = node.meta.get("val")
+    packet = getattr(node.target, "overloadpacket", None)
+    if packet in flop_registry:
+        args, kwargs = tree_map(_meta, (node.args, node.kwargs))
+        try:
+            return int(flop_registry[packet](*args, out_val=value, **kwargs))
+        except (TypeError, ValueError, RuntimeError, AssertionError):
+            pass  # a formula that does not take these arguments: count elements
+    leaves, _ = tree_flatten(value)
+    return sum(int(v.numel()) for v in leaves if isinstance(v, torch.Tensor))
+
+
+def _meta(x: Any) -> Any:
+    return x.meta.get("val") if isinstance(x, fx.Node) else x
+
+
+def graph_cost(gm: fx.GraphModule | fx.Graph) -> int:
+    """The cost of running every call of a graph once."""
+    graph = gm.graph if isinstance(gm, fx.GraphModule) else gm
+    return sum(node_cost(n) for n in graph.nodes)
+
+
+def joint_bound(joint_graph: fx.Graph) -> int:
+    """optplan's proven lower bound on the peak of any partition of the joint graph,
+    with any recomputation (`memory_bound`), the tangents held from the start."""
+    gm = joint_graph.owning_module
+    assert isinstance(gm, fx.GraphModule)
+    held = {
+        n.name: tensor_bytes(n.meta.get("val"))
+        for n in joint_graph.nodes
+        if n.op == "placeholder" and n.name.startswith("tangents")
+    }
+    return memory_bound(graph_of(gm, held).graph).bytes

@@ -1,0 +1,162 @@
+"""optplan.torch: training steps compiled under a peak budget equal eager, and stay within it.
+
+Each case trains two steps under the budget, compares loss and gradients with eager, and
+compares the planned peak with the peak PyTorch's memory profiler measures.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="optplan.torch needs torch (the torch extra)")
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import optplan.torch as ot
+from optplan.errors import InputError
+from optplan.integrations.torch_measure import measured_peak
+
+
+def mlp(width: int = 128) -> tuple[torch.nn.Module, torch.Tensor]:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(32, width),
+        torch.nn.GELU(),
+        torch.nn.Linear(width, width),
+        torch.nn.Tanh(),
+        torch.nn.Linear(width, 8),
+    )
+    return model, torch.randn(256, 32)
+
+
+def cnn(channels: int = 8) -> tuple[torch.nn.Module, torch.Tensor]:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, channels, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(channels, channels, 3, padding=1),
+        torch.nn.SiLU(),
+        torch.nn.Flatten(),
+        torch.nn.Linear(channels * 16 * 16, 4),
+    )
+    return model, torch.randn(8, 3, 16, 16)
+
+
+def step(model: torch.nn.Module, run: object, x: torch.Tensor) -> torch.Tensor:
+    model.zero_grad(set_to_none=False)
+    loss = run(x).square().mean()  # type: ignore[operator]
+    loss.backward()
+    return loss.detach()
+
+
+def close(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return bool(torch.allclose(a, b, rtol=1e-5, atol=1e-7))
+
+
+def train_two_steps(make: object, backend: str, fraction: float) -> tuple[int, int]:
+    model, x = make()  # type: ignore[operator]
+    eager = copy.deepcopy(model)
+    torch._dynamo.reset()
+    with ot.memory_budget(fraction=fraction):
+        compiled = torch.compile(model, backend=backend)
+        for _ in range(2):
+            got, want = step(model, compiled, x), step(eager, eager, x)
+            assert close(got, want)
+            for p, q in zip(model.parameters(), eager.parameters(), strict=True):
+                assert close(p.grad, q.grad)
+            with torch.no_grad():
+                for p, q in zip(model.parameters(), eager.parameters(), strict=True):
+                    p -= 0.01 * p.grad
+                    q -= 0.01 * q.grad
+    report = ot.last_report()
+    assert report is not None and report.peak_bytes <= report.budget_bytes
+    return report.peak_bytes, measured_peak(lambda: step(model, compiled, x))
+
+
+# The lowest share each case reaches among torch's partitions, rounded up.
+FRACTIONS = {
+    ("mlp", "aot_eager"): 0.96,
+    ("mlp", "inductor"): 1.0,
+    ("cnn", "aot_eager"): 0.9,
+    ("cnn", "inductor"): 0.9,
+}
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+@pytest.mark.parametrize("make", [mlp, cnn], ids=["mlp", "cnn"])
+def test_two_steps_equal_eager_and_the_measured_peak_is_within_the_plan(
+    make: object, backend: str
+) -> None:
+    kind = make.__name__  # type: ignore[attr-defined]
+    planned, measured = train_two_steps(make, backend, FRACTIONS[kind, backend])
+    if kind == "mlp":
+        # The plan counts every graph node's output as its own tensor: inductor's fusion
+        # only lowers the real peak; aot_eager runs the graphs as planned.
+        assert measured <= planned
+        if backend == "aot_eager":
+            assert measured >= 0.9 * planned
+    else:
+        # CPU convolution kernels allocate scratch the graph does not show (docs/torch.md).
+        assert measured <= 2 * planned
+
+
+def test_a_budget_nothing_meets_names_the_op_and_the_tensors() -> None:
+    model, x = mlp()
+    torch._dynamo.reset()
+    with ot.memory_budget(peak_bytes=1000), pytest.raises(Exception) as caught:
+        step(model, torch.compile(model, backend="aot_eager"), x)
+    text = str(caught.value)
+    assert "no partition of this training step fits 1000 bytes" in text
+    assert "at op '" in text and "holding" in text and "proven lower bound" in text
+
+
+def test_the_same_model_gives_the_same_partition_and_the_key_names_the_budget() -> None:
+    reports = []
+    for _ in range(2):
+        model, x = mlp()
+        torch._dynamo.reset()
+        with ot.memory_budget(fraction=1.0):
+            key = torch._functorch.config.activation_memory_budget_solver.uuid()
+            step(model, torch.compile(model, backend="aot_eager"), x)
+        reports.append(ot.last_report())
+    assert reports[0] == reports[1]
+    assert "fraction=1.0" in key and "optplan-" in key
+
+
+def test_misuse_is_one_input_error() -> None:
+    with pytest.raises(InputError), ot.memory_budget(peak_bytes=1, fraction=0.5):
+        pass
+    with pytest.raises(InputError), ot.memory_budget(fraction=1.5):
+        pass
+
+
+@settings(max_examples=6, deadline=None, derandomize=True)
+@given(
+    kind=st.sampled_from(["mlp", "cnn"]),
+    size=st.sampled_from([4, 16, 48]),
+    fraction=st.floats(0.3, 1.0),
+)
+def test_the_chosen_partition_never_exceeds_the_budget(
+    kind: str, size: int, fraction: float
+) -> None:
+    model, x = mlp(size * 4) if kind == "mlp" else cnn(size // 4 + 1)
+    torch._dynamo.reset()
+    try:
+        with ot.memory_budget(fraction=fraction):
+            compiled = torch.compile(model, backend="aot_eager")
+            step(model, compiled, x)
+    except (
+        torch._dynamo.exc.BackendCompilerFailed
+    ) as error:  # nothing within the budget: said so, never a plan over it
+        assert "no partition of this training step fits" in str(error)
+        return
+    report = ot.last_report()
+    assert report is not None
+    assert report.bound_bytes <= report.peak_bytes <= report.budget_bytes
+    # Judged independently: the profiler's measurement of the step that runs (MLPs: the
+    # convolutions' own scratch is outside any partition, docs/torch.md).
+    if kind == "mlp":
+        assert measured_peak(lambda: step(model, compiled, x)) <= report.budget_bytes
