@@ -161,7 +161,4 @@ def test_what_fits_counts_the_alignment(tmp_path: Path, capsys: pytest.CaptureFi
         == 1
     )
     assert "at least 17 are needed" in capsys.readouterr().out
-    assert (
-        main(["reorder", str(path), "--capacity", "17", "--alignment", "8", "--work", "5"])
-        == 0
-    )
+    assert main(["reorder", str(path), "--capacity", "17", "--alignment", "8", "--work", "5"]) == 0

@@ -143,7 +143,7 @@ def memory_budget(
         return choose(state, original_choose, joint_graph, node_info)
 
     _ACTIVE.append(state)
-    parts.choose_saved_values_set, parts.classify_nodes = chosen, classify
+    parts.choose_saved_values_set, parts.classify_nodes = chosen, classify  # type: ignore[assignment]
     try:
         with (
             fconfig.patch(activation_memory_budget_solver=_Key(key), enable_autograd_cache=False),
@@ -193,8 +193,10 @@ def _judge(
     values = [n for n in saved if not parts.is_sym_node(n) and not parts.is_opaque_node(n)]
     syms = [n for n in saved if parts.is_sym_node(n) and not parts._is_assert_only_symbool(n)]
     opaque = [n for n in saved if parts.is_opaque_node(n)]
+    owner = joint_graph.owning_module
+    assert owner is not None  # the partitioner's joint graph belongs to its module
     fw, bw = parts._extract_fwd_bwd_modules(
-        joint_graph.owning_module,
+        owner,
         values,
         saved_sym_nodes=syms,
         saved_opaque_nodes=opaque,
