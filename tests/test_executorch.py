@@ -42,7 +42,7 @@ pytest.importorskip(
 import optplan.executorch as oet
 from optplan.cli import main
 from optplan.planners import jit
-from optplan.problem import Alias, Buffer, Interval, Problem
+from optplan.problem import Alias, Buffer, Interval, Memory, Problem
 from optplan.problem.plan import Plan, Status, validate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -302,3 +302,42 @@ def test_a_view_off_the_alignment_is_named(planner: str) -> None:
 
     with pytest.raises(ValueError, match=r"storage_base_offset 12 .* alignment 16"):
         oet.algorithm(planner)(16, [base, view], Module(), None, 0)
+
+
+@pytest.mark.parametrize("planner", ["cpsat", "greedy"])
+def test_a_view_stays_inside_its_base_pinned_elsewhere(planner: str) -> None:
+    """A storage-backed spec whose own mem_id is unset while its base is pinned to memory
+    3 lives where its base lives (ExecuTorch's greedy gives it the base's mem_id): in
+    memory 3, at the base's offset plus `storage_base_offset`, adding no bytes."""
+    base, view = FakeSpec(96, [0, 3], 3), FakeSpec(32, [0, 3], None)
+    view.storage_base, view.storage_base_offset = base, 64
+    other = FakeSpec(16, [1, 2], None)
+
+    class Module:
+        input_mem_buffer_sizes = None
+
+    result = oet.algorithm(planner)(16, [base, view, other], Module(), None, 0)
+    placed, under = result.spec_dict[view], result.spec_dict[base]
+    assert placed.mem_id == under.mem_id == 3
+    assert placed.mem_offset == under.mem_offset + 64
+    assert result.bufsizes[3] == 96
+    assert result.bufsizes[1] == 16
+
+
+@pytest.mark.parametrize("planner", ["cpsat", "greedy"])
+def test_a_view_whose_base_is_missing_is_named(planner: str) -> None:
+    """A storage-backed spec whose base is not among the specs handed over (left out by
+    `alloc_graph_input=False`, or a shared mutable buffer) cannot be placed inside it:
+    one error that names the spec, never a plan of its own."""
+    base, view = FakeSpec(96, [0, 3], None), FakeSpec(32, [1, 2], None)
+    view.storage_base = base
+
+    class Module:
+        input_mem_buffer_sizes = None
+
+    with pytest.raises(ValueError, match=r"storage-backed spec .*32 bytes.* base is not"):
+        oet.algorithm(planner)(16, [view], Module(), None, 0)
+    with pytest.raises(ValueError, match=r"storage-backed spec .* base is not"):
+        oet.algorithm(planner, memories=[Memory("fast", 1024), Memory("slow")])(
+            16, [view], Module(), None, 0
+        )
