@@ -8,17 +8,24 @@
   memory id and offset in both methods, in the memory chosen for the state, after every
   method's activations there; the fast memory holds within its capacity.
 - Bad choices of the state's memory are one clear error each, before any export.
+- Random methods and state buffers (hypothesis): each buffer at one id and offset in
+  every method, aligned, apart, after every method's bytes, within the capacity.
 
 Skipped without executorch (and torch).
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("torch", reason="torch is not installed (pip install torch, CPU build)")
 pytest.importorskip(
@@ -123,3 +130,76 @@ def test_state_larger_than_its_memory_is_named() -> None:
         executorch_decoder.export(
             oet.shared_state_pass([Memory("small", 4096), Memory("big")], state="small")
         )
+
+
+class _Module:
+    def __init__(self, sizes: list[int]) -> None:
+        self.meta = {"non_const_buffer_sizes": sizes}
+
+
+class _Spec:
+    def __init__(self, nbytes: int) -> None:
+        self.nbytes, self.allocated_memory = nbytes, nbytes
+        self.mem_id: int | None = None
+        self.mem_offset: int | None = None
+        self.mem_obj_id: int | None = None
+
+    def realign(self, alignment: int) -> int:
+        self.allocated_memory = -(-self.nbytes // alignment) * alignment
+        return self.allocated_memory
+
+
+@settings(deadline=None, max_examples=200)
+@given(
+    st.lists(st.lists(st.integers(0, 5000), min_size=1, max_size=3), min_size=1, max_size=4),
+    st.lists(st.integers(1, 900), min_size=1, max_size=6),
+    st.sampled_from([1, 2]),
+    st.sampled_from([1, 16, 64]),
+    st.sampled_from([1, 32]),
+    st.one_of(st.none(), st.integers(1, 12000)),
+)
+def test_state_is_placed_once_after_every_method(
+    method_sizes: list[list[int]],
+    state_bytes: list[int],
+    state_id: int,
+    alignment: int,
+    memory_alignment: int,
+    capacity: int | None,
+) -> None:
+    """Random methods (their buffer sizes per id) and state buffers, each seen by every
+    method: every buffer of the state gets the same id and offset in every method, aligned,
+    apart from the others, after every method's bytes in that id, inside each method's
+    size for it; a state past the capacity is the one error."""
+    from optplan.integrations.executorch_state import place_state
+
+    memories = [Memory("a"), Memory("b", capacity, memory_alignment)]
+    if state_id == 1:
+        memories.reverse()
+    algo = oet.algorithm("greedy", memories=memories)
+    modules = [_Module([0, *sizes]) for sizes in method_sizes]
+    before = [list(m.meta["non_const_buffer_sizes"]) for m in modules]
+    specs = {f"cache{k}": [_Spec(n) for _ in modules] for k, n in enumerate(state_bytes)}
+    state = SimpleNamespace(mutable_buffers={k: set(v) for k, v in specs.items()},
+                            maybe_mutable_buffers={}, graph_modules=modules)  # fmt: skip
+    try:
+        place_state(state, algo, state_id, alignment)
+    except ValueError as error:
+        assert capacity is not None and "past its capacity" in str(error)
+        return
+    step = alignment * memory_alignment // math.gcd(alignment, memory_alignment)
+    places = []
+    for together in specs.values():
+        assert len({(s.mem_id, s.mem_offset) for s in together}) == 1
+        spec = together[0]
+        assert spec.mem_id == state_id and spec.mem_offset % step == 0
+        places.append((spec.mem_offset, spec.mem_offset + spec.allocated_memory))
+    places.sort()
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(places))
+    for old, module in zip(before, modules):
+        size = module.meta["non_const_buffer_sizes"]
+        assert places[0][0] >= max((o[state_id] if state_id < len(o) else 0) for o in before)
+        assert places[-1][1] <= size[state_id]
+        others = [k for k in range(len(size)) if k != state_id]
+        assert all(size[k] == (old[k] if k < len(old) else 0) for k in others)
+    if capacity is not None:
+        assert places[-1][1] <= capacity
