@@ -14,6 +14,7 @@ from optplan.integrations.executorch import (
     plan_specs,
     to_problem,
 )
+from optplan.integrations.executorch_state import shared_state_pass
 
 __all__ = [
     "DEFAULT_TIME_LIMIT_S",
@@ -26,5 +27,6 @@ __all__ = [
     "judge",
     "offsets_of",
     "plan_specs",
+    "shared_state_pass",
     "to_problem",
 ]

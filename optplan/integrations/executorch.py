@@ -18,7 +18,9 @@ it, and expects a `MemoryAlgoResult`: where each TensorSpec goes (mem_id, mem_ob
 mem_offset) and the size of every buffer. Steps:
 
 1. Group the specs by memory id (a spec without one goes to buffer 1, as ExecuTorch's
-   greedy does) and round each up to `alignment` (`TensorSpec.realign`).
+   greedy does; a storage-backed spec goes with its root, whatever its own id) and round
+   each up to `alignment` (`TensorSpec.realign`). A storage-backed spec whose base is not
+   among the specs is an error that names it.
 2. Per buffer, `to_problem`: one optplan Buffer per spec, its size the aligned bytes, live
    over the half-open `[lifetime[0], lifetime[1] + 1)` (ExecuTorch's lifetimes are
    inclusive). A storage-backed spec (an in-place or view output, `storage_base`) is an
@@ -67,6 +69,8 @@ from optplan.integrations.executorch_specs import (
     Ids,
     Judgement,
     MemoryUse,
+    check_bases,
+    root,
     spec_interval,
     storage_offset,
 )
@@ -382,10 +386,12 @@ def _plan_buffers(
     bytes, and each buffer's size had its plan met the proven bound."""
     from executorch.exir.memory_planning import MemoryAlgoResult, SpecAllocResult
 
+    check_bases(specs, graph_module)
     by_buffer: dict[int, list[Any]] = defaultdict(list)
-    for spec in specs:
+    for spec in specs:  # a storage-backed spec lives in its root's memory id
         spec.realign(alignment)
-        by_buffer[1 if spec.mem_id is None else spec.mem_id].append(spec)
+        pin = root(spec).mem_id
+        by_buffer[1 if pin is None else pin].append(spec)
     reserved = list(getattr(graph_module, "input_mem_buffer_sizes", None) or [])
     reserved += [0] * (max([2, *(m + 1 for m in by_buffer)]) - len(reserved))
     result = MemoryAlgoResult({}, list(reserved))

@@ -126,8 +126,9 @@ def derive(
     ids: Ids, alignment: int, specs: Sequence[Any], graph_module: Any, padding: int
 ) -> Specs:
     """The specs of one call of the algorithm (already realigned), with their graph."""
-    seen = accesses(graph_module)
     group = list(specs)
+    check_bases(group, graph_module)
+    seen = accesses(graph_module)
     return Specs(
         ids, group, spec_names(group, seen), seen, reserved_bytes(graph_module),
         memory_of(ids, group), alignment, padding,
@@ -267,9 +268,39 @@ def _inside(
 
 def root(spec: Any) -> Any:
     """The spec whose bytes a storage-backed spec lives in (itself if none)."""
+    seen = {id(spec)}
     while getattr(spec, "storage_base", None) is not None:
         spec = spec.storage_base
+        if id(spec) in seen:
+            raise ValueError(f"ExecuTorch handed over a circle of storage bases through {spec}")
+        seen.add(id(spec))
     return spec
+
+
+def check_bases(group: Sequence[Any], graph_module: Any) -> None:
+    """Every storage-backed spec's base is among `group`: ExecuTorch places such a spec
+    inside its base, so the two are planned together, or the spec cannot be placed at
+    all. A ValueError that names the first spec whose base is missing."""
+    present = {id(spec) for spec in group}
+    for k, spec in enumerate(group):
+        base = getattr(spec, "storage_base", None)
+        if base is None or id(base) in present:
+            continue
+        name = _name_of(spec, graph_module, k)
+        raise ValueError(
+            f"ExecuTorch handed over a storage-backed spec {name!r} ({spec.allocated_memory} "
+            f"bytes, lifetime {list(spec.lifetime)}) whose base is not among the specs to "
+            "plan (left out by alloc_graph_input=False or alloc_graph_output=False, or a "
+            "mutable buffer shared across methods): it lives inside its base, so the base "
+            "must be planned with it"
+        )
+
+
+def _name_of(spec: Any, graph_module: Any, k: int) -> str:
+    """The node that makes `spec`, or its position among the specs without a graph."""
+    if getattr(graph_module, "graph", None) is None:
+        return f"spec{k}"
+    return accesses(graph_module).names.get(id(spec), f"spec{k}")
 
 
 def spec_names(group: Sequence[Any], seen: Accesses) -> list[str]:

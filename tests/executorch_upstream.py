@@ -1,0 +1,38 @@
+"""A pytest plugin that runs ExecuTorch's own memory-planning tests with optplan in
+place of ExecuTorch's greedy: `pytest -p executorch_upstream <their test files>`, with
+this directory on the path (`test_executorch_upstream.py` does it).
+
+Before their modules are collected, `executorch.exir.memory_planning.greedy` (the
+default of every `MemoryPlanningAlgorithmSuite`, and what their tests import) becomes
+`optplan.executorch.algorithm("cpsat")`. The tests below are expected to fail, each for
+the reason given; they are marked xfail (not strict) so the rest must pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+# Tests whose failure with optplan in place is expected, and why.
+EXPECTED: dict[str, str] = {
+    "TestStorageBaseMemoryPlanning::test_greedy_reserves_storage_base_lifetime_before_reuse": (
+        "pins greedy's object ids: optplan gives every tensor of a buffer mem_obj_id 0, "
+        "one object per buffer, so an unrelated tensor shares its object with the base"
+    ),
+}
+
+
+def pytest_configure(config: Any) -> None:
+    import executorch.exir.memory_planning as planning
+
+    import optplan.executorch as oet
+
+    planning.greedy = oet.algorithm("cpsat", time_limit=5)
+
+
+def pytest_collection_modifyitems(items: list[Any]) -> None:
+    for item in items:
+        for name, reason in EXPECTED.items():
+            if item.nodeid.endswith(name):
+                item.add_marker(pytest.mark.xfail(reason=reason, strict=False))
