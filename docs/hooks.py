@@ -1,10 +1,13 @@
 """MkDocs hooks: the home page is the README (one copy of it, its links made relative to
-the site), and the command-line reference is written from optplan's own parser, so that
-every command and option the parser has is on the page with its help text."""
+the site); the command-line reference is written from optplan's own parser, so that
+every command and option the parser has is on the page with its help text; and a line
+`<!-- results: FILE.csv [col,col,...] -->` becomes the table of that committed file
+under benchmarks/results/, so a page never shows a figure the file lacks."""
 
 from __future__ import annotations
 
 import argparse
+import csv
 import re
 from pathlib import Path
 from typing import Any
@@ -12,6 +15,7 @@ from typing import Any
 MARKER = "<!-- options from the parser -->"
 README = "<!-- the README -->"
 ROOT = Path(__file__).resolve().parents[1]
+RESULTS = re.compile(r"^<!-- results: (\S+\.csv)(?: ([\w,]+))? -->$", re.MULTILINE)
 
 
 def on_page_markdown(markdown: str, **kwargs: Any) -> str:
@@ -19,7 +23,20 @@ def on_page_markdown(markdown: str, **kwargs: Any) -> str:
         return markdown.replace(README, home())
     if MARKER in markdown:
         return markdown.replace(MARKER, reference())
-    return markdown
+    return RESULTS.sub(lambda found: table(found[1], found[2]), markdown)
+
+
+def table(name: str, columns: str | None) -> str:
+    """benchmarks/results/NAME as a Markdown table of `columns` (comma-separated; all)."""
+    with (ROOT / "benchmarks" / "results" / name).open(newline="") as file:
+        rows = list(csv.DictReader(file))
+    chosen = columns.split(",") if columns else list(rows[0])
+    missing = [c for c in chosen if c not in rows[0]]
+    if missing:
+        raise ValueError(f"{name} has no column {', '.join(missing)}")
+    lines = ["| " + " | ".join(chosen) + " |", "|" + " --- |" * len(chosen)]
+    lines += ["| " + " | ".join(row[c] or "" for c in chosen) + " |" for row in rows]
+    return "\n".join(lines) + f"\n\n*From `benchmarks/results/{name}`.*\n"
 
 
 def home() -> str:
