@@ -154,10 +154,10 @@ class Clock:
         if seconds != float("inf"):
             parameters.max_time_in_seconds = max(seconds, 0.01)
 
-    def solved(self, solver: Any) -> None:
-        """Count a finished CP-SAT solve's deterministic time, and whether the guard (not
-        the work) ended it."""
-        self.spend(solver.deterministic_time * CPSAT_WORK_PER_SECOND)
+    def solved(self, solver: Any, scale: float = 1.0) -> None:
+        """Count a finished CP-SAT solve's deterministic time (`scale` times a no-overlap-2D
+        part's work), and whether the guard (not the work) ended it."""
+        self.spend(solver.deterministic_time * CPSAT_WORK_PER_SECOND * scale)
         self.guarded()
 
 
@@ -244,9 +244,7 @@ def solver_done(solver: Any, scale: float = 1.0) -> None:
     `scale` times a no-overlap-2D part's."""
     clock = _ACTIVE.get()
     if clock is not None:
-        before = clock.spent
-        clock.solved(solver)
-        clock.spent = before + scale * (clock.spent - before)
+        clock.solved(solver, scale)
 
 
 def callee(units: float) -> tuple[float | None, float]:
