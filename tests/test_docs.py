@@ -4,13 +4,17 @@
 - Every command shown in a code block of the README or of a page (a line that starts
   with `optplan`, or `$ optplan`, in a block not marked `text`) runs, on the examples
   shipped in the repository, without bad input or a traceback; every Python example
-  (`>>>`) runs as a doctest.
+  (`>>>`) runs as a doctest, and every other Python block runs as a script, in a fresh
+  interpreter, where the packages it imports (torch, TVM, ExecuTorch) are installed.
+  Blocks marked `text` hold what is not run: synopses with placeholders (`PROGRAM`,
+  `model.npz`, `mypkg.alloc:plan`) and printed output.
 - Every option of every command is on the command-line page with its help text (the
   page is written from the parser), and every name `optplan` exports is on the API page.
 """
 
 from __future__ import annotations
 
+import ast
 import doctest
 import importlib.util
 import os
@@ -45,6 +49,28 @@ def _commands(page: Path) -> list[str]:
 COMMANDS = [(page, command) for page in PAGES for command in _commands(page)]
 
 
+def _scripts(page: Path) -> list[str]:
+    return [
+        body
+        for language, body in FENCE.findall(page.read_text())
+        if language == "python" and ">>>" not in body
+    ]
+
+
+SCRIPTS = [(page, k, body) for page in PAGES for k, body in enumerate(_scripts(page))]
+
+
+def _missing(script: str) -> list[str]:
+    """The top-level packages `script` imports that are not installed."""
+    names = set()
+    for node in ast.walk(ast.parse(script)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return sorted(name for name in names if importlib.util.find_spec(name) is None)
+
+
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The examples, both as `examples/...` and by their own names, and a .tflite."""
@@ -63,6 +89,25 @@ def test_every_command_shown_runs(page: Path, command: str, workdir: Path) -> No
     done = subprocess.run(argv, capture_output=True, text=True, cwd=workdir, env=env, check=False)
     assert "Traceback" not in done.stderr, done.stderr
     assert done.returncode in (0, 1), f"{page.name}: {command}: {done.stderr}"
+
+
+def test_every_python_block_is_a_doctest_or_a_script() -> None:
+    assert len(SCRIPTS) >= 6  # the integrations' pages: TVM, ExecuTorch (3), PyTorch, budgets
+
+
+@pytest.mark.parametrize(
+    ("page", "index", "script"), SCRIPTS, ids=[f"{p.name}: block {k + 1}" for p, k, _ in SCRIPTS]
+)
+def test_every_python_script_shown_runs(page: Path, index: int, script: str, workdir: Path) -> None:
+    missing = _missing(script)
+    if missing:
+        pytest.skip(f"{page.name} block {index + 1} imports {', '.join(missing)}, not installed")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    path = workdir / f"{page.stem}_{index + 1}.py"  # a file: TVMScript's parser reads the source
+    path.write_text(script)
+    argv = [sys.executable, path.name]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=workdir, env=env, check=False)
+    assert done.returncode == 0, f"{page.name} block {index + 1}: {done.stderr[-3000:]}"
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])

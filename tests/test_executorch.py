@@ -156,6 +156,12 @@ BAD_ARGUMENTS = [
     ({"planner": "best"}, ValueError, "planner: unknown planner 'best'; choose from"),
     ({"planner": None}, TypeError, "planner must be a planner's name"),
     ({"report": 3}, TypeError, "report must be a callable that takes a PlanReport, got int"),
+    ({"work": "3"}, TypeError, "work must be a number of units, got str '3'"),
+    ({"work": None}, TypeError, "work must be a number of units, got NoneType"),
+    ({"work": True}, TypeError, "work must be a number of units, got bool"),
+    ({"work": 0}, ValueError, "work must be a positive number of units, got 0"),
+    ({"work": float("inf")}, ValueError, "work must be a positive number of units, got inf"),
+    ({"planner": "greedy", "work": 5}, ValueError, "work: the greedy planner takes no work"),
 ]
 
 

@@ -61,6 +61,7 @@ from optplan.integrations.executorch_arguments import (
     check,
     check_memories,
     check_planner,
+    check_work,
     has_time_limit,
     limited_planners,
 )
@@ -323,6 +324,7 @@ def algorithm(
     elif not limited:
         raise ValueError(f"work: the {planner} planner takes no work; leave work out")
     else:
+        check_work(work)
         units = work
     return Algorithm(planner, time_limit_s, report, ids, units)
 

@@ -1,9 +1,9 @@
 """Every argument of `optplan.executorch.algorithm()`, checked before any export work.
 
 Each fault is one TypeError or ValueError whose message starts with the argument it names
-(`planner`, `time_limit`, `report`, `memories`) and says what to give instead: an unknown
-planner, a time limit that is not a positive number of seconds or given to a planner that
-has none, a report that cannot be called, memories that are not `Memory` values, a
+(`planner`, `time_limit`, `work`, `report`, `memories`) and says what to give instead: an
+unknown planner, a time limit that is not a positive number of seconds or work that is not
+a positive number of units, either given to a planner that takes none, a report that cannot be called, memories that are not `Memory` values, a
 capacity that is not a positive number of bytes, a cost or an alignment out of range, a
 name or a mem_id given twice, mem_id 0 (ExecuTorch's constants), and a planner that
 copies tensors between memories (`spill`), which a spec's one mem_id cannot follow.
@@ -65,6 +65,14 @@ def _check_time_limit(time_limit: object) -> None:
         )
     if not math.isfinite(float(time_limit)) or time_limit <= 0:
         raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
+
+
+def check_work(work: object) -> None:
+    """`work` is a positive, finite number of units."""
+    if isinstance(work, bool) or not isinstance(work, numbers.Real):
+        raise TypeError(f"work must be a number of units, got {type(work).__name__} {work!r}")
+    if not math.isfinite(float(work)) or work <= 0:
+        raise ValueError(f"work must be a positive number of units, got {work!r}")
 
 
 def has_time_limit(planner: str) -> bool:
