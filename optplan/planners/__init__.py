@@ -1,8 +1,10 @@
 """Planners: from a `Problem` to a `Plan`, by name.
 
-A planner is a frozen dataclass of options with a `name`; calling it on a problem builds
-the one input form every planner packs (`common.make_form`: the rectangles of alias
-classes, split into parts) and hands it to its module's planning function. Planners know
+A planner is a frozen dataclass of options with a `name`, derived from `base.Declared`:
+calling it on a problem builds the one input form every planner packs
+(`common.make_form`: the rectangles of alias classes, split into parts) and hands it to
+the planner's `arena`, or, for a problem of several memories, hands the problem to its
+`memories` (`base.Declared` holds that one fork). Planners know
 only `optplan.problem` and `optplan.problem.plan`; they never import the IR. `cpsat` also takes a
 `watch.Watch`, which hears of its progress and can stop it (its best plan so far).
 
@@ -40,7 +42,9 @@ from optplan.problem.plan import Plan
 class Planner(Protocol):
     """Called on a problem, a planner builds the form and plans; `plan(form)` plans on a
     form already built (several planners on one problem share it). What it takes (a
-    budget of work, a watch) it declares (`base.Declared`)."""
+    budget of work, a watch) it declares (`base.Declared`). Adding a planner: a module
+    with a `Declared` subclass that defines `arena` and `memories`, and a row in
+    `PLANNERS`."""
 
     takes_work: ClassVar[bool]
     takes_watch: ClassVar[bool]

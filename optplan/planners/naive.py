@@ -35,18 +35,16 @@ class Naive(Declared):
 
     name: str = "naive"
 
-    def __call__(self, problem: Problem) -> Plan:
-        started = now()
-        return plan_naive(make_form(problem), self, started=started)
+    def arena(self, form: Form, started: float) -> Plan:
+        return plan_naive(form, self, started=started)
 
-    def plan(self, form: Form) -> Plan:
-        return plan_naive(form, self)
+    def memories(self, problem: Problem, started: float) -> Plan:
+        """Everything in the dearest memory, with no reuse."""
+        return plan_heuristics(problem, self.name, ["dearest"], _pack, started=started)
 
 
 def plan_naive(form: Form, options: Naive = Naive(), *, started: float | None = None) -> Plan:
     started = now() if started is None else started
-    if not form.problem.plain:  # several memories: everything in the dearest, no reuse
-        return plan_heuristics(form.problem, options.name, ["dearest"], _pack, started=started)
     if form.fault is not None:
         return no_plan(
             form, options.name, started=started, status=Status.INFEASIBLE, reason=form.fault

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from optplan.planners.base import Declared
-from optplan.planners.common import Form, make_form, now
+from optplan.planners.common import Form
 from optplan.planners.greedy import Greedy, plan_greedy
 from optplan.planners.greedy.planner import pack_with
 from optplan.planners.greedy.runs import FITS, ORDERS
@@ -28,19 +28,14 @@ class Spill(Declared):
     orders: tuple[str, ...] = ORDERS
     fits: tuple[str, ...] = FITS
 
-    def __call__(self, problem: Problem) -> Plan:
-        started = now()
-        return plan_spill(make_form(problem), self, started=started)
+    def arena(self, form: Form, started: float) -> Plan:
+        """Nothing moves: greedy's plan."""
+        return plan_greedy(form, self.packer(), started=started)
 
-    def plan(self, form: Form) -> Plan:
-        return plan_spill(form, self)
+    def memories(self, problem: Problem, started: float) -> Plan:
+        return plan_heuristics(
+            problem, self.name, ["spill"], pack_with(self.packer()), started=started
+        )
 
-
-def plan_spill(form: Form, options: Spill = Spill(), *, started: float | None = None) -> Plan:
-    started = now() if started is None else started
-    packer = Greedy(options.name, options.orders, options.fits)
-    if form.problem.plain:
-        return plan_greedy(form, packer, started=started)
-    return plan_heuristics(
-        form.problem, options.name, ["spill"], pack_with(packer), started=started
-    )
+    def packer(self) -> Greedy:
+        return Greedy(self.name, self.orders, self.fits)

@@ -79,8 +79,6 @@ class _Pools:
 
 def plan_tokens(form: Form, *, started: float | None = None) -> Plan:
     started = now() if started is None else started
-    if not form.problem.plain:  # several memories: everything in the dearest, as TVM has it
-        return plan_heuristics(form.problem, "tokens", ["dearest"], _pack, started=started)
     if form.fault is not None:
         return no_plan(form, "tokens", started=started, status=Status.INFEASIBLE, reason=form.fault)
     rects = form.rects
@@ -141,9 +139,9 @@ class TokensPlanner(Declared):
 
     name: str = "tokens"
 
-    def __call__(self, problem: Problem) -> Plan:
-        started = now()
-        return plan_tokens(make_form(problem), started=started)
+    def arena(self, form: Form, started: float) -> Plan:
+        return plan_tokens(form, started=started)
 
-    def plan(self, form: Form) -> Plan:
-        return plan_tokens(form)
+    def memories(self, problem: Problem, started: float) -> Plan:
+        """Everything in the dearest memory, as TVM has it."""
+        return plan_heuristics(problem, self.name, ["dearest"], _pack, started=started)

@@ -86,7 +86,6 @@ from optplan.planners.common import (
     Rect,
     crowded_at,
     live_peak,
-    make_form,
     make_plan,
     no_plan,
     now,
@@ -138,12 +137,26 @@ class CpSat(Declared):
     watch: Watch | None = field(default=None, compare=False, repr=False)
     copies: bool = True
 
-    def __call__(self, problem: Problem) -> Plan:
-        started = now()
-        return plan_cpsat(make_form(problem), self, started=started)
+    def arena(self, form: Form, started: float) -> Plan:
+        return plan_cpsat(form, self, started=started)
 
-    def plan(self, form: Form) -> Plan:
-        return plan_cpsat(form, self)
+    def memories(self, problem: Problem, started: float) -> Plan:
+        """`tiers.exact`: residency, copies and offsets in one model, each memory without
+        a capacity packed by greedy."""
+        clock = self.budget().clock()
+        plan = plan_exact(
+            problem,
+            self.name,
+            pack_with(Greedy()),
+            started=started,
+            clock=clock,
+            workers=self.num_workers,
+            seed=self.random_seed,
+            watch=self.watch,
+            copies=self.copies,
+        )
+        plan.detail.update(work_detail(clock))
+        return plan
 
     def __post_init__(self) -> None:
         if self.work is None and self.time_limit is None:
@@ -156,10 +169,9 @@ class CpSat(Declared):
 
 def plan_cpsat(form: Form, options: CpSat = CpSat(), *, started: float | None = None) -> Plan:
     """The steps of the module's docstring: the form's fault (1), greedy and the search
-    (2), the parts and the bound (3, 4), rounds of CP-SAT (5, 6), the plan (7). A
-    problem of several memories goes to `tiers.exact` (residency, copies and offsets in
-    one model), each memory without a capacity packed by greedy. Every plan, found or
-    not, says what work it spent and whether the guard cut it (`work_detail`)."""
+    (2), the parts and the bound (3, 4), rounds of CP-SAT (5, 6), the plan (7), for the
+    problem of one arena (`CpSat.memories` plans several). Every plan, found or not,
+    says what work it spent and whether the guard cut it (`work_detail`)."""
     started = now() if started is None else started
     clock = options.budget().clock()
     plan = _planned(form, options, started, clock)
@@ -168,18 +180,6 @@ def plan_cpsat(form: Form, options: CpSat = CpSat(), *, started: float | None = 
 
 
 def _planned(form: Form, options: CpSat, started: float, clock: Clock) -> Plan:
-    if not form.problem.plain:
-        return plan_exact(
-            form.problem,
-            options.name,
-            pack_with(Greedy()),
-            started=started,
-            clock=clock,
-            workers=options.num_workers,
-            seed=options.random_seed,
-            watch=options.watch,
-            copies=options.copies,
-        )
     if form.fault is not None:
         return _no_plan(form, options, started, 0, Status.INFEASIBLE, form.fault)
     rects, capacity = form.rects, form.problem.capacity

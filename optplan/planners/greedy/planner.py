@@ -101,28 +101,29 @@ class Greedy(Declared):
     fits: tuple[str, ...] = FITS
     fill: tuple[str, ...] = FILL_KEYS
 
-    def __call__(self, problem: Problem) -> Plan:
-        started = now()
+    def whole(self, problem: Problem, started: float) -> Plan:
         check_runs(self.orders, self.fits)
         with gc_paused():
-            if problem.plain and len(problem.buffers) >= COMPILED_FROM:
+            if len(problem.buffers) >= COMPILED_FROM:
                 # A problem held as columns is planned from them, with no form at all.
                 plan = plan_columns(problem, self.orders, self.fits, self.name, started)
                 if plan is not None:
                     return plan
             return plan_greedy(make_form(problem), self, started=started)
 
-    def plan(self, form: Form) -> Plan:
-        return plan_greedy(form, self)
+    def arena(self, form: Form, started: float) -> Plan:
+        return plan_greedy(form, self, started=started)
+
+    def memories(self, problem: Problem, started: float) -> Plan:
+        """Each tensor in one memory, the cheapest filled first in each `fill` order."""
+        check_runs(self.orders, self.fits)
+        rules = [f"fill-{key}" for key in self.fill]
+        return plan_heuristics(problem, self.name, rules, pack_with(self), started=started)
 
 
 def plan_greedy(form: Form, options: Greedy = Greedy(), *, started: float | None = None) -> Plan:
+    """Greedy's plan of one arena (`form.problem.plain`)."""
     started = now() if started is None else started
-    if not form.problem.plain:
-        rules = [f"fill-{key}" for key in options.fill]
-        return plan_heuristics(
-            form.problem, options.name, rules, pack_with(options), started=started
-        )
     with gc_paused():
         if form.fault is not None:
             return no_plan(
