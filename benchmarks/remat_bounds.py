@@ -48,7 +48,7 @@ def layered(nodes: int, seed: int) -> Graph:
 def case(graph: Graph, share: float, limit: float, bound_only: bool) -> dict[str, object]:
     budget = math.ceil(peak_bytes(graph, range(graph.ops)) * share)
     began = time.perf_counter()
-    cover = covering_bound(graph, budget, None, 1.0, 4, 60.0)
+    cover = covering_bound(graph, budget, None, 12.0)
     row: dict[str, object] = {
         "share": share,
         "budget": budget,
