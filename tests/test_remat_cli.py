@@ -79,6 +79,39 @@ def test_a_peers_graph_is_scheduled_with_real_offsets(
     assert "does not fit --capacity 250" in capsys.readouterr().out
 
 
+def test_a_peers_graph_says_its_lower_bound_and_gap(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The graph above at 250 bytes: at d's step a's 100 bytes are held for e beside b,
+    c and d (310), so a runs again: the covering bound is its cost, 5, and meets the
+    answer. The search of every schedule is kept off so that the covering bound speaks;
+    the JSON record and the line both carry the bound, its reason and the gap."""
+    from optplan.schedule import remat
+
+    monkeypatch.setattr(remat, "EXHAUSTIVE_OPS", 0)
+    nodes = [
+        {"id": v, "name": n, "cost_ram": s, "cost_cpu": c}
+        for v, (n, s, c) in enumerate(
+            [("a", 100, 5), ("b", 100, 3), ("c", 10, 1), ("d", 100, 1), ("e", 10, 1)]
+        )
+    ]
+    links = [
+        {"source": u, "target": v} for u, v in [(0, 1), (1, 2), (2, 3), (0, 4), (3, 4), (1, 3)]
+    ]
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps({"nodes": nodes, "links": links}))
+    argv = ["reorder", str(path), "--capacity", "250", "--work", "2"]
+    assert main([*argv, "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["extra_cost"] == record["lower_bound"] == 5 and record["gap_percent"] == 0
+    assert record["status"] == "optimal" and "covering bound" in record["lower_bound_reason"]
+    assert main(argv) == 0
+    assert "lower bound 5, gap 0.0 %" in capsys.readouterr().out
+    assert main(["reorder", str(path), "--capacity", "400", "--work", "2", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["lower_bound"] == 0 and "no run again is forced" in record["lower_bound_reason"]
+
+
 def _skip_model(onnx: object) -> object:
     from onnx import TensorProto, helper
 
