@@ -12,6 +12,14 @@ the seconds it took), and `rematerialise`'s answer at `--time-limit` with its
     .venv/bin/python benchmarks/remat_bounds.py [--sizes 100,250,500,1000] [--seed 1]
         [--shares 0.9,0.8,0.7,0.6,0.5] [--time-limit 10] [--bound-only]
         [--out benchmarks/results/remat_bounds.csv]
+    .venv/bin/python benchmarks/remat_bounds.py --graphs DIR [--work 12]
+
+`--graphs DIR` (MOCCASIN's `data/`, as `benchmarks/remat.py` takes it): the bound over
+every schedule as `rematerialise` states it (`lower.covered`, after the memory bound
+and the best order), on MOCCASIN's 30 ICML cases, counted in work (`--work`: the share
+"covering" of the default budget of 60 units), so the same on any machine; beside it
+the extra compute `benchmarks/results/remat.csv` holds for the case (its last row) and
+the gap: `benchmarks/results/remat_bounds_moccasin.csv`.
 """
 
 from __future__ import annotations
@@ -71,6 +79,51 @@ def case(graph: Graph, share: float, limit: float, bound_only: bool) -> dict[str
     return row
 
 
+MOCCASIN_COLUMNS = (
+    "graph", "nodes", "share", "budget", "lower", "lower_pct", "work", "seconds",
+    "remat_csv_status", "remat_csv_extra_pct", "gap_pct", "lower_reason",
+)  # fmt: skip
+
+
+def moccasin_rows(folder: Path, shares: list[float], work: float) -> list[dict[str, object]]:
+    """`--graphs`: the bound of each ICML case beside the committed answer's extra."""
+    from benchmarks.remat import ICML, in_order
+    from optplan.budget import Budget, running
+    from optplan.schedule import Scheduler
+    from optplan.schedule.remat.lower import covered
+
+    with open(ROOT / "benchmarks/results/remat.csv") as handle:
+        answers = {(r["graph"], float(r["share"])): r for r in csv.DictReader(handle)}
+    rows: list[dict[str, object]] = []
+    for name in ICML:
+        graph, _ = in_order(folder / f"{name}.json")
+        total = sum(graph.costs) or graph.ops
+        budget_of = peak_bytes(graph, range(graph.ops))
+        order = Scheduler("auto", time_limit=600.0, work=Remat(0).order_work)(graph).order
+        for share in shares:
+            budget = math.ceil(budget_of * share)
+            row: dict[str, object] = {"graph": name, "nodes": graph.ops, "share": share}
+            row.update(budget=budget, work=work)
+            answer = answers.get((name, share), {})
+            row.update(remat_csv_status=answer.get("optplan_status", ""))
+            if budget < memory_bound(graph).bytes:
+                row["lower_reason"] = "below the memory bound: nothing fits"
+                rows.append(row)
+                continue
+            began, clock = time.perf_counter(), Budget(work, 600.0).clock()
+            with running(clock):
+                lower = covered(graph, budget, None, peak_bytes(graph, order), work)
+            row.update(lower=lower.cost, lower_pct=f"{100 * lower.cost / total:.3f}")
+            row.update(seconds=round(time.perf_counter() - began, 1), lower_reason=lower.reason)
+            extra = answer.get("optplan_extra_pct", "")
+            row["remat_csv_extra_pct"] = extra
+            if extra and float(extra) > 0:
+                row["gap_pct"] = f"{100 * (1 - 100 * lower.cost / total / float(extra)):.1f}"
+            rows.append(row)
+            print(" | ".join(str(row.get(c, "")) for c in MOCCASIN_COLUMNS), flush=True)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100,250,500,1000")
@@ -79,7 +132,17 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=10.0)
     parser.add_argument("--bound-only", action="store_true")
     parser.add_argument("--out", default=str(ROOT / "benchmarks/results/remat_bounds.csv"))
+    parser.add_argument("--graphs", default="", help="MOCCASIN's data/: its 30 ICML cases")
+    parser.add_argument("--work", type=float, default=12.0)
     args = parser.parse_args()
+    if args.graphs:
+        shares = [float(s) for s in args.shares.split(",")]
+        rows = moccasin_rows(Path(args.graphs), shares, args.work)
+        with open(ROOT / "benchmarks/results/remat_bounds_moccasin.csv", "w", newline="") as out:
+            writer = csv.DictWriter(out, fieldnames=MOCCASIN_COLUMNS)
+            writer.writeheader()
+            writer.writerows(rows)
+        return
     rows = []
     for nodes in (int(s) for s in args.sizes.split(",")):
         graph = layered(nodes, args.seed)
