@@ -5,9 +5,8 @@ MOCCASIN's own graphs are not in this repository; the graphs here are drawn by
 `benchmarks/graphs/layered.py` (the same family: layered, 100 to 1,000 nodes, unit
 compute costs) with fixed seeds, at budgets of a share of the program order's peak
 (`ceil(peak * share)`, as MOCCASIN sets them). For each case: the proven memory bound,
-the covering bound (its work: CP-SAT's deterministic time per solve and the solves;
-the seconds it took), and `rematerialise`'s answer at `--time-limit` with its
-`bound_cost` (which includes the covering bound) and the gap (extra - bound) / extra.
+the covering bound (in 12 units of work, the default; the seconds it took), and `rematerialise`'s answer at `--time-limit` with its
+`lower_bound` (the covering bound in its share) and the gap (extra - bound) / extra.
 
     .venv/bin/python benchmarks/remat_bounds.py [--sizes 100,250,500,1000] [--seed 1]
         [--shares 0.9,0.8,0.7,0.6,0.5] [--time-limit 10] [--bound-only]
@@ -72,10 +71,8 @@ def case(graph: Graph, share: float, limit: float, bound_only: bool) -> dict[str
     result = rematerialise(graph, Remat(budget, time_limit=limit))
     row.update(status=result.status.value, seconds=round(result.seconds, 1))
     if result.steps is not None:
-        gap = (
-            (result.extra_cost - result.bound_cost) / result.extra_cost if result.extra_cost else 0
-        )
-        row.update(extra=result.extra_cost, bound=result.bound_cost, gap_pct=f"{100 * gap:.1f}")
+        row.update(extra=result.extra_cost, bound=result.lower_bound)
+        row.update(gap_pct=f"{result.gap_percent:.1f}")
     return row
 
 

@@ -55,7 +55,8 @@ extra compute (the cost of every run after an op's first). Steps:
    (`lower.covered`) in its share of the limit ("covering"), its own work counted
    (CP-SAT's deterministic time, GLOP's iterations, the flows' arcs). It is 0 where an
    order fits the budget in live bytes; where its rows cannot be met, nothing fits:
-   INFEASIBLE. It raises the floor of step 4's status (OPTIMAL where it is met).
+   INFEASIBLE. It raises the floor of step 4's status (OPTIMAL where it is met), and
+   where the heuristics' schedule meets it, step 4 does not run.
 
 The best schedule found is never worse than the heuristics'; its offsets are judged by
 `validate` on `problem_of(graph, steps)` with the budget as capacity.
@@ -147,7 +148,7 @@ def _rematerialise(
         best = lower
     if best is None:
         best = _nearest_packed(graph, options, call.nearest, allowed, deadline)
-    best, bounds = _models(graph, options, allowed, best, orders, deadline)
+    best, bounds = _models(graph, options, allowed, best, orders, (covering.cost, deadline))
     # The exhaustive search's least extra compute holds for every schedule.
     floor = every.cost if every is not None else 0
     if bounds and (best is None or best.extra >= min(bounds)):
@@ -163,16 +164,18 @@ def _models(
     allowed: list[bool],
     best: Found | None,
     orders: list[tuple[int, ...]],
-    deadline: float,
+    until: tuple[int, float],
 ) -> tuple[Found | None, list[int]]:
     """Step 4 on graphs of up to `exact_ops` ops: the better schedule and the models'
-    bounds, with the first runs in the best order and in the program order."""
+    bounds, with the first runs in the best order and in the program order; none where
+    the schedule found meets `until`'s bound over every schedule (before its deadline)."""
+    least, deadline = until
     bounds: list[int] = []
     firsts = [orders[0]] + (
         [tuple(range(graph.ops))] if orders[0] != tuple(range(graph.ops)) else []
     )
     for copies in range(options.copies, options.copies + 3):
-        if graph.ops > options.exact_ops or (best is not None and best.extra == 0):
+        if graph.ops > options.exact_ops or (best is not None and best.extra <= least):
             break
         for k, order in enumerate(firsts):
             seconds = (deadline - now()) / (len(firsts) - k)
