@@ -267,7 +267,7 @@ class _Relaxation:
                 row.SetCoefficient(self.x[m], w / demand)
             spend(len(drop) * COEFFICIENT_WORK)
         self.added = len(got)
-        pivots = max(1, int(units / (PIVOT_WORK * max(1, len(got)))))
+        pivots = max(1, int(min(units / (PIVOT_WORK * max(1, len(got))), 1e9)))
         solver.SetSolverSpecificParametersAsString(f"max_number_of_iterations: {pivots}")
         status = solver.Solve()
         spend(solver.iterations() * PIVOT_WORK * len(got))
