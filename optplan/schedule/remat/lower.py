@@ -74,8 +74,9 @@ COVER_SCALE = 0.16
 @dataclass(frozen=True, slots=True)
 class Covering:
     """The bound on the extra compute (`cost`), how many rows (ops whose demand is
-    positive) gave it, whether CP-SAT proved it optimal for the covering problem, and
-    whether some row cannot be met (no schedule fits the budget)."""
+    positive, and cuts) gave it, whether CP-SAT proved it optimal for the covering
+    problem, whether some row cannot be met (no schedule fits the budget), the solves
+    done, and whether the rounds ended with no cut left to add (`converged`)."""
 
     cost: int
     rows: int
