@@ -56,7 +56,7 @@ extra compute (the cost of every run after an op's first). Steps:
    (CP-SAT's deterministic time, GLOP's iterations, the flows' arcs). It is 0 where an
    order fits the budget in live bytes; where its rows cannot be met, nothing fits:
    INFEASIBLE. It raises the floor of step 4's status (OPTIMAL where it is met), and
-   where the heuristics' schedule meets it, step 4 does not run.
+   the heuristics stop, and step 4 does not run, where a schedule found meets it.
 
 The best schedule found is never worse than the heuristics'; its offsets are judged by
 `validate` on `problem_of(graph, steps)` with the budget as capacity.
@@ -141,6 +141,7 @@ def _rematerialise(
         options.alignment,
         allowed,
         Nearest(graph, options.alignment, options.budget_bytes),
+        covering.cost,
     )
     least = now() + share("heuristics_least") * options.time_limit
     best = heuristics(call, orders, max(until, least))
