@@ -3,6 +3,7 @@ programs rewritten with recomputation (TVMScript and ONNX) and replayed bit for 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -195,3 +196,16 @@ def test_what_fits_counts_the_alignment(tmp_path: Path, capsys: pytest.CaptureFi
     )
     assert "at least 17 are needed" in capsys.readouterr().out
     assert main(["reorder", str(path), "--capacity", "17", "--alignment", "8", "--work", "5"]) == 0
+
+
+def test_an_answer_without_a_schedule_says_what_any_costs_at_least() -> None:
+    from optplan.cli.budget import _below_words
+    from optplan.problem.plan import Status
+    from optplan.schedule.remat import MemoryBound, RematSchedule
+
+    unknown = RematSchedule(
+        None, Status.UNKNOWN, 0, 0, 0, 200, 0, MemoryBound(10, ""), None, "none", "", 1.0,
+        lower_bound=3, lower_reason="covering bound over 2 rows, 1 solves (converged)",
+    )  # fmt: skip
+    assert _below_words(unknown) == "; no schedule costs less than 3 extra compute (1.500 %)"
+    assert _below_words(dataclasses.replace(unknown, lower_bound=0)) == ""

@@ -234,7 +234,7 @@ def remat_graph(args: argparse.Namespace, loaded: Loaded) -> int:
     if args.json:
         print(json.dumps(record, indent=1))
     elif result.steps is None:
-        print(f"{loaded.path}: {result.status.value}: {result.reason}")
+        print(f"{loaded.path}: {result.status.value}: {result.reason}{_below_words(result)}")
     else:
         print(
             f"{loaded.path}: {result.status.value}: {counted(len(result.steps), 'step')} for {counted(loaded.graph.ops, 'node')}, "
@@ -246,11 +246,20 @@ def remat_graph(args: argparse.Namespace, loaded: Loaded) -> int:
     return 0 if result.steps is not None else 1
 
 
+def _below_words(result: RematSchedule) -> str:
+    """Where no schedule was found but one may fit: what any of them costs at least
+    (an INFEASIBLE answer has no bound: nothing fits)."""
+    if not result.lower_bound or not result.total_cost:
+        return ""
+    percent = 100 * result.lower_bound / result.total_cost
+    return f"; no schedule costs less than {result.lower_bound} extra compute ({percent:.3f} %)"
+
+
 def _bound_words(result: RematSchedule) -> str:
     """The bound over every schedule and the gap to it, or why the bound is 0; the
     models' bound where it is higher (it speaks only for their spaces)."""
     words = f"lower bound {result.lower_bound}, gap {result.gap_percent:.1f} %"
-    if not result.lower_bound and result.lower_reason:
+    if result.extra_cost and not result.lower_bound and result.lower_reason:
         words += f": {result.lower_reason}"
     if result.bound_cost > result.lower_bound:
         words += f"; the models' spaces hold none below {result.bound_cost}"
