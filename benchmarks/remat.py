@@ -7,8 +7,10 @@ way networkx 3.1 does: generations of nodes in file order):
 
 1. optplan (`schedule.remat.rematerialise`, alignment 1) chooses order, recomputation
    and offsets: its extra compute (% of one run of every node, by `cost_cpu`), the
-   proven bound on it, the arena of its real offsets and whether it is within the
-   budget (every plan judged by `validate`), or why there is no schedule;
+   proven bound on it (`bound`: in the exact model's spaces too), the lower bound over
+   every schedule (`lower`, with `lower_reason`: how it was got or why it is 0) and the
+   gap (extra - lower) / extra, the arena of its real offsets and whether it is within
+   the budget (every plan judged by `validate`), or why there is no schedule;
 2. MOCCASIN (its `main.py`, run as an external command from a copy outside this
    repository, at the same time limit per solve and 2 workers), when given: its extra
    compute, whether its schedule's peak (by optplan's `step_bytes`) is within the
@@ -69,7 +71,7 @@ sys.path.insert(0, str(ROOT))
 from optplan.frontends.graphs import read_graph
 from optplan.planners import get_planner
 from optplan.problem import Problem
-from optplan.problem.plan import validate
+from optplan.problem.plan import Status, validate
 from optplan.schedule import Scheduler
 from optplan.schedule.graph import Graph, peak_bytes, problem_of
 from optplan.schedule.remat import Remat, memory_bound, rematerialise
@@ -87,8 +89,9 @@ ICML = (
 )
 COLUMNS = (
     "graph", "nodes", "share", "budget", "limit", "optplan_status", "optplan_extra_pct", "optplan_bound_pct",
-    "optplan_arena", "optplan_fits", "optplan_method", "optplan_seconds", "moccasin_status",
-    "moccasin_extra_pct", "moccasin_peak_fits", "moccasin_arena_fits", "moccasin_seconds", "reason",
+    "optplan_lower_pct", "optplan_gap_pct", "optplan_arena", "optplan_fits", "optplan_method",
+    "optplan_seconds", "moccasin_status", "moccasin_extra_pct", "moccasin_peak_fits",
+    "moccasin_arena_fits", "moccasin_seconds", "reason", "lower_reason",
 )  # fmt: skip
 
 
@@ -137,9 +140,13 @@ def run_optplan(graph: Graph, budget: int, limit: float) -> dict[str, object]:
         "optplan_method": result.method,
         "optplan_seconds": round(result.seconds, 1),
         "reason": result.reason,
+        "lower_reason": result.lower_reason,
     }
+    if result.status is not Status.INFEASIBLE and result.total_cost:
+        row["optplan_lower_pct"] = f"{100 * result.lower_bound / result.total_cost:.3f}"
     if result.steps is None or result.plan is None:
         return row
+    row["optplan_gap_pct"] = f"{result.gap_percent:.1f}"
     problem = Problem(problem_of(graph, result.steps).buffers, capacity=budget)
     faults = validate(problem, result.plan)
     row.update(

@@ -3,6 +3,7 @@ programs rewritten with recomputation (TVMScript and ONNX) and replayed bit for 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -77,6 +78,39 @@ def test_a_peers_graph_is_scheduled_with_real_offsets(
     assert record["arena_bytes"] <= 250 and record["steps"].count("a") == 2
     assert main(["plan", str(path), "--capacity", "250"]) == 1
     assert "does not fit --capacity 250" in capsys.readouterr().out
+
+
+def test_a_peers_graph_says_its_lower_bound_and_gap(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The graph above at 250 bytes: at d's step a's 100 bytes are held for e beside b,
+    c and d (310), so a runs again: the covering bound is its cost, 5, and meets the
+    answer. The search of every schedule is kept off so that the covering bound speaks;
+    the JSON record and the line both carry the bound, its reason and the gap."""
+    from optplan.schedule import remat
+
+    monkeypatch.setattr(remat, "EXHAUSTIVE_OPS", 0)
+    nodes = [
+        {"id": v, "name": n, "cost_ram": s, "cost_cpu": c}
+        for v, (n, s, c) in enumerate(
+            [("a", 100, 5), ("b", 100, 3), ("c", 10, 1), ("d", 100, 1), ("e", 10, 1)]
+        )
+    ]
+    links = [
+        {"source": u, "target": v} for u, v in [(0, 1), (1, 2), (2, 3), (0, 4), (3, 4), (1, 3)]
+    ]
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps({"nodes": nodes, "links": links}))
+    argv = ["reorder", str(path), "--capacity", "250", "--work", "2"]
+    assert main([*argv, "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["extra_cost"] == record["lower_bound"] == 5 and record["gap_percent"] == 0
+    assert record["status"] == "optimal" and "covering bound" in record["lower_bound_reason"]
+    assert main(argv) == 0
+    assert "lower bound 5, gap 0.0 %" in capsys.readouterr().out
+    assert main(["reorder", str(path), "--capacity", "400", "--work", "2", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["lower_bound"] == 0 and "no run again is forced" in record["lower_bound_reason"]
 
 
 def _skip_model(onnx: object) -> object:
@@ -162,3 +196,16 @@ def test_what_fits_counts_the_alignment(tmp_path: Path, capsys: pytest.CaptureFi
     )
     assert "at least 17 are needed" in capsys.readouterr().out
     assert main(["reorder", str(path), "--capacity", "17", "--alignment", "8", "--work", "5"]) == 0
+
+
+def test_an_answer_without_a_schedule_says_what_any_costs_at_least() -> None:
+    from optplan.cli.budget import _below_words
+    from optplan.problem.plan import Status
+    from optplan.schedule.remat import MemoryBound, RematSchedule
+
+    unknown = RematSchedule(
+        None, Status.UNKNOWN, 0, 0, 0, 200, 0, MemoryBound(10, ""), None, "none", "", 1.0,
+        lower_bound=3, lower_reason="covering bound over 2 rows, 1 solves (converged)",
+    )  # fmt: skip
+    assert _below_words(unknown) == "; no schedule costs less than 3 extra compute (1.500 %)"
+    assert _below_words(dataclasses.replace(unknown, lower_bound=0)) == ""

@@ -1,17 +1,22 @@
 """The covering bound on extra compute (`remat.lower.covering_bound`) against the search
 of every schedule and a brute force over step sequences: it is never above the least
 extra compute of any schedule within the budget, on awkward graphs (buffers live in and
-out, bytes held across the block, ops that may not run again, sizes and costs of 0)."""
+out, bytes held across the block, ops that may not run again, sizes and costs of 0);
+and as `rematerialise` states it (`lower_bound`, its reason, the gap) beside answers."""
 
 from __future__ import annotations
 
+import math
 import time
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from optplan.problem.plan import Status
+from optplan.schedule import Scheduler, remat
 from optplan.schedule.graph import Graph, peak_bytes
-from optplan.schedule.remat import memory_bound
+from optplan.schedule.remat import Remat, memory_bound, rematerialise
 from optplan.schedule.remat.exhaustive import every_schedule
 from optplan.schedule.remat.heuristic import extra_cost
 from optplan.schedule.remat.lower import covering_bound
@@ -105,3 +110,69 @@ def test_the_covering_bound_is_above_zero_where_a_run_again_is_forced() -> None:
     every = every_schedule(CHAIN, 6, [True] * 4, time.perf_counter() + 30)
     assert every is not None and every.cost == 3
     assert covering_bound(CHAIN, 5).unmet  # d's own step holds 6: nothing fits
+
+
+@st.composite
+def below_orders(draw: st.DrawFn, max_ops: int) -> tuple[Graph, tuple[bool, ...], int]:
+    """A graph of `tight` or `skips` at a budget below the best order's peak (the exact
+    order search's, on graphs this small), where some op must run again: elsewhere an
+    order fits and the bound is 0 by its first test."""
+    graph, allowed, _ = draw(st.one_of(tight(max_ops), skips(max_ops)))
+    low = memory_bound(graph, allowed).bytes
+    best = Scheduler("exact", time_limit=5.0)(graph).peak_bytes
+    return graph, allowed, draw(st.integers(low, max(low, best - 1)))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(tight(4), skips(5), below_orders(5)))
+@example((CHAIN, (True, True, True, True), 6))
+def test_the_answers_lower_bound_is_at_most_the_least_and_its_gap_is_the_answers(
+    drawn: tuple[Graph, tuple[bool, ...], int],
+) -> None:
+    """`rematerialise`'s `lower_bound`, from the covering bound on its share of the work
+    (the search of every schedule kept off, so that the covering bound is what speaks),
+    is never above the least extra compute the brute force finds, nor above the
+    answer's; the gap is the answer's own, and nothing fits where it says so."""
+    graph, allowed, budget = drawn
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(remat, "EXHAUSTIVE_OPS", 0)
+        result = rematerialise(graph, Remat(budget, time_limit=math.inf, work=0.3), allowed)
+    fitting = brute_force(graph, list(allowed), budget)
+    if fitting:
+        assert result.status is not Status.INFEASIBLE, result.reason
+        assert result.lower_bound <= min(extra_cost(graph, s) for s in fitting)
+    if result.steps is None:
+        return
+    assert result.lower_bound <= result.bound_cost <= result.extra_cost
+    if result.extra_cost:
+        expected = 100 * (result.extra_cost - result.lower_bound) / result.extra_cost
+        assert result.gap_percent == pytest.approx(expected)
+    else:
+        assert result.lower_bound == 0 and result.gap_percent == 0
+    assert result.lower_reason  # how the bound was got, or why it is 0
+
+
+def test_the_answer_says_why_its_bound_is_what_it_is() -> None:
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(remat, "EXHAUSTIVE_OPS", 0)
+        fits = rematerialise(CHAIN, Remat(7, time_limit=math.inf, work=1.0))
+        forced = rematerialise(CHAIN, Remat(6, time_limit=math.inf, work=1.0))
+    assert fits.extra_cost == fits.lower_bound == 0
+    assert "no run again is forced" in fits.lower_reason
+    assert forced.status is Status.OPTIMAL  # the covering bound meets the answer: a again
+    assert forced.extra_cost == forced.lower_bound == 3 and forced.gap_percent == 0
+    assert "covering bound" in forced.lower_reason
+    searched = rematerialise(CHAIN, Remat(6, time_limit=math.inf, work=1.0))
+    assert searched.lower_bound == 3 and "search" in searched.lower_reason
+
+
+def test_a_bound_whose_rows_cannot_be_met_proves_that_nothing_fits() -> None:
+    """At 6 bytes with a unable to run again, a's 5 bytes are held at c's step beside
+    B and C: the covering rows cannot be met (the memory bound says so too)."""
+    allowed = [False, True, True, True]
+    assert covering_bound(CHAIN, 6, allowed).unmet
+    assert brute_force(CHAIN, allowed, 6) == []
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(remat, "EXHAUSTIVE_OPS", 0)
+        result = rematerialise(CHAIN, Remat(6, time_limit=math.inf, work=1.0), allowed)
+    assert result.status is Status.INFEASIBLE and result.steps is None

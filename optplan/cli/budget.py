@@ -200,6 +200,9 @@ def recompute_note(result: Recomputed, capacity: int) -> str:
     if not result.status.has_plan:
         return f"no program within --capacity {capacity}: {result.reason}"
     bound = f"proven bound {result.bound_cost}" if result.bound_cost else "no bound proven"
+    bound += (
+        f", lower bound over every schedule {result.lower_bound}, gap {result.gap_percent:.1f} %"
+    )
     return (
         f"recomputed within --capacity {capacity}: live-bytes peak {result.original_peak_bytes} -> "
         f"{result.peak_bytes} bytes; {counted(len(result.copies), 'value')} computed again "
@@ -231,23 +234,36 @@ def remat_graph(args: argparse.Namespace, loaded: Loaded) -> int:
     if args.json:
         print(json.dumps(record, indent=1))
     elif result.steps is None:
-        print(f"{loaded.path}: {result.status.value}: {result.reason}")
+        print(f"{loaded.path}: {result.status.value}: {result.reason}{_below_words(result)}")
     else:
         print(
             f"{loaded.path}: {result.status.value}: {counted(len(result.steps), 'step')} for {counted(loaded.graph.ops, 'node')}, "
-            f"extra compute {result.extra_cost} of {result.total_cost} ({result.extra_percent:.3f} %, proven "
-            f"bound {result.bound_cost}, gap {_gap(result):.1f} %); live-bytes peak {result.peak_bytes}, arena {result.arena_bytes} <= "
+            f"extra compute {result.extra_cost} of {result.total_cost} ({result.extra_percent:.3f} %, "
+            f"{_bound_words(result)}); live-bytes peak {result.peak_bytes}, arena {result.arena_bytes} <= "
             f"{args.capacity} (real offsets, validated); by {result.method} in {result.seconds:.2f} s"
             + (f"; written to {args.output}" if args.output else "")
         )
     return 0 if result.steps is not None else 1
 
 
-def _gap(result: RematSchedule) -> float:
-    """How far the extra compute may be above the least: (extra - bound) / extra."""
-    if not result.extra_cost:
-        return 0.0
-    return 100.0 * (result.extra_cost - result.bound_cost) / result.extra_cost
+def _below_words(result: RematSchedule) -> str:
+    """Where no schedule was found but one may fit: what any of them costs at least
+    (an INFEASIBLE answer has no bound: nothing fits)."""
+    if not result.lower_bound or not result.total_cost:
+        return ""
+    percent = 100 * result.lower_bound / result.total_cost
+    return f"; no schedule costs less than {result.lower_bound} extra compute ({percent:.3f} %)"
+
+
+def _bound_words(result: RematSchedule) -> str:
+    """The bound over every schedule and the gap to it, or why the bound is 0; the
+    models' bound where it is higher (it speaks only for their spaces)."""
+    words = f"lower bound {result.lower_bound}, gap {result.gap_percent:.1f} %"
+    if result.extra_cost and not result.lower_bound and result.lower_reason:
+        words += f": {result.lower_reason}"
+    if result.bound_cost > result.lower_bound:
+        words += f"; the models' spaces hold none below {result.bound_cost}"
+    return words
 
 
 def _graph_record(loaded: Loaded, result: RematSchedule, capacity: int) -> dict[str, object]:
@@ -265,7 +281,9 @@ def _graph_record(loaded: Loaded, result: RematSchedule, capacity: int) -> dict[
         "extra_cost": result.extra_cost,
         "total_cost": result.total_cost,
         "bound_cost": result.bound_cost,
-        "gap_percent": round(_gap(result), 3),
+        "lower_bound": result.lower_bound,
+        "lower_bound_reason": result.lower_reason,
+        "gap_percent": round(result.gap_percent, 3),
         "memory_bound_bytes": result.memory_bound.bytes,
         "peak_bytes": result.peak_bytes,
         "arena_bytes": result.arena_bytes,
@@ -339,6 +357,8 @@ def _program_record(loaded: Loaded, result: Recomputed, capacity: int) -> dict[s
         "extra_cost": result.extra_cost,
         "total_cost": result.total_cost,
         "bound_cost": result.bound_cost,
+        "lower_bound": result.lower_bound,
+        "gap_percent": round(result.gap_percent, 3),
         "seconds": round(result.seconds, 4),
         **({} if result.status.has_plan else {"reason": result.reason}),
     }

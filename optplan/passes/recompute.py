@@ -86,6 +86,19 @@ class Recomputed:
     def extra_percent(self) -> float:
         return 100.0 * self.extra_cost / self.total_cost if self.total_cost else 0.0
 
+    @property
+    def lower_bound(self) -> int:
+        """No program within the capacity computes less again, over every schedule of
+        its blocks (the sum of their `lower_bound`s)."""
+        return sum(block.lower_bound for block in self.blocks)
+
+    @property
+    def gap_percent(self) -> float:
+        """(extra - lower_bound) / extra, 0 where nothing is computed again."""
+        if not self.extra_cost:
+            return 0.0
+        return 100.0 * (self.extra_cost - self.lower_bound) / self.extra_cost
+
 
 def recompute(
     program: Program,

@@ -50,6 +50,13 @@ extra compute (the cost of every run after an op's first). Steps:
    where the exhaustive search ran to its end). A schedule cheaper than the model's
    bound lies outside its spaces (first runs in an order drawn at random), and that
    bound says nothing of it: FEASIBLE, bounded only by the exhaustive search.
+5. Between steps 2 and 3, the bound over every schedule (`lower_bound`): the search of
+   every schedule's least where it ran to its end, else the covering bound
+   (`lower.covered`) in its share of the limit ("covering"), its own work counted
+   (CP-SAT's deterministic time, GLOP's iterations, the flows' arcs). It is 0 where an
+   order fits the budget in live bytes; where its rows cannot be met, nothing fits:
+   INFEASIBLE. It raises the floor of step 4's status (OPTIMAL where it is met), and
+   the heuristics stop, and step 4 does not run, where a schedule found meets it.
 
 The best schedule found is never worse than the heuristics'; its offsets are judged by
 `validate` on `problem_of(graph, steps)` with the budget as capacity.
@@ -58,17 +65,19 @@ The best schedule found is never worse than the heuristics'; its offsets are jud
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from optplan.budget import GUARD_SECONDS, Budget, active, now, running, spend
 from optplan.problem import Problem
 from optplan.problem.plan import Plan, Status
 from optplan.schedule import Scheduler, best_quick
 from optplan.schedule.graph import Graph, peak_bytes, problem_of
+from optplan.schedule.remat.answer import Remat, RematSchedule, answer, below_bound, infeasible
 from optplan.schedule.remat.anytime import Call, Found, heuristics
 from optplan.schedule.remat.bounds import MemoryBound, is_valid_steps, memory_bound, traced
 from optplan.schedule.remat.exhaustive import Exhausted, every_schedule
 from optplan.schedule.remat.heuristic import extra_cost, prune
+from optplan.schedule.remat.lower import Lower, covered
 from optplan.schedule.remat.model import ModelResult, solve_model
 from optplan.schedule.remat.packing import Nearest, fits, pack
 from optplan.schedule.remat.rolling import rolled
@@ -82,57 +91,6 @@ LOWER_WORK = 1_500
 # The nearest schedule's CP-SAT packing, and what window-by-window packing needs after it.
 NEAREST_SECONDS = 30.0
 ROLLING_SECONDS = 90.0
-
-
-@dataclass(frozen=True, slots=True)
-class Remat:
-    """Options: the budget in bytes (the block's `base_bytes` included), seconds (with
-    `work`, units of work that every stage counts, the seconds only a guard), how many
-    runs of one op the exact model allows, the largest graph it is tried on (above it
-    the heuristics have all the time), the alignment of every offset, and the order search's work (its states:
-    1,000,000 finds the best orders known on MOCCASIN's random graphs of 100 to 1,000
-    ops in 0.5-7 s, with the time limit only an outer guard)."""
-
-    budget_bytes: int
-    time_limit: float = 10.0
-    copies: int = 2
-    exact_ops: int = 400
-    alignment: int = 1
-    order_work: int = 1_000_000
-    work: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class RematSchedule:
-    """A schedule within the budget, or why there is none.
-
-    `steps`: the ops run, in order (None: no schedule); `plan`: every instance's offset
-    in `problem_of(graph, steps, alignment)` (capacity: the budget less `base_bytes`);
-    `extra_cost` / `total_cost`: compute of the runs after each op's first / of one run
-    of every op; `bound_cost`: proven lower bound on the extra compute, among schedules
-    that run each op at most `copies` times where the exact model proved it, among all
-    where the exhaustive search ran to its end;
-    `memory_bound`: no schedule holds less at its peak (no arena at the alignment is
-    smaller, `base_bytes` added); `method`: what found it.
-    """
-
-    steps: tuple[int, ...] | None
-    status: Status
-    peak_bytes: int
-    arena_bytes: int
-    extra_cost: int
-    total_cost: int
-    bound_cost: int
-    memory_bound: MemoryBound
-    plan: Plan | None
-    method: str
-    reason: str
-    seconds: float
-    cut: bool = False
-
-    @property
-    def extra_percent(self) -> float:
-        return 100.0 * self.extra_cost / self.total_cost if self.total_cost else 0.0
 
 
 def rematerialise(
@@ -160,7 +118,7 @@ def _rematerialise(
     total = sum(graph.costs) if graph.costs else graph.ops
     bound = memory_bound(graph, allowed, options.alignment)
     if options.budget_bytes < bound.bytes:
-        return _below_bound(options, bound, total, began)
+        return below_bound(options, bound, total, began)
     searched = _searched(graph, options)
     every = _exhaustive(graph, options, allowed, began) if searched else None
     if every is not None:
@@ -169,6 +127,12 @@ def _rematerialise(
             return found
     lower = _lower(graph, options, allowed, bound, began) if searched and every is None else None
     orders = _orders(graph, options)
+    covering = _covering(graph, options, allowed, orders, every)
+    if covering.unmet:
+        reason = f"no schedule fits {options.budget_bytes} bytes: {covering.reason}"
+        return infeasible(
+            MemoryBound(options.budget_bytes + 1, covering.reason), reason, total, began
+        )
     exact = graph.ops <= options.exact_ops
     until = began + (share("heuristics") if exact else 1.0) * options.time_limit
     call = Call(
@@ -177,6 +141,7 @@ def _rematerialise(
         options.alignment,
         allowed,
         Nearest(graph, options.alignment, options.budget_bytes),
+        covering.cost,
     )
     least = now() + share("heuristics_least") * options.time_limit
     best = heuristics(call, orders, max(until, least))
@@ -184,12 +149,34 @@ def _rematerialise(
         best = lower
     if best is None:
         best = _nearest_packed(graph, options, call.nearest, allowed, deadline)
+    best, bounds = _models(graph, options, allowed, best, orders, (covering.cost, deadline))
+    # The exhaustive search's least extra compute holds for every schedule.
+    floor = every.cost if every is not None else 0
+    if bounds and (best is None or best.extra >= min(bounds)):
+        # A schedule cheaper than the models' bound lies outside their spaces (an order
+        # drawn at random): their bound says nothing of its own.
+        floor = max(floor, min(bounds))
+    return answer(graph, options, best, (floor, covering), total, bound, began, call.nearest)
+
+
+def _models(
+    graph: Graph,
+    options: Remat,
+    allowed: list[bool],
+    best: Found | None,
+    orders: list[tuple[int, ...]],
+    until: tuple[int, float],
+) -> tuple[Found | None, list[int]]:
+    """Step 4 on graphs of up to `exact_ops` ops: the better schedule and the models'
+    bounds, with the first runs in the best order and in the program order; none where
+    the schedule found meets `until`'s bound over every schedule (before its deadline)."""
+    least, deadline = until
     bounds: list[int] = []
     firsts = [orders[0]] + (
         [tuple(range(graph.ops))] if orders[0] != tuple(range(graph.ops)) else []
     )
     for copies in range(options.copies, options.copies + 3):
-        if not exact or (best is not None and best.extra == 0):
+        if graph.ops > options.exact_ops or (best is not None and best.extra <= least):
             break
         for k, order in enumerate(firsts):
             seconds = (deadline - now()) / (len(firsts) - k)
@@ -202,32 +189,23 @@ def _rematerialise(
         # small programs), a space with one more run of each op may.
         if best is not None or now() > deadline - 0.5:
             break
-    # The exhaustive search's least extra compute holds for every schedule.
-    floor = every.cost if every is not None else 0
-    if bounds and (best is None or best.extra >= min(bounds)):
-        # A schedule cheaper than the models' bound lies outside their spaces (an order
-        # drawn at random): their bound says nothing of its own.
-        floor = max(floor, min(bounds))
-    return _result(graph, options, best, floor, total, bound, began, call.nearest)
+    return best, bounds
 
 
-def _below_bound(options: Remat, bound: MemoryBound, total: int, began: float) -> RematSchedule:
-    """The answer where the budget is below the proven memory bound: INFEASIBLE, why."""
-    reason = (
-        f"no schedule fits {options.budget_bytes} bytes: at least {bound.bytes} are needed "
-        f"({bound.reason})"
-    )
-    seconds = now() - began
-    return RematSchedule(
-        None, Status.INFEASIBLE, 0, 0, 0, total, 0, bound, None, "bound", reason, seconds
-    )
-
-
-def _spent(reading: float) -> str:
-    """A reading of the running clock in its units."""
-    clock = active()
-    units = "units of work" if clock is not None and clock.counted else "s"
-    return f"{reading:.1f} {units}"
+def _covering(
+    graph: Graph,
+    options: Remat,
+    allowed: list[bool],
+    orders: list[tuple[int, ...]],
+    every: Exhausted | None,
+) -> Lower:
+    """Step 5, the bound over every schedule: the search of every schedule's least,
+    where it ran to its end; else the covering bound in its share of the limit."""
+    if every is not None:
+        return _least(every)
+    units = share("covering") * options.time_limit
+    peak = peak_bytes(graph, orders[0])
+    return covered(graph, options.budget_bytes, allowed, peak, units)
 
 
 def _nearest_packed(
@@ -315,17 +293,18 @@ def _every(
         )
         proof = proof or MemoryBound(options.budget_bytes + 1, searched)
         reason = f"no schedule fits {options.budget_bytes} bytes: {proof.reason}"
-        seconds = now() - began
-        return RematSchedule(
-            None, Status.INFEASIBLE, 0, 0, 0, total, 0, proof, None, "bound", reason, seconds
-        )
+        return infeasible(proof, reason, total, began)
     steps = prune(graph, every.steps, options.budget_bytes)
     until = began + share("exhaustive_pack") * options.time_limit
     plan = pack(graph, steps, options.budget_bytes, options.alignment, until)
     if plan is None:
         return None
     found = Found(steps, plan, extra_cost(graph, steps), "exhaustive", True)
-    return _result(graph, options, found, every.cost, total, bound, began)
+    return answer(graph, options, found, (every.cost, _least(every)), total, bound, began)
+
+
+def _least(every: Exhausted) -> Lower:
+    return Lower(every.cost, "the least of every schedule (its search ran to its end)")
 
 
 def _orders(graph: Graph, options: Remat) -> list[tuple[int, ...]]:
@@ -414,74 +393,9 @@ def _model_plan(graph: Graph, options: Remat, result: ModelResult) -> Plan | Non
     return plan if fits(problem, plan) else None
 
 
-def _nearest_words(graph: Graph, nearest: Nearest | None, total: int) -> str:
-    """What the nearest schedule found that did not pack needs, for the reason where
-    nothing fits: its arena with real offsets and its extra compute (of `total`)."""
-    if nearest is None or nearest.steps is None or nearest.plan is None:
-        return ""
-    extra = 100.0 * extra_cost(graph, nearest.steps) / total if total else 0.0
-    arena = nearest.plan.arena + graph.base_bytes
-    return f"; the nearest schedule found fits {arena} bytes with real offsets, at +{extra:.3f} % extra compute"
-
-
 def _instance_offsets(graph: Graph, found: Found) -> list[int]:
     problem = problem_of(graph, found.steps)
     return [found.plan.offsets.get(b.id, 0) for b in problem.buffers]
-
-
-def _result(
-    graph: Graph,
-    options: Remat,
-    best: Found | None,
-    model_bound: int,
-    total: int,
-    bound: MemoryBound,
-    began: float,
-    nearest: Nearest | None = None,
-) -> RematSchedule:
-    if best is None:
-        # Nothing found: perhaps nothing fits, which the traced bound may prove (within
-        # a second of the limit: on MOCCASIN's 1,000-node graph its work took 6 s).
-        proof = traced(
-            graph,
-            options.budget_bytes,
-            deadline=max(began + options.time_limit, now()) + 1.0,
-            alignment=options.alignment,
-        )
-        if proof is not None:
-            reason = f"no schedule fits {options.budget_bytes} bytes: {proof.reason}"
-            seconds = now() - began
-            return RematSchedule(
-                None, Status.INFEASIBLE, 0, 0, 0, total, 0, proof, None, "bound", reason, seconds
-            )
-    seconds = now() - began
-    if best is None:
-        reason = (
-            f"no schedule within {options.budget_bytes} bytes found in {_spent(seconds)} of "
-            f"the limit of {_spent(options.time_limit)} (the proven memory bound is "
-            f"{bound.bytes})"
-        ) + _nearest_words(graph, nearest, total)
-        return RematSchedule(
-            None, Status.UNKNOWN, 0, 0, 0, total, model_bound, bound, None, "none", reason, seconds
-        )
-    # The least of the models' bounds holds over every space they searched; a model that
-    # proved its own space optimal says nothing of the other. No recomputation is optimal.
-    proven = 0 if best.extra == 0 else model_bound
-    status = Status.OPTIMAL if best.extra <= proven else Status.FEASIBLE
-    return RematSchedule(
-        best.steps,
-        status,
-        peak_bytes(graph, best.steps),
-        best.plan.arena + graph.base_bytes,
-        best.extra,
-        total,
-        min(proven, best.extra),
-        bound,
-        best.plan,
-        best.method,
-        "",
-        seconds,
-    )
 
 
 __all__ = [

@@ -49,13 +49,15 @@ DEEP_SECONDS = 30.0
 class Call:
     """What every step of one `rematerialise` call shares: the graph, the budget in bytes
     (`base_bytes` included), the alignment of every offset, which ops may run again,
-    and the nearest schedule found that did not pack."""
+    the nearest schedule found that did not pack, and a bound on the extra compute of
+    every schedule (a schedule that meets it is the least: the search stops there)."""
 
     graph: Graph
     budget: int
     alignment: int
     allowed: list[bool]
     nearest: Nearest
+    least: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +89,7 @@ def heuristics(call: Call, orders: list[tuple[int, ...]], deadline: float) -> Fo
             found = fit(call, order, deadline, ranks)
             if found is not None and (best is None or found.extra < best.extra):
                 best = found
-            if best is not None and best.extra == 0:
+            if best is not None and best.extra <= call.least:
                 return best
         if best is not None:
             break
@@ -114,7 +116,9 @@ def _restarts(
     one, they stop after `RESTARTS_IDLE` orders in a row that give none cheaper."""
     idle = 0
     for order in draws:
-        if now() > deadline or (best is not None and (best.extra == 0 or idle >= RESTARTS_IDLE)):
+        if now() > deadline or (
+            best is not None and (best.extra <= call.least or idle >= RESTARTS_IDLE)
+        ):
             break
         found = fit(call, order, deadline, RANKS)
         idle += 1

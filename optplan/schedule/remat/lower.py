@@ -19,16 +19,23 @@ meeting (v) for every op v. Steps:
 1. Per op, the droppable bytes per maker and the demand (v), from the graph's
    ancestor and descendant sets (`graph.closure`); ops whose demand is not positive
    give no row. A coefficient above the demand is cut to it (valid for binary x).
-2. A row no choice of x meets proves that no schedule fits; the bound says nothing
-   more (the memory bound speaks for it): 0.
-3. The covering problem is solved by CP-SAT, one worker, a fixed seed, stopped on
-   `work` (its deterministic time; seconds only as an outer guard): its proven
-   objective bound (the optimum where it ends) is the bound.
+2. A row no choice of x meets proves that no schedule fits (`unmet`; `rematerialise`
+   answers INFEASIBLE).
+3. The covering problem is solved by CP-SAT, one worker, a fixed seed, stopped on its
+   deterministic time (half of each round's part of `work`): its proven objective
+   bound (the optimum where it ends) is the bound; where CP-SAT stops first, the linear
+   relaxation by GLOP (one model, its new rows added each round), rounded up.
 4. Rows from cuts (`_Cuts`): the ops run before v's first run are some set D closed
    under the order, and what D made that is read outside D is held at v's step unless
    its maker runs again. With the choice of step 3, a maximum flow per op finds the
    least held over every D; where it exceeds the budget, the flow gives a row that cuts
    the choice off, and step 3 runs again, up to `rounds` solves.
+
+Every step counts its work on the running clock (`optplan.budget`): step 1 its pairs
+of an op and a buffer, step 3 CP-SAT's deterministic time, GLOP's iterations and the
+coefficients written, step 4 the arcs of each flow; the rounds stop where `work` is
+spent, and the bound is then the last solve's (still a bound). Under a clock counted
+in work the bound is the same on any machine.
 
 It covers every schedule `rematerialise` may return and every one `exhaustive`
 searches: any order of first runs and any recomputation, at any alignment.
@@ -37,27 +44,93 @@ searches: any order of first runs and any recomputation, at any alignment.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
+import numpy as np
 from ortools.graph.python import max_flow  # type: ignore[import-untyped, import-not-found, unused-ignore]
 from ortools.linear_solver import pywraplp  # type: ignore[import-untyped, import-not-found, unused-ignore]
 from ortools.sat.python import cp_model
+from ortools.sat.python.cp_model import LinearExpr
 
+from optplan.budget import active, limit_solver, now, solver_done, spend
 from optplan.schedule.graph import Graph, closure
+
+# Work (units of `optplan.budget`, about a second of one core each) of the steps: a pair
+# of an op and a buffer in the rows of step 1, a coefficient written into a covering
+# model, a simplex iteration per row of GLOP's, an arc of a maximum flow solved (on
+# MOCCASIN's 1,000-node graph at 50-80 %: the flows 3-4.6 s, GLOP 0.4-0.9 s a bound).
+PAIR_WORK = 4e-7
+COEFFICIENT_WORK = 2e-6
+PIVOT_WORK = 5e-7
+ARC_WORK = 7e-8
+# CP-SAT's covering models take about this many times a no-overlap-2D part's seconds
+# per deterministic second (`optplan.budget.CPSAT_WORK_PER_SECOND`): 1.9 s of one core
+# (MOCCASIN's 500-node graph at 50-70 %, 24 deterministic seconds in 45 s).
+COVER_SCALE = 0.16
 
 
 @dataclass(frozen=True, slots=True)
 class Covering:
     """The bound on the extra compute (`cost`), how many rows (ops whose demand is
-    positive) gave it, whether CP-SAT proved it optimal for the covering problem, and
-    whether some row cannot be met (no schedule fits the budget)."""
+    positive, and cuts) gave it, whether CP-SAT proved it optimal for the covering
+    problem, whether some row cannot be met (no schedule fits the budget), the solves
+    done, and whether the rounds ended with no cut left to add (`converged`)."""
 
     cost: int
     rows: int
     optimal: bool
     unmet: bool
+    solves: int = 0
+    converged: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Lower:
+    """What an answer says of the least extra compute over every schedule: a bound
+    (`cost`), how it was got or why it is 0 (`reason`), and whether it proves that no
+    schedule fits (`unmet`)."""
+
+    cost: int
+    reason: str
+    unmet: bool = False
+
+
+def covered(
+    graph: Graph,
+    budget: int,
+    recomputable: Sequence[bool] | None,
+    order_peak: int,
+    work: float,
+) -> Lower:
+    """The covering bound in `work` units of the running clock, as an answer states it;
+    none where an order with peak `order_peak` fits the budget (no row can then be
+    above 0: the order's every step holds what the rows count)."""
+    if order_peak <= budget:
+        return Lower(
+            0, f"an order holds at most {order_peak} bytes at every step: no run again is forced"
+        )
+    cover = covering_bound(graph, budget, recomputable, work)
+    if cover.unmet:
+        return Lower(0, "some op's step holds more than the budget whatever runs again", True)
+    if not cover.converged and not cover.cost:
+        return Lower(
+            0,
+            f"{cover.solves} solves over {cover.rows} rows in its share of the work "
+            f"({work:.1f}) proved no more than 0",
+        )
+    if not cover.rows:
+        return Lower(
+            0,
+            "at every op's step some set of ops run before it holds at most the budget "
+            "(a minimum cut) with nothing made again: no one step forces a run again",
+        )
+    ended = "converged" if cover.converged else "more rounds may raise it"
+    return Lower(
+        cover.cost,
+        f"covering bound over {cover.rows} rows, {cover.solves} solves ({ended})",
+    )
 
 
 def rows(
@@ -101,43 +174,47 @@ def covering_bound(
     graph: Graph,
     budget: int,
     recomputable: Sequence[bool] | None = None,
-    work: float = 2.0,
+    work: float = 12.0,
     rounds: int = 6,
-    seconds: float = 60.0,
 ) -> Covering:
-    """The bound of the module docstring: `work` is CP-SAT's deterministic time per
-    solve, `rounds` the solves at most (each but the last followed by one cut per op),
-    `seconds` an outer guard."""
-    deadline = time.perf_counter() + seconds
+    """The bound of the module docstring within `work` units of the running clock
+    (`optplan.budget.now`: its work, or seconds outside a counted run), `rounds` the
+    solves at most (each but the last followed by one flow per op)."""
+    end = now() + work
     got, unmet = rows(graph, budget, recomputable)
+    spend(graph.ops * len(graph.sizes) * PAIR_WORK)
     if unmet:
         return Covering(0, len(got), False, True)
     cuts = _Cuts(graph, budget, recomputable)
+    relaxation = _Relaxation(graph.costs or (1,) * graph.ops)
     best = Covering(0, len(got), False, False)
     for round_ in range(rounds):
-        left = deadline - time.perf_counter()
+        left = end - now()
         if left <= 0:
             break
-        cost, optimal, again = _solve(graph, got, work, left)
+        cost, optimal, again = _solve(graph, got, left / (2 * (rounds - round_)), relaxation)
         if again is None:  # the rows admit no choice: nothing fits the budget
-            return Covering(0, len(got), False, True)
-        best = Covering(max(best.cost, cost), len(got), optimal, False)
+            return Covering(0, len(got), False, True, round_ + 1)
+        best = Covering(max(best.cost, cost), len(got), optimal, False, round_ + 1)
         if round_ == rounds - 1:
             break
-        new = [row for v in range(graph.ops) if (row := cuts.violated(v, again)) is not None]
-        if not new:
+        new = cuts.rows(again, end)
+        if new is None:  # the work ran out among the flows
             break
+        if not new:
+            return replace(best, converged=True)
         if any(sum(drop.values()) < demand for drop, demand in new):
-            return Covering(0, len(got), False, True)
+            return Covering(0, len(got), False, True, round_ + 1)
         got.extend(new)
     return best
 
 
 def _solve(
-    graph: Graph, got: list[Row], work: float, seconds: float
+    graph: Graph, got: list[Row], units: float, relaxation: _Relaxation
 ) -> tuple[int, bool, set[int] | None]:
-    """The covering problem over `got`: its proven bound, whether optimal, and the makers
-    run again in the best choice found (None where there is none)."""
+    """The covering problem over `got` in `units` of the clock: its proven bound, whether
+    optimal, and the makers run again in the best choice found (None where there is
+    none)."""
     if not got:
         return 0, True, set()
     costs = graph.costs or (1,) * graph.ops
@@ -145,37 +222,61 @@ def _solve(
     makers = sorted({m for drop, _ in got for m in drop})
     x = {m: model.new_bool_var(f"again[{m}]") for m in makers}
     for drop, demand in got:
-        model.add(sum(w * x[m] for m, w in drop.items()) >= demand)
-    model.minimize(sum(costs[m] * x[m] for m in makers))
+        model.add(LinearExpr.weighted_sum([x[m] for m in drop], list(drop.values())) >= demand)
+    model.minimize(LinearExpr.weighted_sum([x[m] for m in makers], [costs[m] for m in makers]))
+    spend(sum(len(drop) for drop, _ in got) * COEFFICIENT_WORK)
     solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = 0
-    solver.parameters.max_deterministic_time = work
-    solver.parameters.max_time_in_seconds = seconds
+    clock = active()
+    # `limit_solver` divides the units by the scale in both modes; in seconds the solve
+    # takes the units as they are.
+    counted = clock is not None and clock.counted
+    limit_solver(
+        solver.parameters, units if counted else units * COVER_SCALE, workers=1, scale=COVER_SCALE
+    )
     status = solver.solve(model)
+    solver_done(solver, COVER_SCALE)
     if status == cp_model.INFEASIBLE:
         return 0, False, None
     bound = max(0, math.ceil(solver.best_objective_bound - 1e-6))
     if status != cp_model.OPTIMAL:
-        bound = max(bound, _relaxed(got, costs))
+        bound = max(bound, relaxation.bound(got, units))
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return bound, False, set()
     return bound, status == cp_model.OPTIMAL, {m for m in makers if solver.value(x[m])}
 
 
-def _relaxed(got: list[Row], costs: Sequence[int]) -> int:
+class _Relaxation:
     """The covering problem's linear relaxation by GLOP (where CP-SAT stopped before its
-    own bound got there), rounded up: costs are integers."""
-    solver = pywraplp.Solver.CreateSolver("GLOP")
-    makers = sorted({m for drop, _ in got for m in drop})
-    x = {m: solver.NumVar(0.0, 1.0, f"again[{m}]") for m in makers}
-    for drop, demand in got:
-        solver.Add(sum(w / demand * x[m] for m, w in drop.items()) >= 1.0)
-    solver.Minimize(sum(costs[m] * x[m] for m in makers))
-    if solver.Solve() != pywraplp.Solver.OPTIMAL:
-        return 0
-    # The dual bound would be exact; a little slack keeps rounding from overshooting.
-    return max(0, math.ceil(solver.Objective().Value() - 1e-6 * (1 + sum(costs))))
+    own bound got there), rounded up (costs are integers); one model for every round,
+    each adding its new rows. Its work: GLOP's iterations, each `PIVOT_WORK` a row."""
+
+    def __init__(self, costs: Sequence[int]) -> None:
+        self.costs = costs
+        self.solver = pywraplp.Solver.CreateSolver("GLOP")
+        self.solver.Objective().SetMinimization()
+        self.x: dict[int, Any] = {}
+        self.added = 0
+
+    def bound(self, got: list[Row], units: float) -> int:
+        solver = self.solver
+        for drop, demand in got[self.added :]:
+            row = solver.Constraint(1.0, solver.infinity())
+            for m, w in drop.items():
+                if m not in self.x:
+                    self.x[m] = solver.NumVar(0.0, 1.0, f"again[{m}]")
+                    solver.Objective().SetCoefficient(self.x[m], self.costs[m])
+                row.SetCoefficient(self.x[m], w / demand)
+            spend(len(drop) * COEFFICIENT_WORK)
+        self.added = len(got)
+        pivots = max(1, int(min(units / (PIVOT_WORK * max(1, len(got))), 1e9)))
+        solver.SetSolverSpecificParametersAsString(f"max_number_of_iterations: {pivots}")
+        status = solver.Solve()
+        spend(solver.iterations() * PIVOT_WORK * len(got))
+        if status != pywraplp.Solver.OPTIMAL:
+            return 0
+        # The dual bound would be exact; a little slack keeps rounding from overshooting.
+        value = solver.Objective().Value()
+        return max(0, math.ceil(value - 1e-6 * (1 + sum(self.costs))))
 
 
 class _Cuts:
@@ -185,61 +286,89 @@ class _Cuts:
     after v). Where the flow is above the room, the choice is cut off by the row its
     flow gives: a flow less what passes through the buffers dropped is still a flow,
     so every choice whose schedule fits needs the flow through its dropped buffers to
-    reach the flow's excess over the room (max-flow min-cut duality)."""
+    reach the flow's excess over the room (max-flow min-cut duality). Each flow's work
+    is `ARC_WORK` an arc."""
 
     def __init__(self, graph: Graph, budget: int, recomputable: Sequence[bool] | None) -> None:
         self.graph, self.budget = graph, budget
-        self.creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
-        self.fixed = {
-            b
-            for b in range(len(graph.sizes))
-            if b not in self.creator
-            or (recomputable is not None and not recomputable[self.creator[b]])
-        }
-        n = graph.ops
-        self.source, self.sink = n + len(graph.sizes), n + len(graph.sizes) + 1
-        self.infinite = sum(graph.sizes) + 1
+        buffers = len(graph.sizes)
+        creator = {b: v for v, bufs in enumerate(graph.creates) for b in bufs}
+        self.maker = np.array([creator.get(b, -1) for b in range(buffers)], dtype=np.int64)
+        self.sizes = np.array(graph.sizes, dtype=np.int64)
+        allowed = np.array(
+            [True] * graph.ops if recomputable is None else list(recomputable), dtype=bool
+        )
+        # A buffer live in or made by an op that may not run again is always held.
+        self.droppable = (self.maker >= 0) & allowed[np.maximum(self.maker, 0)]
         self.flow = max_flow.SimpleMaxFlow()
-        self.arc: dict[int, int] = {}
+        self.infinite = int(self.sizes.sum()) + 1
+        self.arcs = self._network()
+        self.tie_in = [self._arc(self.source, v, 0) for v in range(graph.ops)]
+        self.tie_out = [self._arc(v, self.sink, 0) for v in range(graph.ops)]
+
+    def _arc(self, tail: int, head: int, capacity: int) -> int:
+        return int(self.flow.add_arc_with_capacity(tail, head, capacity))
+
+    def _network(self) -> np.ndarray:
+        """Op v is node v, buffer b node ops + b; the arc of each buffer, by buffer."""
+        graph, n = self.graph, self.graph.ops
+        self.source, self.sink = n + len(graph.sizes), n + len(graph.sizes) + 1
+        arcs = []
         for b, readers in enumerate(graph.readers()):
-            maker = self.creator.get(b)
-            self.arc[b] = self.flow.add_arc_with_capacity(
-                self.source if maker is None else maker, n + b, graph.sizes[b]
-            )
+            maker = int(self.maker[b])
+            arcs.append(self._arc(self.source if maker < 0 else maker, n + b, graph.sizes[b]))
             for r in readers:
-                self.flow.add_arc_with_capacity(n + b, r, self.infinite)
-                if maker is not None:
-                    self.flow.add_arc_with_capacity(r, maker, self.infinite)
+                self._arc(n + b, r, self.infinite)
+                if maker >= 0:
+                    self._arc(r, maker, self.infinite)
             if b in graph.live_out:
-                self.flow.add_arc_with_capacity(n + b, self.sink, self.infinite)
+                self._arc(n + b, self.sink, self.infinite)
         for v, preds in enumerate(graph.preds):
             for u in preds:
-                self.flow.add_arc_with_capacity(v, u, self.infinite)
-        self.tie_in = [self.flow.add_arc_with_capacity(self.source, v, 0) for v in range(n)]
-        self.tie_out = [self.flow.add_arc_with_capacity(v, self.sink, 0) for v in range(n)]
+                self._arc(v, u, self.infinite)
+        return np.array(arcs, dtype=np.int32)
 
-    def violated(self, v: int, again: set[int]) -> Row | None:
-        """The row of v's flow where `again` leaves v's step above the room, else None."""
+    def rows(self, again: set[int], end: float) -> list[Row] | None:
+        """The rows of every op whose step `again` leaves above the room; None where the
+        clock reached `end` first."""
+        dropped = self.droppable & np.isin(self.maker, sorted(again))
+        self.flow.set_arcs_capacity(self.arcs, np.where(dropped, 0, self.sizes))
+        found: list[Row] = []
+        for v in range(self.graph.ops):
+            if now() >= end:
+                return None
+            row = self._violated(v, dropped)
+            spend(self.flow.num_arcs() * ARC_WORK)
+            if row is not None:
+                found.append(row)
+        return found
+
+    def _violated(self, v: int, dropped: np.ndarray) -> Row | None:
+        """The row of v's flow where the choice `dropped` leaves v's step above the room."""
         graph = self.graph
-        room = self.budget - graph.base_bytes - sum(graph.sizes[b] for b in set(graph.creates[v]))
-        droppable = {b for b in self.arc if b not in self.fixed and b not in graph.reads[v]}
-        for b, arc in self.arc.items():
-            dropped = b in droppable and self.creator[b] in again
-            self.flow.set_arc_capacity(arc, 0 if dropped else graph.sizes[b])
-        for u in graph.preds[v]:
-            self.flow.set_arc_capacity(self.tie_in[u], self.infinite)
-        self.flow.set_arc_capacity(self.tie_out[v], self.infinite)
+        made = sum(graph.sizes[b] for b in set(graph.creates[v]))
+        room = self.budget - graph.base_bytes - made
+        reads = np.array(graph.reads[v], dtype=np.int64)
+        kept = reads[dropped[reads]] if len(reads) else reads  # v's reads are held
+        self.flow.set_arcs_capacity(self.arcs[kept], self.sizes[kept])
+        self._tie(v, self.infinite)
         self.flow.solve(self.source, self.sink)
         value = self.flow.optimal_flow()
-        through: dict[int, int] = {}
-        for b in droppable:
-            if self.flow.flow(self.arc[b]):
-                m = self.creator[b]
-                through[m] = through.get(m, 0) + self.flow.flow(self.arc[b])
-        for u in graph.preds[v]:
-            self.flow.set_arc_capacity(self.tie_in[u], 0)
-        self.flow.set_arc_capacity(self.tie_out[v], 0)
+        through = np.asarray(self.flow.flows(self.arcs))
+        self._tie(v, 0)
+        self.flow.set_arcs_capacity(self.arcs[kept], np.zeros(len(kept), dtype=np.int64))
         demand = value - room
         if demand <= 0 or value >= self.infinite:
             return None
-        return {m: min(w, demand) for m, w in through.items()}, demand
+        mask = (through > 0) & self.droppable
+        mask[reads] = False
+        per_maker: dict[int, int] = {}
+        for m, w in zip(self.maker[mask].tolist(), through[mask].tolist()):
+            per_maker[m] = per_maker.get(m, 0) + w
+        return {m: min(w, demand) for m, w in per_maker.items()}, demand
+
+    def _tie(self, v: int, capacity: int) -> None:
+        """v's predecessors to the source and v to the sink (or untie them, at 0)."""
+        for u in self.graph.preds[v]:
+            self.flow.set_arc_capacity(self.tie_in[u], capacity)
+        self.flow.set_arc_capacity(self.tie_out[v], capacity)

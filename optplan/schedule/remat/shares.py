@@ -16,6 +16,9 @@ SHARES = {
     "exhaustive_pack": 0.3,
     # The order searches' guard; they stop on their own work (`Remat.order_work`).
     "orders": 0.3,
+    # The covering bound on extra compute, before the heuristics: at 500-1,000 ops, 12
+    # units give it 3-6 rounds of solves and cuts (benchmarks/results/remat_bounds.csv).
+    "covering": 0.2,
     # Step 3, the heuristics, where the exact model follows (all of the limit elsewhere).
     "heuristics": 0.4,
     # The least the heuristics get however late they start (a loaded machine).
