@@ -43,20 +43,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from optplan.budget import Budget
+from optplan.integrations.executorch_objects_model import Unit, improve
 from optplan.integrations.executorch_specs import root, spec_interval, storage_offset
 from optplan.problem.plan import Plan, Status
-
-
-@dataclass(frozen=True, slots=True)
-class Unit:
-    """One allocation: live over the half-open `[start, end)`, `size` bytes high."""
-
-    start: int
-    end: int
-    size: int
-
-    def meets(self, other: Unit) -> bool:
-        return self.start < other.end and other.start < self.end
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,8 +170,6 @@ def pack(units: Sequence[Unit], budget: Budget) -> Objects:
     bound = level_bound(units)
     optimal = sum(sizes_of(units, of)) <= bound
     if not optimal:
-        from optplan.integrations.executorch_objects_model import improve
-
         found, proven, optimal = improve(units, order_of(units), of, budget)
         if sum(sizes_of(units, found)) < sum(sizes_of(units, of)):
             of = found

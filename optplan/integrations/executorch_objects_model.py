@@ -15,12 +15,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from optplan.budget import Budget
 
-if TYPE_CHECKING:
-    from optplan.integrations.executorch_objects import Unit
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One allocation: live over the half-open `[start, end)`, `size` bytes high."""
+
+    start: int
+    end: int
+    size: int
+
+    def meets(self, other: Unit) -> bool:
+        return self.start < other.end and other.start < self.end
 
 
 def cliques(units: Sequence[Unit]) -> list[list[int]]:
