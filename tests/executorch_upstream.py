@@ -16,9 +16,13 @@ import pytest
 
 # Tests whose failure with optplan in place is expected, and why.
 EXPECTED: dict[str, str] = {
-    "TestStorageBaseMemoryPlanning::test_greedy_reserves_storage_base_lifetime_before_reuse": (
-        "pins greedy's object ids: optplan gives every tensor of a buffer mem_obj_id 0, "
-        "one object per buffer, so an unrelated tensor shares its object with the base"
+    "TestSingleBankEquivalence::test_matches_greedy_per_spec_on_a_real_graph": (
+        "pins greedy's exact offsets and object ids: BankedGreedy over one bank must place "
+        "every spec where greedy does, and greedy is optplan here"
+    ),
+    "TestOverlappingReuse::test_offset_reuse_matches_greedy_per_spec": (
+        "pins greedy's exact offsets: BankedGreedy's reuse above a live allocation must "
+        "land where greedy's does, and greedy is optplan here"
     ),
 }
 
