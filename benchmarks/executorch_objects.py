@@ -7,7 +7,10 @@ control-flow submodule, then the method) four ways (greedy and optplan, each wit
 overlapping allocations allowed and not), judges every result's objects with the
 independent check there, and keeps optplan's objects without overlap in the program,
 which then runs in ExecuTorch's runtime against eager torch. Bytes over objects are each
-object's run of bytes, summed over the objects of every call; the table goes to
+object's run of bytes, summed over the objects of every call; `no_overlap_bound` is the
+least total optplan proved for objects without overlap (`optimal` when it reached it in
+every call); with overlap allowed the least total is the least arena, proven in
+integrations_executorch.csv. The table goes to
 benchmarks/results/executorch_objects.csv.
 
     nice -n 10 python benchmarks/executorch_objects.py [--models cnn,gru] [--work 10]
@@ -38,6 +41,8 @@ class Row:
     optplan_overlap_objects: int
     greedy_no_overlap_bytes: int
     optplan_no_overlap_bytes: int
+    no_overlap_bound: int
+    no_overlap_status: str
     greedy_no_overlap_objects: int
     optplan_no_overlap_objects: int
     saved_no_overlap_pct: float
@@ -75,6 +80,8 @@ def measure(name: str, work: float | None) -> Row:
         total("optplan", True, 1),
         theirs,
         mine,
+        sum(int(d.get("objects_bound", 0)) for r in beside.reports for d in r.detail.values()),
+        "optimal" if all(r.status == "optimal" for r in beside.reports) else "feasible",
         total("greedy", False, 1),
         total("optplan", False, 1),
         round(100 * (theirs - mine) / theirs, 1) if theirs else 0.0,

@@ -130,6 +130,7 @@ class Beside:
     def __init__(self, keep: bool, work: float | None = None) -> None:
         self.keep, self.work = keep, work
         self.calls: list[dict[tuple[str, bool], tuple[int, int, int, list[str]]]] = []
+        self.reports: list[Any] = []  # optplan's PlanReport per call, without overlap
         self.__name__ = "beside_objects"
 
     def __call__(
@@ -146,7 +147,14 @@ class Beside:
             extra = {} if self.work is None else {"work": self.work}
             for label, algo in (
                 ("greedy", functools.partial(greedy, allow_overlapping_allocations=allow)),
-                ("optplan", oet.algorithm(allow_overlapping_allocations=allow, **extra)),
+                (
+                    "optplan",
+                    oet.algorithm(
+                        allow_overlapping_allocations=allow,
+                        report=None if allow else self.reports.append,
+                        **extra,
+                    ),
+                ),
             ):
                 result = algo(alignment, specs, module, signature, padding)
                 total, count = object_bytes(specs, result)

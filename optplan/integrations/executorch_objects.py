@@ -210,7 +210,7 @@ def place(
         "objects",
         objects.bound,
         bound=objects.bound,
-        detail={"objects": len(objects.sizes)},
+        detail={"objects": len(objects.sizes), "objects_bound": objects.bound},
         storages=tuple(zip(starts, objects.sizes)),
     )
     return plan, [objects.of[u] for u in unit], offsets
