@@ -33,6 +33,10 @@ FILES = [
     "exir/tests/test_remove_view_copy.py",
     "exir/tests/test_prune_empty_tensors_pass.py",
     "exir/tests/test_tensor.py",
+    "exir/emit/test/test_emit.py",
+    "extension/pybindings/test/test_pybindings.py",
+    "exir/tests/test_passes.py",
+    "exir/program/test/test_program.py",
 ]
 
 
