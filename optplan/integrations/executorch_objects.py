@@ -19,7 +19,8 @@ says what an object may hold:
     1. Units: one per allocation, a root spec with the storage-backed specs inside it
        (`units_of`), live over the hull of their lives, as high as their furthest byte.
     2. First fit by decreasing size, greedy's own rule: each unit into the first object
-       none of whose units it meets in time, else into a new one.
+       none of whose units it meets in time, else into a new one; and the same into the
+       smallest such object; the better of the two.
     3. The bound: at any point the j largest live units sit in j different objects, so
        the j-th largest object is at least the j-th largest live unit there; summed over
        j, the largest j-th live unit over all points.
@@ -131,19 +132,25 @@ def order_of(units: Sequence[Unit]) -> list[int]:
     )
 
 
-def first_fit(units: Sequence[Unit]) -> list[int]:
-    """Step 2: each unit's object, objects numbered in the order they open."""
+def first_fit(units: Sequence[Unit], *, smallest: bool = False) -> list[int]:
+    """Step 2: each unit's object, objects numbered in the order they open: the first
+    object that takes the unit, or with `smallest` the smallest (the first of those),
+    which keeps large objects free for the large units still to come."""
     members: list[list[int]] = []
+    sizes: list[int] = []
     of = [0] * len(units)
     for u in order_of(units):
-        for k, held in enumerate(members):
-            if not any(units[u].meets(units[v]) for v in held):
-                held.append(u)
-                of[u] = k
-                break
+        free = [
+            k for k, held in enumerate(members) if not any(units[u].meets(units[v]) for v in held)
+        ]
+        if free:
+            k = min(free, key=lambda k: (sizes[k], k)) if smallest else free[0]
+            members[k].append(u)
         else:
-            of[u] = len(members)
+            k = len(members)
             members.append([u])
+            sizes.append(units[u].size)
+        of[u] = k
     return of
 
 
@@ -166,7 +173,9 @@ def sizes_of(units: Sequence[Unit], of: Sequence[int]) -> tuple[int, ...]:
 
 def pack(units: Sequence[Unit], budget: Budget) -> Objects:
     """Steps 2-4: objects of units no two of which are alive at once, least total first."""
-    of = first_fit(units)
+    of = min(
+        (first_fit(units), first_fit(units, smallest=True)), key=lambda g: sum(sizes_of(units, g))
+    )
     bound = level_bound(units)
     optimal = sum(sizes_of(units, of)) <= bound
     if not optimal:
