@@ -5,7 +5,8 @@ this directory on the path (`test_executorch_upstream.py` does it).
 Before their modules are collected, `executorch.exir.memory_planning.greedy` (the
 default of every `MemoryPlanningAlgorithmSuite`, and what their tests import) becomes
 `optplan.executorch.algorithm("cpsat")`. The tests below are expected to fail, each for
-the reason given; they are marked xfail (not strict) so the rest must pass.
+the reason given; they are marked xfail (not strict) so the rest must pass. Tests that
+fail with ExecuTorch's own greedy too, in this wheel, are skipped with the reason.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ WITHOUT_OPTPLAN_TOO: dict[str, str] = {
     "TestPasses::test_to_out_variant_none_output": (
         "fails with greedy too: an AttributeError in ExecuTorch's ToOutVarPass"
     ),
+    "TestPasses::test_to_edge_quantized_dropout": (
+        "fails with greedy too: its subtests count 2 nodes where they expect 1"
+    ),
 }
 
 
@@ -50,6 +54,9 @@ def pytest_configure(config: Any) -> None:
 
 def pytest_collection_modifyitems(items: list[Any]) -> None:
     for item in items:
-        for name, reason in {**EXPECTED, **WITHOUT_OPTPLAN_TOO}.items():
+        for name, reason in WITHOUT_OPTPLAN_TOO.items():  # skipped: subtests ignore xfail
+            if item.nodeid.endswith(name):
+                item.add_marker(pytest.mark.skip(reason=reason))
+        for name, reason in EXPECTED.items():
             if item.nodeid.endswith(name):
                 item.add_marker(pytest.mark.xfail(reason=reason, strict=False))
