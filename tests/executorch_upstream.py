@@ -5,7 +5,8 @@ this directory on the path (`test_executorch_upstream.py` does it).
 Before their modules are collected, `executorch.exir.memory_planning.greedy` (the
 default of every `MemoryPlanningAlgorithmSuite`, and what their tests import) becomes
 `optplan.executorch.algorithm("cpsat")`. The tests below are expected to fail, each for
-the reason given; they are marked xfail (not strict) so the rest must pass.
+the reason given; they are marked xfail (not strict) so the rest must pass. Tests that
+fail with ExecuTorch's own greedy too, in this wheel, are skipped with the reason.
 """
 
 from __future__ import annotations
@@ -16,9 +17,29 @@ import pytest
 
 # Tests whose failure with optplan in place is expected, and why.
 EXPECTED: dict[str, str] = {
-    "TestStorageBaseMemoryPlanning::test_greedy_reserves_storage_base_lifetime_before_reuse": (
-        "pins greedy's object ids: optplan gives every tensor of a buffer mem_obj_id 0, "
-        "one object per buffer, so an unrelated tensor shares its object with the base"
+    "TestSingleBankEquivalence::test_matches_greedy_per_spec_on_a_real_graph": (
+        "pins greedy's exact offsets and object ids: BankedGreedy over one bank must place "
+        "every spec where greedy does, and greedy is optplan here"
+    ),
+    "TestOverlappingReuse::test_offset_reuse_matches_greedy_per_spec": (
+        "pins greedy's exact offsets: BankedGreedy's reuse above a live allocation must "
+        "land where greedy's does, and greedy is optplan here"
+    ),
+}
+
+# Tests that fail with ExecuTorch's own greedy as well, in this wheel: not planning's doing.
+WITHOUT_OPTPLAN_TOO: dict[str, str] = {
+    "PybindingsTest::test_method_quantized_ops": (
+        "fails with greedy too: the wheel has no out variants of quantized_decomposed ops"
+    ),
+    "PybindingsTest::test_quantized_ops": (
+        "fails with greedy too: the wheel has no out variants of quantized_decomposed ops"
+    ),
+    "TestPasses::test_to_out_variant_none_output": (
+        "fails with greedy too: an AttributeError in ExecuTorch's ToOutVarPass"
+    ),
+    "TestPasses::test_to_edge_quantized_dropout": (
+        "fails with greedy too: its subtests count 2 nodes where they expect 1"
     ),
 }
 
@@ -33,6 +54,9 @@ def pytest_configure(config: Any) -> None:
 
 def pytest_collection_modifyitems(items: list[Any]) -> None:
     for item in items:
+        for name, reason in WITHOUT_OPTPLAN_TOO.items():  # skipped: subtests ignore xfail
+            if item.nodeid.endswith(name):
+                item.add_marker(pytest.mark.skip(reason=reason))
         for name, reason in EXPECTED.items():
             if item.nodeid.endswith(name):
                 item.add_marker(pytest.mark.xfail(reason=reason, strict=False))

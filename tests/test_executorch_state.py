@@ -103,11 +103,17 @@ def test_state_lies_after_every_methods_activations() -> None:
         nodes = list(exported.graph_module.graph.nodes)
         buffers = exported.graph_signature.inputs_to_buffers
         state = {id(n.meta["spec"]) for n in nodes if n.name in buffers}
+        mutated = set(exported.graph_signature.buffers_to_mutate.values())
+        cache = [n.meta["spec"] for n in nodes if buffers.get(n.name) in mutated]
+        objects = {spec.mem_obj_id for spec in cache}
         for node in nodes:
             spec = node.meta.get("spec")
             if not hasattr(spec, "mem_id") or id(spec) in state or spec.mem_id != 1:
                 continue  # a copy_ into the cache has the cache's own spec
             assert spec.mem_offset + spec.allocated_memory <= start, node.name
+            # no activation shares a memory object with the state (mem_obj_id)
+            assert spec.mem_obj_id not in objects, node.name
+        assert len(objects) == len(cache)  # each buffer of the state an object of its own
 
 
 @pytest.mark.parametrize(

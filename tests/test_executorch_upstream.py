@@ -27,7 +27,17 @@ if not os.environ.get("OPTPLAN_EXECUTORCH_UPSTREAM"):
     )
 
 HERE = Path(__file__).resolve().parent
-FILES = ["exir/tests/test_memory_planning.py"]
+FILES = [
+    "exir/tests/test_memory_planning.py",
+    "exir/tests/test_banked_memory_planning.py",
+    "exir/tests/test_remove_view_copy.py",
+    "exir/tests/test_prune_empty_tensors_pass.py",
+    "exir/tests/test_tensor.py",
+    "exir/emit/test/test_emit.py",
+    "extension/pybindings/test/test_pybindings.py",
+    "exir/tests/test_passes.py",
+    "exir/program/test/test_program.py",
+]
 
 
 @pytest.mark.parametrize("name", FILES)

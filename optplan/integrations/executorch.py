@@ -32,8 +32,10 @@ mem_offset) and the size of every buffer. Steps:
 4. `offsets_of` gives each spec its offset back: after the bytes a control-flow submodule
    set aside (`graph_module.input_mem_buffer_sizes`); each buffer's size is that plus the
    arena plus `extra_padding` (64 bytes when an XNNPACK delegate may read past a tensor).
-   Every spec of a buffer gets the same `mem_obj_id`, so ExecuTorch's verifier, which
-   asks that specs sharing bytes share an object, agrees.
+   Objects (`mem_obj_id`, `executorch_objects`): with `allow_overlapping_allocations`
+   (the default, as greedy's) each buffer is cut into objects wherever no spec crosses;
+   without, specs are grouped into objects none of whose specs are alive together, each
+   spec at its object's start, objects one after another, for the least total bytes.
 5. A `PlanReport` per call: the planner, status, buffer bytes, the proven bound on them,
    the gap, seconds, and ExecuTorch's own greedy on the same specs beside them; handed to
    `report` and logged at INFO on this module's logger (`optplan.integrations.executorch`).
@@ -60,12 +62,15 @@ from optplan.budget import Budget
 from optplan.integrations.executorch_arguments import (
     check,
     check_memories,
+    check_overlapping,
     check_planner,
     check_work,
     has_time_limit,
     limited_planners,
 )
 from optplan.integrations.executorch_memories import Outcome, plan_memories
+from optplan.integrations.executorch_objects import number_result, numbered, place
+from optplan.integrations.executorch_report import PlanReport, executorch_bytes, graph_kind
 from optplan.integrations.executorch_specs import (
     Ids,
     Judgement,
@@ -112,72 +117,6 @@ class _Default(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class PlanReport:
-    """One call of the algorithm: a method's graph, or a control-flow submodule's.
-
-    Byte figures are what ExecuTorch's buffers total (every memory id, the bytes a
-    submodule set aside and the padding included), so they compare directly:
-    `buffer_bytes` is optplan's plan, `bound_bytes` the least any plan of these specs can
-    total as optplan proved it, `executorch_bytes` ExecuTorch's greedy on the same specs
-    (None when nobody listened, or its greedy failed on them). In a suite, ExecuTorch
-    keeps whichever algorithm totals least; this report is optplan's entry.
-    """
-
-    graph: str
-    planner: str
-    status: str
-    specs: int
-    buffer_bytes: int
-    bound_bytes: int
-    executorch_bytes: int | None
-    seconds: float
-    detail: dict[str, object] = field(default_factory=dict, compare=False)
-    memories: tuple[MemoryUse, ...] = ()
-    traffic: int | None = None
-    traffic_bound: int | None = None
-    traffic_all_in_slow: int | None = None
-    reason: str = ""
-
-    @property
-    def gap(self) -> float:
-        """How far `buffer_bytes` is above `bound_bytes`, as a fraction of the bound."""
-        return (
-            (self.buffer_bytes - self.bound_bytes) / self.bound_bytes if self.bound_bytes else 0.0
-        )
-
-    @property
-    def traffic_gap(self) -> float:
-        """How far `traffic` is above `traffic_bound`, as a fraction of the bound (0 for
-        a report of one memory id, or of no plan within the capacities)."""
-        if self.traffic is None or not self.traffic_bound:
-            return 0.0
-        return (self.traffic - self.traffic_bound) / self.traffic_bound
-
-    @property
-    def fits(self) -> bool:
-        """Every memory id within its capacity."""
-        return all(use.fits for use in self.memories)
-
-    def summary(self) -> str:
-        theirs = "n/a" if self.executorch_bytes is None else str(self.executorch_bytes)
-        line = (
-            f"{self.graph}: {self.planner} {self.status}, {self.buffer_bytes} bytes "
-            f"(bound {self.bound_bytes}, gap {self.gap:.1%}; ExecuTorch's greedy {theirs}), "
-            f"{self.specs} specs, {self.seconds:.2f} s"
-        )
-        if self.traffic is None:
-            return line
-        uses = "; ".join(use.summary() for use in self.memories)
-        proven = (
-            ""
-            if self.traffic_bound is None
-            else f"bound {self.traffic_bound}, gap {self.traffic_gap:.1%}; "
-        )
-        line += f"; traffic {self.traffic} ({proven}all in slow memory {self.traffic_all_in_slow}); {uses}"
-        return line + (f"; no plan within the capacities: {self.reason}" if self.reason else "")
-
-
-@dataclass(frozen=True, slots=True)
 class Algorithm:
     """An optplan memory-planning algorithm for ExecuTorch; build it with `algorithm()`.
 
@@ -193,9 +132,11 @@ class Algorithm:
     report: Callable[[PlanReport], object] | None = field(default=None, compare=False)
     memories: Ids = ()
     work: float | None = DEFAULT_WORK
+    allow_overlapping_allocations: bool = True
 
     def __post_init__(self) -> None:
         check(self.planner, self.time_limit, self.report)
+        check_overlapping(self.allow_overlapping_allocations, self.memories)
         if self.work is not None and not PLANNERS[self.planner].takes_work:
             raise ValueError(f"work: the {self.planner} planner takes no work; leave it out")
         if self.work is not None:
@@ -213,6 +154,8 @@ class Algorithm:
             name += f"_{self.time_limit:g}s"
         if self.work is not None and self.work != DEFAULT_WORK:
             name += f"_{self.work:g}w"
+        if not self.allow_overlapping_allocations:
+            name += "_no_overlap"
         for mem_id, memory in self.memories:
             name += f"_{mem_id}{memory.name}" + (
                 "" if memory.capacity is None else f"{memory.capacity}"
@@ -226,8 +169,15 @@ class Algorithm:
         graph_module: Any,
         graph_signature: Any,
         extra_padding: int = 0,
+        *,
+        allow_overlapping_allocations: bool | None = None,
     ) -> Any:
-        """Steps 1-5: ExecuTorch's algorithm signature, returning its `MemoryAlgoResult`."""
+        """Steps 1-5: ExecuTorch's algorithm signature, returning its `MemoryAlgoResult`;
+        `allow_overlapping_allocations` as greedy's keyword (for `functools.partial`)."""
+        overlap = allow_overlapping_allocations
+        if overlap is not None and overlap != self.allow_overlapping_allocations:
+            again = dataclasses.replace(self, allow_overlapping_allocations=overlap)
+            return again(alignment, specs, graph_module, graph_signature, extra_padding)
         started = time.perf_counter()
         specs = list(specs)
         if self.memories:
@@ -237,9 +187,12 @@ class Algorithm:
         result, plans, bounds = _plan_buffers(self, alignment, specs, graph_module, extra_padding)
         if self.report is None and not LOG.isEnabledFor(logging.INFO):
             return result
-        theirs = _executorch_bytes(alignment, specs, graph_module, graph_signature, extra_padding)
+        theirs = executorch_bytes(
+            alignment, specs, graph_module, graph_signature, extra_padding,
+            self.allow_overlapping_allocations,
+        )  # fmt: skip
         report = PlanReport(
-            graph=_graph_kind(graph_module, graph_signature),
+            graph=graph_kind(graph_module, graph_signature),
             planner=self.planner,
             status=_status(plans.values()).value,
             specs=len(specs),
@@ -268,10 +221,11 @@ class Algorithm:
         result, outcome = plan_memories(
             self.planner, options, self.memories, alignment, specs, graph_module, extra_padding
         )
+        number_result(result)
         quiet = self.report is None and not LOG.isEnabledFor(logging.INFO)
         if quiet and outcome.status.has_plan:
             return result
-        theirs = _executorch_bytes(alignment, specs, graph_module, graph_signature, extra_padding)
+        theirs = executorch_bytes(alignment, specs, graph_module, graph_signature, extra_padding)
         graph = (graph_module, graph_signature, extra_padding)
         report = _memories_report(self, outcome, result, specs, graph)
         report = dataclasses.replace(
@@ -294,6 +248,7 @@ def algorithm(
     work: float | _Default = _Default.TIME_LIMIT,
     report: Callable[[PlanReport], object] | None = None,
     memories: Sequence[Memory] | Mapping[int, Memory] | None = None,
+    allow_overlapping_allocations: bool = True,
 ) -> Algorithm:
     """The algorithm to put in `MemoryPlanningAlgorithmSuite(algo_list=[...])`.
 
@@ -304,7 +259,9 @@ def algorithm(
     1, 2, ...; or a dict {mem_id: Memory}) makes the planner choose each spec's memory
     id within the memories' capacities, for the least traffic; give such an algorithm
     alone in its suite (the suite keeps the plan of fewest bytes, blind to capacities
-    and costs). Every argument is checked here, before any export work: a wrong one is a
+    and costs). `allow_overlapping_allocations` as ExecuTorch's greedy takes it: False
+    (Vulkan's) groups specs into objects none of whose specs are alive together, for
+    backends that bind each object's tensors at its start. Every argument is checked here, before any export work: a wrong one is a
     TypeError or ValueError that names it.
     """
     check_planner(planner)
@@ -326,7 +283,7 @@ def algorithm(
     else:
         check_work(work)
         units = work
-    return Algorithm(planner, time_limit_s, report, ids, units)
+    return Algorithm(planner, time_limit_s, report, ids, units, allow_overlapping_allocations)
 
 
 def judge(
@@ -400,10 +357,15 @@ def _plan_buffers(
     bounds, plans = list(reserved), {}
     for mem_id, group in sorted(by_buffer.items()):
         problem = to_problem(group, alignment)
-        plan = _solve(algo, problem) if problem.buffers else None
-        offsets = [0] * len(group) if plan is None else offsets_of(group, plan)
-        for spec, offset in zip(group, offsets):
-            result.spec_dict[spec] = SpecAllocResult(mem_id, 0, reserved[mem_id] + offset)
+        if algo.allow_overlapping_allocations:
+            plan = _solve(algo, problem) if problem.buffers else None
+            offsets = [0] * len(group) if plan is None else offsets_of(group, plan)
+            objects = numbered(group, offsets)
+        else:
+            plan, objects, offsets = place(group, alignment, _budget(algo))
+            _judged(algo, problem, plan)
+        for spec, obj, offset in zip(group, objects, offsets):
+            result.spec_dict[spec] = SpecAllocResult(mem_id, obj, reserved[mem_id] + offset)
         arena, best = (0, 0) if plan is None else (plan.arena, max(plan.bound, plan.lower_bound))
         result.bufsizes[mem_id] = reserved[mem_id] + arena + extra_padding
         bounds[mem_id] = reserved[mem_id] + best + extra_padding
@@ -437,7 +399,7 @@ def _memories_report(
     floor = outcome.plan.lower_bound + (extra_padding if outcome.plan.lower_bound else 0)
     judged = outcome.judgement
     return PlanReport(
-        graph=_graph_kind(graph_module, graph_signature),
+        graph=graph_kind(graph_module, graph_signature),
         planner=algo.planner,
         status=outcome.status.value,
         specs=len(specs),
@@ -459,39 +421,22 @@ def _solve(algo: Algorithm, problem: Problem) -> Plan:
     plan = get_planner(algo.planner, **_options(algo))(problem)
     if not plan.status.has_plan:
         raise RuntimeError(f"optplan's {algo.planner} found no memory plan ({plan.status.value})")
+    return _judged(algo, problem, plan)
+
+
+def _judged(algo: Algorithm, problem: Problem, plan: Plan) -> Plan:
+    """The plan, if the validator finds nothing wrong with it; else an error."""
     violations = validate(problem, plan)
     if violations:
-        raise RuntimeError(f"optplan's {algo.planner} made an invalid plan: {violations[0]}")
+        raise RuntimeError(f"optplan's {plan.planner} made an invalid plan: {violations[0]}")
     return plan
+
+
+def _budget(algo: Algorithm) -> Budget:
+    """The search for objects: the algorithm's work (10 units for a planner without)."""
+    return Budget(DEFAULT_WORK if algo.work is None else algo.work, algo.time_limit)
 
 
 def _status(plans: Iterable[Plan]) -> Status:
     """Optimal when every memory id's plan is proven optimal."""
     return Status.OPTIMAL if all(p.status is Status.OPTIMAL for p in plans) else Status.FEASIBLE
-
-
-def _executorch_bytes(
-    alignment: int, specs: list[Any], graph_module: Any, graph_signature: Any, extra_padding: int
-) -> int | None:
-    """ExecuTorch's own greedy on the same specs, for the report (it writes nothing back
-    onto them). None when it fails on them: the report is no reason to stop an export."""
-    from executorch.exir.memory_planning import greedy
-
-    try:
-        return int(
-            sum(greedy(alignment, specs, graph_module, graph_signature, extra_padding).bufsizes)
-        )
-    except Exception as failure:  # noqa: BLE001 - any failure of theirs leaves ours standing
-        LOG.info("ExecuTorch's greedy failed on these specs: %s", failure)
-        return None
-
-
-def _graph_kind(graph_module: Any, graph_signature: Any) -> str:
-    """`method` for a method's own graph, `submodule` for a control-flow branch or body
-    (whose inputs are not the method's)."""
-    nodes = getattr(getattr(graph_module, "graph", None), "nodes", ())
-    inputs = {node.name for node in nodes if node.op == "placeholder"}
-    if graph_signature is None:
-        return "graph"
-    names = {getattr(spec.arg, "name", None) for spec in graph_signature.input_specs}
-    return "method" if inputs <= names else "submodule"

@@ -1,9 +1,10 @@
 """Every argument of `optplan.executorch.algorithm()`, checked before any export work.
 
 Each fault is one TypeError or ValueError whose message starts with the argument it names
-(`planner`, `time_limit`, `work`, `report`, `memories`) and says what to give instead: an
-unknown planner, a time limit that is not a positive number of seconds or work that is not
-a positive number of units, either given to a planner that takes none, a report that cannot be called, memories that are not `Memory` values, a
+(`planner`, `time_limit`, `work`, `report`, `memories`, `allow_overlapping_allocations`)
+and says what to give instead: an unknown planner, a time limit that is not a positive
+number of seconds or work that is not a positive number of units, either given to a
+planner that takes none, a report that cannot be called, memories that are not `Memory` values, a
 capacity that is not a positive number of bytes, a cost or an alignment out of range, a
 name or a mem_id given twice, mem_id 0 (ExecuTorch's constants), and a planner that
 copies tensors between memories (`spill`), which a spec's one mem_id cannot follow.
@@ -39,6 +40,21 @@ def check(planner: object, time_limit: object, report: object) -> None:
         raise TypeError(
             f"report must be a callable that takes a PlanReport, got {type(report).__name__} "
             f"{report!r}"
+        )
+
+
+def check_overlapping(allow: object, memories: Ids) -> None:
+    """`allow_overlapping_allocations` is a bool, and True with `memories`, whose plan
+    over several ids is cut into objects (objects without overlap are for one id each)."""
+    if not isinstance(allow, bool):
+        raise TypeError(
+            f"allow_overlapping_allocations must be True or False, got {type(allow).__name__} "
+            f"{allow!r}"
+        )
+    if not allow and memories:
+        raise ValueError(
+            "allow_overlapping_allocations: False is not supported with memories; leave "
+            "memories out, or allow overlapping allocations"
         )
 
 

@@ -143,10 +143,11 @@ def place_state(state: Any, algo: Algorithm, state_id: int, alignment: int) -> N
     widest = max((s[state_id] if state_id < len(s) else 0 for s in sizes), default=0)
     start = -(-widest // step) * step
     end = start
-    for fqn, specs in state.mutable_buffers.items():
+    first = _objects_in(state, state_id)
+    for k, (fqn, specs) in enumerate(state.mutable_buffers.items()):
         together = [*specs, *state.maybe_mutable_buffers.get(fqn, ())]
         for spec in together:
-            spec.mem_id, spec.mem_obj_id, spec.mem_offset = state_id, 0, end
+            spec.mem_id, spec.mem_obj_id, spec.mem_offset = state_id, first + k, end
             spec.realign(alignment)
         end += -(-together[0].allocated_memory // step) * step
     if memory.capacity is not None and end > memory.capacity:
@@ -158,3 +159,26 @@ def place_state(state: Any, algo: Algorithm, state_id: int, alignment: int) -> N
         size = gm.meta["non_const_buffer_sizes"]
         size.extend([0] * (state_id + 1 - len(size)))
         size[state_id] = end
+
+
+def _objects_in(state: Any, state_id: int) -> int:
+    """The first object id after every method's activations in the state's memory id:
+    each buffer of the state is an object of its own (`mem_obj_id`)."""
+    held = {
+        id(spec)
+        for fqn, specs in state.mutable_buffers.items()
+        for spec in [*specs, *state.maybe_mutable_buffers.get(fqn, ())]
+    }
+    found = [-1]
+    for gm in state.graph_modules:
+        for node in getattr(getattr(gm, "graph", None), "nodes", ()):
+            specs = node.meta.get("spec")
+            for spec in specs if isinstance(specs, (list, tuple)) else [specs]:
+                obj = getattr(spec, "mem_obj_id", None)
+                if (
+                    id(spec) not in held
+                    and getattr(spec, "mem_id", None) == state_id
+                    and isinstance(obj, int)
+                ):
+                    found.append(obj)
+    return max(found) + 1
