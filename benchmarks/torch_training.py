@@ -251,7 +251,7 @@ def main() -> None:
     )
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / "torch_training.csv"
-    with path.open("w", newline="") as f:
+    with path.open("w", newline="", buffering=1) as f:
         writer = csv.DictWriter(f, FIELDS)
         writer.writeheader()
         for name in args.models:
