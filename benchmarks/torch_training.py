@@ -241,6 +241,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("models", nargs="*", default=list(MODELS))
     parser.add_argument("--step", type=float, default=0.25)
+    parser.add_argument("--append", action="store_true", help="add rows to the CSV")
     parser.add_argument("--plot", action="store_true", help="only draw the PNG from the CSV")
     args = parser.parse_args()
     if args.plot:
@@ -251,9 +252,10 @@ def main() -> None:
     )
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / "torch_training.csv"
-    with path.open("w", newline="", buffering=1) as f:
+    with path.open("a" if args.append else "w", newline="", buffering=1) as f:
         writer = csv.DictWriter(f, FIELDS)
-        writer.writeheader()
+        if f.tell() == 0:
+            writer.writeheader()
         for name in args.models:
             bench(name, budgets, writer)
             f.flush()
