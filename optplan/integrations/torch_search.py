@@ -185,7 +185,12 @@ def moves(space: Space, current: Candidate, budget: int) -> Iterator[tuple[str, 
     held = {name for name, _ in current.peak.held}
     size = {n: _bytes(n) for n in current.saved}
     drops = sorted(current.saved, key=lambda n: (n.name not in held, -size[n], space.order[n]))
-    recomputed = [space.by_name[r] for r in current.recomputed if r in space.by_name]
+    # Only a tensor can be saved: a tuple-valued op (layer norm's) is saved by its items.
+    recomputed = [
+        space.by_name[r]
+        for r in current.recomputed
+        if r in space.by_name and isinstance(space.by_name[r].meta.get("val"), torch.Tensor)
+    ]
     adds = sorted(recomputed, key=lambda n: (-node_cost(n), space.order[n]))
     over = current.peak.bytes > budget
     recomputes = [
