@@ -3,12 +3,19 @@
 For each model (built locally from a config, no downloads), on CPU with AOTAutograd's
 min-cut partitioner and no-op compilers (aot_eager's path):
 
-1. torch's settings: solver dp, greedy (and ilp where SciPy is present) at
-   activation_memory_budget in TORCH_BUDGETS; each compiled, warmed up one step, then
-   one step measured with PyTorch's memory profiler (`measured_peak`) and one timed.
-2. optplan at 90/75/60/50/40 % of the peak of torch's default partition (budget 1.0),
-   measured the same way; "met" is measured peak <= budget.
-3. Extra compute: FLOPs of the step's forward and backward graphs (torch's formulas, one
+1. torch's settings: solver dp and greedy at activation_memory_budget 0, 0.05, 0.15,
+   0.25, 0.5, 0.75 and 1 (`--step` sets the grid; 0.05 and 0.15 always, pytorch#197838's
+   pair); each compiled, warmed up one step, then one step measured with PyTorch's
+   memory profiler (`measured_peak`) and one timed.
+2. optplan at 90/75/60/50/40 % of the measured peak of torch's default partition
+   (budget 1.0), with `BENCH_WORK` units of search, measured the same way; "met" is
+   measured peak <= budget. The first budget optplan cannot meet gives the least peak
+   it found: it runs again at that peak (budget "lowest"), and the smaller shares are
+   written as not met without a run (the search over the budget climbs the same way
+   for every budget below every peak it visits).
+3. pytorch#197838's case: optplan at the measured peaks of torch's dp at 0.05 and 0.15
+   (Llama only).
+4. Extra compute: FLOPs of the step's forward and backward graphs (torch's formulas, one
    per element for the rest) less those of torch's default partition.
 
 Writes benchmarks/results/torch_training.csv and torch_training.png (peak against extra
@@ -19,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +43,10 @@ from optplan.integrations.torch_measure import measured_peak
 RESULTS = Path(__file__).parent / "results"
 FIELDS = ["model", "budget", "solver", "measured_peak", "extra_flops", "step_ms", "met"]
 SHARES = (0.9, 0.75, 0.6, 0.5, 0.4)
+# Units of optplan's search per compile (torch_search.EVALS_PER_UNIT partitions each):
+# a third of the default, so that the five models run in about twenty minutes.
+BENCH_WORK = 10.0
+LEAST = re.compile(r"the least peak found is (\d+) bytes")
 
 
 def _hf(kind: str) -> tuple[torch.nn.Module, Callable[[torch.nn.Module], torch.Tensor]]:
@@ -43,7 +55,7 @@ def _hf(kind: str) -> tuple[torch.nn.Module, Callable[[torch.nn.Module], torch.T
     torch.manual_seed(0)
     ids = torch.randint(0, 512, (2, 256))
     if kind == "gpt2":
-        cfg = tf.GPT2Config(n_layer=2, n_embd=128, n_head=4, vocab_size=512, n_positions=256)
+        cfg = tf.GPT2Config(n_layer=1, n_embd=128, n_head=4, vocab_size=512, n_positions=256)
         model = tf.GPT2LMHeadModel(cfg)
     elif kind == "llama":
         cfg = tf.LlamaConfig(
@@ -58,7 +70,7 @@ def _hf(kind: str) -> tuple[torch.nn.Module, Callable[[torch.nn.Module], torch.T
         model = tf.LlamaForCausalLM(cfg)
     elif kind == "bert":
         cfg = tf.BertConfig(
-            num_hidden_layers=2,
+            num_hidden_layers=1,
             hidden_size=128,
             intermediate_size=384,
             num_attention_heads=4,
@@ -68,7 +80,7 @@ def _hf(kind: str) -> tuple[torch.nn.Module, Callable[[torch.nn.Module], torch.T
         model = tf.BertForMaskedLM(cfg)
     else:
         cfg = tf.ViTConfig(
-            num_hidden_layers=2,
+            num_hidden_layers=1,
             hidden_size=128,
             intermediate_size=384,
             num_attention_heads=4,
@@ -82,17 +94,28 @@ def _hf(kind: str) -> tuple[torch.nn.Module, Callable[[torch.nn.Module], torch.T
     return model, lambda m: m(input_ids=ids, labels=ids).loss
 
 
-def _cnn() -> tuple[torch.nn.Module, Callable[[torch.nn.Module], torch.Tensor]]:
-    torch.manual_seed(0)
+class _Residual(torch.nn.Module):
+    """A ResNet basic block: two 3x3 convolutions with batch norm, the input added."""
 
-    def block(c: int) -> torch.nn.Module:
-        return torch.nn.Sequential(
-            torch.nn.Conv2d(c, c, 3, padding=1), torch.nn.BatchNorm2d(c), torch.nn.ReLU()
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.body = torch.nn.Sequential(
+            torch.nn.Conv2d(channels, channels, 3, padding=1, bias=False),
+            torch.nn.BatchNorm2d(channels),
+            torch.nn.ReLU(),
+            torch.nn.Conv2d(channels, channels, 3, padding=1, bias=False),
+            torch.nn.BatchNorm2d(channels),
         )
 
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x + self.body(x))
+
+
+def _cnn() -> tuple[torch.nn.Module, Callable[[torch.nn.Module], torch.Tensor]]:
+    torch.manual_seed(0)
     model = torch.nn.Sequential(
         torch.nn.Conv2d(3, 16, 3, padding=1),
-        *[block(16) for _ in range(4)],
+        *[_Residual(16) for _ in range(3)],
         torch.nn.AdaptiveAvgPool2d(1),
         torch.nn.Flatten(),
         torch.nn.Linear(16, 10),
@@ -147,63 +170,78 @@ def run(
     return peak, sum(graph_cost(g) for g in graphs), 1000 * (time.perf_counter() - start)
 
 
+def _row(
+    name: str,
+    budget: object,
+    solver: str,
+    result: tuple[int, int, float] | None,
+    base_flops: int,
+    met: object,
+) -> dict[str, object]:
+    peak, flops, ms = result if result is not None else ("", None, None)
+    return {
+        "model": name,
+        "budget": budget,
+        "solver": solver,
+        "measured_peak": peak,
+        "extra_flops": "" if flops is None else flops - base_flops,
+        "step_ms": "" if ms is None else f"{ms:.1f}",
+        "met": met,
+    }
+
+
 def bench(name: str, torch_budgets: list[float], writer: csv.DictWriter) -> None:
     make = MODELS[name]
     base_peak, base_flops, _ = run(make, {"activation_memory_budget": 1.0}, None)
+    torch_peaks = {}
     for solver in ("dp", "greedy"):
         for b in torch_budgets:
-            peak, flops, ms = run(
-                make,
-                {"activation_memory_budget": b, "activation_memory_budget_solver": solver},
-                None,
-            )
-            writer.writerow(
-                {
-                    "model": name,
-                    "budget": f"torch {b:.2f}",
-                    "solver": f"torch-{solver}",
-                    "measured_peak": peak,
-                    "extra_flops": flops - base_flops,
-                    "step_ms": f"{ms:.1f}",
-                    "met": "",
-                }
-            )
-            print(name, solver, b, peak, flops - base_flops, flush=True)
-    for share in SHARES:
-        target = int(share * base_peak)
-        try:
-            peak, flops, ms = run(make, {}, {"peak_bytes": target})
-        except torch._dynamo.exc.BackendCompilerFailed as error:
-            writer.writerow(
-                {
-                    "model": name,
-                    "budget": target,
-                    "solver": "optplan",
-                    "measured_peak": "",
-                    "extra_flops": "",
-                    "step_ms": "",
-                    "met": f"infeasible: {str(error).splitlines()[1][:120]}",
-                }
-            )
+            settings = {"activation_memory_budget": b, "activation_memory_budget_solver": solver}
+            result = run(make, settings, None)
+            torch_peaks[solver, b] = result[0]
+            writer.writerow(_row(name, f"torch {b:.2f}", f"torch-{solver}", result, base_flops, ""))
+            print(name, solver, b, result[0], result[1] - base_flops, flush=True)
+    targets: list[tuple[object, int]] = [(int(s * base_peak), int(s * base_peak)) for s in SHARES]
+    least = None
+    while targets:
+        label, target = targets.pop(0)
+        if least is not None and label != "lowest":
+            met = f"not met: below the least peak optplan found, {least} bytes"
+            writer.writerow(_row(name, label, "optplan", None, base_flops, met))
             continue
-        writer.writerow(
-            {
-                "model": name,
-                "budget": target,
-                "solver": "optplan",
-                "measured_peak": peak,
-                "extra_flops": flops - base_flops,
-                "step_ms": f"{ms:.1f}",
-                "met": peak <= target,
-            }
-        )
-        print(name, "optplan", share, target, peak, flops - base_flops, flush=True)
+        try:
+            result = run(make, {}, {"peak_bytes": target, "work": BENCH_WORK})
+        except torch._dynamo.exc.BackendCompilerFailed as error:
+            found = LEAST.search(str(error))
+            least = int(found.group(1)) if found else None
+            met = f"infeasible: {str(error).splitlines()[1][:160]}"
+            if label != "probe":
+                writer.writerow(_row(name, label, "optplan", None, base_flops, met))
+            if least is not None:
+                targets.insert(0, ("lowest", least))
+            continue
+        writer.writerow(_row(name, label, "optplan", result, base_flops, result[0] <= target))
+        print(name, "optplan", label, target, result[0], result[1] - base_flops, flush=True)
+        if label == "lowest":
+            least = target
+        elif not targets and least is None:
+            targets.append(("probe", 1))  # the least peak optplan finds, from its error
+    if name == "llama":
+        for b in (0.05, 0.15):
+            target = torch_peaks.get(("dp", b))
+            if target is None:
+                continue
+            result = run(make, {}, {"peak_bytes": target, "work": BENCH_WORK})
+            label = f"torch-dp {b:.2f} peak"
+            writer.writerow(_row(name, label, "optplan", result, base_flops, result[0] <= target))
+            print(name, "optplan at", label, result, flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("models", nargs="*", default=list(MODELS))
-    parser.add_argument("--step", type=float, default=0.05)
+    parser.add_argument("--step", type=float, default=0.25)
+    parser.add_argument("--append", action="store_true", help="add rows to the CSV")
     parser.add_argument("--plot", action="store_true", help="only draw the PNG from the CSV")
     args = parser.parse_args()
     if args.plot:
@@ -214,7 +252,7 @@ def main() -> None:
     )
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / "torch_training.csv"
-    with path.open("a", newline="") as f:
+    with path.open("a" if args.append else "w", newline="", buffering=1) as f:
         writer = csv.DictWriter(f, FIELDS)
         if f.tell() == 0:
             writer.writeheader()

@@ -12,10 +12,13 @@ AOTAutograd's min-cut partitioner (`inductor` and `aot_eager` alike) splits goes
    (`torch_graph.step_peak`: the forward, then the backward holding the saved tensors
    until their last reader) and by its extra compute in FLOPs (`torch_graph`).
 3. The budget in bytes (for `fraction`, that share of the peak of torch's default
-   partition, which recomputes nothing beyond its cheap fused ops) picks the candidate
-   of least extra compute among those within it (ties: the lower peak, then the earlier
-   candidate). None within it raises `InputError` naming the op at the least peak found
-   and the tensors held there.
+   partition, which recomputes nothing beyond its cheap fused ops) ranks them: within
+   it by extra compute, else by peak. optplan's own search (`torch_search.improve`)
+   climbs from the best `STARTS` of them, moving one node at a time between saved and
+   recomputed, to a lower peak than torch reaches or less compute within the budget;
+   it stops on work counted in partitions. The best set found wins; none within the
+   budget raises `InputError` naming the op at the least peak found and the tensors
+   held there.
 4. The report (`last_report()`, logged at INFO on "optplan.torch") names the saved and
    recomputed tensors, the planned peak and where it sits, and the lower bound on the
    peak that optplan proves for the joint graph with any recomputation
@@ -41,19 +44,28 @@ from torch._functorch import config as fconfig
 from torch._functorch import partitioners as parts
 
 import optplan
+from optplan.budget import Budget
 from optplan.errors import InputError
 from optplan.integrations.torch_graph import (
     StepPeak,
-    graph_cost,
     joint_bound,
-    step_peak,
     tensor_bytes,
+)
+from optplan.integrations.torch_search import (
+    SEARCH_GUARD_SECONDS,
+    SEARCH_WORK,
+    Candidate,
+    Space,
+    improve,
 )
 
 LOG = logging.getLogger("optplan.torch")
 
 # torch's own settings, tried in this order: every candidate torch itself can reach.
 TORCH_BUDGETS = tuple(round(0.05 * k, 2) for k in range(21))
+
+# torch's candidates the search starts from, best first for the budget.
+STARTS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,15 +93,6 @@ class Report:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class _Candidate:
-    label: str
-    saved: tuple[fx.Node, ...]
-    peak: StepPeak
-    extra_flops: int
-    recomputed: tuple[str, ...]
-
-
 class _Key(parts.CustomKnapsackSolver):  # type: ignore[misc]
     """Stands in AOTAutograd's cache key for the budget; `choose` does the work."""
 
@@ -107,6 +110,7 @@ class _Key(parts.CustomKnapsackSolver):  # type: ignore[misc]
 class _State:
     peak_bytes: int | None
     fraction: float | None
+    work: Budget
     num_fwd_outputs: int = 0
     report: Report | None = None
 
@@ -122,17 +126,20 @@ def last_report() -> Report | None:
 
 @contextlib.contextmanager
 def memory_budget(
-    *, peak_bytes: int | None = None, fraction: float | None = None
+    *, peak_bytes: int | None = None, fraction: float | None = None, work: float = SEARCH_WORK
 ) -> Iterator[None]:
-    """Partition every training graph compiled inside the block within the budget."""
+    """Partition every training graph compiled inside the block within the budget,
+    searching saved sets for at most `work` units (`torch_search`)."""
     if (peak_bytes is None) == (fraction is None):
         raise InputError("memory_budget takes one of peak_bytes= or fraction=")
     if peak_bytes is not None and peak_bytes <= 0:
         raise InputError(f"peak_bytes must be positive, not {peak_bytes}")
     if fraction is not None and not 0 < fraction <= 1:
         raise InputError(f"fraction must be in (0, 1], not {fraction}")
-    key = f"optplan-{optplan.__version__}-bytes={peak_bytes}-fraction={fraction}"
-    state = _State(peak_bytes, fraction)
+    if not work > 0:
+        raise InputError(f"work must be a positive number of units, not {work}")
+    key = f"optplan-{optplan.__version__}-bytes={peak_bytes}-fraction={fraction}-work={work}"
+    state = _State(peak_bytes, fraction, Budget(work, SEARCH_GUARD_SECONDS))
     original_choose, original_classify = parts.choose_saved_values_set, parts.classify_nodes
 
     def classify(joint_module: fx.GraphModule, static: list[int], num_fwd_outputs: int) -> Any:
@@ -161,71 +168,36 @@ def _solvers() -> tuple[str, ...]:
     return ("dp", "greedy", "ilp")
 
 
-def candidates(
-    state: _State, original: Any, joint_graph: fx.Graph, node_info: Any
-) -> list[_Candidate]:
+def candidates(original: Any, space: Space) -> list[Candidate]:
     """Steps 1 and 2: every distinct saved set of torch's settings, judged for real."""
-    found: list[_Candidate] = []
-    seen: set[tuple[str, ...]] = set()
-    joint_cost = graph_cost(joint_graph)
+    found: list[Candidate] = []
     for budget in (1.0, *TORCH_BUDGETS[:-1]):
         for solver in _solvers():
             with fconfig.patch(activation_memory_budget_solver=solver):
-                saved = tuple(original(joint_graph, node_info, memory_budget=budget))
-            names = tuple(n.name for n in saved)
-            if names in seen:
-                continue
-            seen.add(names)
-            found.append(
-                _judge(state, joint_graph, node_info, saved, f"{solver}@{budget:.2f}", joint_cost)
-            )
+                saved = original(space.joint_graph, space.node_info, memory_budget=budget)
+            before = space.evaluations
+            judged = space.judge(saved, f"{solver}@{budget:.2f}")
+            if judged is not None and space.evaluations > before:
+                found.append(judged)
     return found
-
-
-def _judge(
-    state: _State,
-    joint_graph: fx.Graph,
-    node_info: Any,
-    saved: tuple[fx.Node, ...],
-    label: str,
-    joint_cost: int,
-) -> _Candidate:
-    values = [n for n in saved if not parts.is_sym_node(n) and not parts.is_opaque_node(n)]
-    syms = [n for n in saved if parts.is_sym_node(n) and not parts._is_assert_only_symbool(n)]
-    opaque = [n for n in saved if parts.is_opaque_node(n)]
-    owner = joint_graph.owning_module
-    assert owner is not None  # the partitioner's joint graph belongs to its module
-    fw, bw = parts._extract_fwd_bwd_modules(
-        owner,
-        values,
-        saved_sym_nodes=syms,
-        saved_opaque_nodes=opaque,
-        num_fwd_outputs=state.num_fwd_outputs,
-        static_lifetime_input_nodes=node_info.static_lifetime_input_nodes,
-    )
-    bw = parts.reordering_to_mimic_autograd_engine(bw)
-    fw_calls = {n.name for n in fw.graph.nodes if n.op == "call_function"}
-    recomputed = tuple(
-        n.name for n in bw.graph.nodes if n.op == "call_function" and n.name in fw_calls
-    )
-    extra = max(graph_cost(fw) + graph_cost(bw) - joint_cost, 0)
-    return _Candidate(label, saved, step_peak(fw, bw), extra, recomputed)
 
 
 def choose(state: _State, original: Any, joint_graph: fx.Graph, node_info: Any) -> list[fx.Node]:
     """Step 3 and 4: the candidate of least extra compute within the budget."""
-    found = candidates(state, original, joint_graph, node_info)
+    space = Space(joint_graph, node_info, state.num_fwd_outputs)
+    found = candidates(original, space)
     for c in found:
         LOG.debug("candidate %s: peak %d B, extra %d FLOPs", c.label, c.peak.bytes, c.extra_flops)
     default = found[0]
     budget = state.peak_bytes
     if budget is None:
         budget = int(default.peak.bytes * (state.fraction or 1.0))
-    fits = [c for c in found if c.peak.bytes <= budget]
+    starts = sorted(found, key=lambda c: c.key(budget))[:STARTS]
+    best = improve(space, starts, budget, state.work)
     bound = joint_bound(joint_graph)
-    if not fits:
-        raise InputError(_infeasible(budget, min(found, key=lambda c: c.peak.bytes), bound))
-    best = min(fits, key=lambda c: (c.extra_flops, c.peak.bytes))
+    if best.peak.bytes > budget:
+        judged = [c for c in space.cache.values() if c is not None]
+        raise InputError(_infeasible(budget, min(judged, key=lambda c: c.peak.bytes), bound))
     report = Report(
         budget_bytes=budget,
         peak_bytes=best.peak.bytes,
@@ -234,7 +206,7 @@ def choose(state: _State, original: Any, joint_graph: fx.Graph, node_info: Any) 
         bound_bytes=bound,
         extra_flops=best.extra_flops,
         candidate=best.label,
-        candidates=len(found),
+        candidates=space.evaluations,
         saved=tuple(n.name for n in best.saved),
         recomputed=best.recomputed,
     )
@@ -243,7 +215,7 @@ def choose(state: _State, original: Any, joint_graph: fx.Graph, node_info: Any) 
     return list(best.saved)
 
 
-def _infeasible(budget: int, least: _Candidate, bound: int) -> str:
+def _infeasible(budget: int, least: Candidate, bound: int) -> str:
     held = ", ".join(f"{name} ({size} B)" for name, size in least.peak.held)
     return (
         f"no partition of this training step fits {budget} bytes: the least peak found is "
