@@ -55,9 +55,8 @@ def test_reorder_writes_a_recomputing_program_that_replays(
     assert "bit-for-bit equal" in capsys.readouterr().out
 
 
-def test_a_peers_graph_is_scheduled_with_real_offsets(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _peers_graph(folder: Path) -> Path:
+    """Five ops in a peer's node-link JSON: a (100 bytes) is read by b and, last, by e."""
     nodes = [
         {"id": v, "name": n, "cost_ram": s, "cost_cpu": c}
         for v, (n, s, c) in enumerate(
@@ -67,8 +66,15 @@ def test_a_peers_graph_is_scheduled_with_real_offsets(
     links = [
         {"source": u, "target": v} for u, v in [(0, 1), (1, 2), (2, 3), (0, 4), (3, 4), (1, 3)]
     ]
-    path = tmp_path / "g.json"
+    path = folder / "g.json"
     path.write_text(json.dumps({"nodes": nodes, "links": links}))
+    return path
+
+
+def test_a_peers_graph_is_scheduled_with_real_offsets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _peers_graph(tmp_path)
     schedule = tmp_path / "schedule.json"
     assert (
         main(["reorder", str(path), "--capacity", "250", "--time-limit", "5", "-o", str(schedule)])
@@ -90,17 +96,7 @@ def test_a_peers_graph_says_its_lower_bound_and_gap(
     from optplan.schedule import remat
 
     monkeypatch.setattr(remat, "EXHAUSTIVE_OPS", 0)
-    nodes = [
-        {"id": v, "name": n, "cost_ram": s, "cost_cpu": c}
-        for v, (n, s, c) in enumerate(
-            [("a", 100, 5), ("b", 100, 3), ("c", 10, 1), ("d", 100, 1), ("e", 10, 1)]
-        )
-    ]
-    links = [
-        {"source": u, "target": v} for u, v in [(0, 1), (1, 2), (2, 3), (0, 4), (3, 4), (1, 3)]
-    ]
-    path = tmp_path / "g.json"
-    path.write_text(json.dumps({"nodes": nodes, "links": links}))
+    path = _peers_graph(tmp_path)
     argv = ["reorder", str(path), "--capacity", "250", "--work", "2"]
     assert main([*argv, "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
