@@ -74,21 +74,20 @@ def check_planner(planner: object) -> None:
 
 
 def _check_time_limit(time_limit: object) -> None:
-    if isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real):
-        raise TypeError(
-            f"time_limit must be a number of seconds, got {type(time_limit).__name__} "
-            f"{time_limit!r}"
-        )
-    if not math.isfinite(float(time_limit)) or time_limit <= 0:
-        raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
+    _check_positive("time_limit", time_limit, "seconds")
 
 
 def check_work(work: object) -> None:
     """`work` is a positive, finite number of units."""
-    if isinstance(work, bool) or not isinstance(work, numbers.Real):
-        raise TypeError(f"work must be a number of units, got {type(work).__name__} {work!r}")
-    if not math.isfinite(float(work)) or work <= 0:
-        raise ValueError(f"work must be a positive number of units, got {work!r}")
+    _check_positive("work", work, "units")
+
+
+def _check_positive(name: str, value: object, unit: str) -> None:
+    """`value` of the argument `name` is a positive, finite number of `unit`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number of {unit}, got {type(value).__name__} {value!r}")
+    if not math.isfinite(float(value)) or value <= 0:
+        raise ValueError(f"{name} must be a positive number of {unit}, got {value!r}")
 
 
 def has_time_limit(planner: str) -> bool:
