@@ -139,14 +139,24 @@ class Clock:
         return time.perf_counter() - self.started
 
     def limit(
-        self, parameters: Any, units: float, *, workers: int, seed: int, single: bool = False
+        self,
+        parameters: Any,
+        units: float,
+        *,
+        workers: int,
+        seed: int,
+        single: bool = False,
+        interleave: bool = False,
     ) -> None:
         """Set a CP-SAT solve's `parameters` to `units` of this clock: counted (or
-        `single`), one worker and CP-SAT's deterministic time (the same answer on any
-        machine), the guard as its seconds; else `units` seconds on `workers` workers."""
+        `single`), CP-SAT's deterministic time (the same answer on any machine) on one
+        worker, or with `interleave` on `workers` workers taking turns in a fixed order
+        (`interleave_search`), the guard as its seconds; else `units` seconds on `workers`
+        workers."""
         parameters.random_seed = seed
         if self.counted or single:
-            parameters.num_workers = 1
+            parameters.num_workers = workers if interleave else 1
+            parameters.interleave_search = interleave
             parameters.max_deterministic_time = max(units / CPSAT_WORK_PER_SECOND, 0.001)
         else:
             parameters.num_workers = workers
