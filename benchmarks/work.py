@@ -1,7 +1,7 @@
 """The default budget counted in work beside a budget of seconds, on the same instances.
 
     python benchmarks/work.py [--work 60] [--seconds 60] [--sets minimalloc,idealloc,remat]
-                              [--instances D,J] [--repeat 2]
+                              [--instances D,J] [--repeat 2] [--busy 2]
 
 For each instance (MiniMalloc's 11 hard instances; idealloc's real traces; for `remat`,
 seeded layered graphs of 250 and 500 ops at 70 % and 50 % of their program order's peak,
@@ -10,7 +10,8 @@ recomputed by `rematerialise`, the arena column then its extra compute in %): `c
 the clock after `--seconds` (mode `seconds`: the behaviour before budgets were counted),
 each `--repeat` times, every plan judged by `validate`. A row per instance, mode and run:
 arena bytes, proven bound, gap, seconds, and whether the run's arena equals the first
-run's (`same`: the mode's reproducibility, which only the work mode promises). Writes
+run's (`same`: the mode's reproducibility, which only the work mode promises). Every run
+after the first runs beside `--busy` processes that spin (a loaded machine). Writes
 `benchmarks/results/work.csv` and prints a table; a summary line counts the instances
 where the work mode's arena is at or below the seconds mode's.
 
@@ -20,7 +21,9 @@ Times are wall seconds of one run on a shared 2-core machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -116,6 +119,17 @@ def measure(label: str, path: Path, mode: str, budget: Budget, run: int) -> dict
     }
 
 
+@contextlib.contextmanager
+def busy(count: int):  # type: ignore[no-untyped-def]
+    """`count` processes spinning on the CPU while the block runs."""
+    spinning = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for process in spinning:
+            process.kill()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=float, default=60.0, help="units of the work mode")
@@ -123,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sets", default="minimalloc,idealloc,remat")
     parser.add_argument("--instances", default="", help="comma-separated labels, e.g. D,J")
     parser.add_argument("--repeat", type=int, default=2, help="runs of each mode")
+    parser.add_argument("--busy", type=int, default=2, help="spinning processes after run 1")
     args = parser.parse_args(argv)
     only = {name for name in args.instances.split(",") if name}
     jit.warm(jit.SEARCH)
@@ -139,11 +154,12 @@ def main(argv: list[str] | None = None) -> int:
         for mode, budget in modes.items():
             first = None
             for run in range(1, args.repeat + 1):
-                if isinstance(case, Path):
-                    row = measure(label, case, mode, budget, run)
-                else:
-                    nodes, share = case  # type: ignore[misc]
-                    row = remat_row(nodes, share, mode, budget, run)
+                with busy(args.busy if run > 1 else 0):
+                    if isinstance(case, Path):
+                        row = measure(label, case, mode, budget, run)
+                    else:
+                        nodes, share = case  # type: ignore[misc]
+                        row = remat_row(nodes, share, mode, budget, run)
                 first = row["arena"] if first is None else first
                 row["same"] = "yes" if row["arena"] == first else "no"
                 rows.append(row)
