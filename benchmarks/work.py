@@ -1,11 +1,13 @@
 """The default budget counted in work beside a budget of seconds, on the same instances.
 
-    python benchmarks/work.py [--work 60] [--seconds 60] [--sets minimalloc,idealloc,remat]
+    python benchmarks/work.py [--work 60] [--seconds 60] [--sets minimalloc,idealloc,remat,orders]
                               [--instances D,J] [--repeat 2] [--busy 2]
 
 For each instance (MiniMalloc's 11 hard instances; idealloc's real traces; for `remat`,
 seeded layered graphs of 250 and 500 ops at 70 % and 50 % of their program order's peak,
-recomputed by `rematerialise`, the arena column then its extra compute in %): `cpsat` with
+recomputed by `rematerialise`, the arena column then its extra compute in %; for `orders`,
+seeded layered graphs of 250, 500 and 1,000 ops reordered by `auto`, the arena column then
+the order's peak): `cpsat` with
 `--work` units and a guard of 10 times `--seconds` (mode `work`), then `cpsat` stopped by
 the clock after `--seconds` (mode `seconds`: the behaviour before budgets were counted),
 each `--repeat` times, every plan judged by `validate`. A row per instance, mode and run:
@@ -95,6 +97,38 @@ def remat_row(nodes: int, share: float, mode: str, budget: Budget, run: int) -> 
     }
 
 
+ORDER_CASES = (250, 500, 1000)
+
+
+def order_row(nodes: int, mode: str, budget: Budget, run: int) -> dict[str, object]:
+    """One order case: the peak of `auto`'s order, its proven bound and gap."""
+    import tempfile
+
+    from benchmarks.graphs.layered import write_layered
+    from optplan.budget import ORDER_STEPS_PER_UNIT
+    from optplan.frontends.graphs import read_graph
+    from optplan.schedule import Scheduler
+
+    with tempfile.TemporaryDirectory() as folder:
+        graph = read_graph(write_layered(Path(folder) / "g.json", nodes, seed=7)).graph
+    steps = None if budget.work is None else int(budget.work * ORDER_STEPS_PER_UNIT)
+    started = time.perf_counter()
+    found = Scheduler("auto", time_limit=budget.seconds or 600.0, work=steps)(graph)
+    seconds = time.perf_counter() - started
+    gap = (found.peak_bytes - found.bound_bytes) / found.peak_bytes
+    return {
+        "instance": f"order_{nodes}",
+        "buffers": graph.ops,
+        "mode": mode,
+        "run": run,
+        "arena": found.peak_bytes,
+        "bound": found.bound_bytes,
+        "gap": f"{100 * gap:.3f}%",
+        "seconds": f"{seconds:.1f}",
+        "same": "",
+    }
+
+
 def measure(label: str, path: Path, mode: str, budget: Budget, run: int) -> dict[str, object]:
     problem = read_csv(path)
     started = time.perf_counter()
@@ -150,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     cases: list[tuple[str, object]] = list(instances(args.sets.split(","), only))
     if "remat" in args.sets.split(","):
         cases += [(f"layered_{n}@{s:.0%}", (n, s)) for n, s in REMAT_CASES]
+    if "orders" in args.sets.split(","):
+        cases += [(f"order_{n}", n) for n in ORDER_CASES]
     for label, case in cases:
         for mode, budget in modes.items():
             first = None
@@ -157,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
                 with busy(args.busy if run > 1 else 0):
                     if isinstance(case, Path):
                         row = measure(label, case, mode, budget, run)
+                    elif isinstance(case, int):
+                        row = order_row(case, mode, budget, run)
                     else:
                         nodes, share = case  # type: ignore[misc]
                         row = remat_row(nodes, share, mode, budget, run)
