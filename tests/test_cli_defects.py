@@ -138,3 +138,23 @@ def test_a_capacity_of_nothing_is_refused(capsys: pytest.CaptureFixture[str]) ->
         assert main([command, CNN, "--capacity", "0"]) == 2
         err = capsys.readouterr().err.strip()
         assert "--capacity" in err and "\n" not in err
+
+
+def test_a_memory_of_nothing_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", CNN, "--memory", "fast=0", "--memory", "slow"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--memory" in err and "fast=0" in err and "\n" not in err
+
+
+def test_run_names_the_kind_of_file_that_has_no_program(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    graph = tmp_path / "g.json"
+    graph.write_text(
+        '{"directed": true, "multigraph": false, "graph": {},'
+        ' "nodes": [{"id": 0, "cost_ram": 4}, {"id": 1, "cost_ram": 4}],'
+        ' "links": [{"source": 0, "target": 1}]}'
+    )
+    assert main(["run", str(graph)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "computation graph" in err and "CSV" not in err, err

@@ -138,6 +138,8 @@ def parse_memory(text: str) -> Memory:
                 f"expected cost=C or alignment=A (whole numbers) after ':', got {option!r} in {text!r}"
             )
         settings[key] = int(value)
+    if capacity == 0:
+        raise argparse.ArgumentTypeError(f"a memory of 0 bytes holds nothing, in {text!r}")
     if settings["alignment"] < 1:
         raise argparse.ArgumentTypeError(f"alignment must be at least 1 in {text!r}")
     return Memory(name, capacity, settings["alignment"], settings["cost"])

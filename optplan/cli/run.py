@@ -27,8 +27,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     loaded = load_input(args)
     if loaded.program is None or loaded.memory is None:
+        kind = "a CSV problem" if loaded.graph is None else "a computation graph"
         raise InputError(
-            "a CSV problem has no program to replay; give a .py or .onnx", file=args.program
+            f"{kind} has no program to replay; give a .py, .onnx or .tflite", file=args.program
         )
     # The reordered program replays against the original program's reference run.
     target = with_capacity(args, reorder_target(args, loaded))
