@@ -428,3 +428,15 @@ def test_a_recomputing_onnx_model_is_written_with_its_nodes_again(tmp_path: Path
     want = ort.InferenceSession(path).run(None, {"x": x})
     got = ort.InferenceSession(written).run(None, {"x": x})
     assert all(np.array_equal(a, b) for a, b in zip(want, got))
+
+
+def test_recomputation_says_its_count_right_and_its_least_extra_compute(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """One value computed again is "1 value"; the answer names the covering bound on extra
+    compute beside what it pays, as `reorder --capacity` does."""
+    path = str(EXAMPLES / "cnn_train.py")
+    assert main(["fit", path, "--capacity", "50KiB"]) == 0
+    out = capsys.readouterr().out
+    assert "1 value computed again" in out and "1 values" not in out, out
+    assert "at least" in out and "gap" in out, out

@@ -93,11 +93,13 @@ def recompute_forms(
         if not result.status.has_plan:
             found.append(Recomputing(lever, None, result.reason or result.status.value, *bound))
             continue
+        count = len(result.copies)
         changed = (
-            f"{len(result.copies)} values computed again "
+            f"{count} value{'' if count == 1 else 's'} computed again "
             f"({', '.join(f'{new} of {old}' for new, old in list(result.copies.items())[:6])}"
-            f"{', ...' if len(result.copies) > 6 else ''}), extra compute {result.extra_cost} "
-            f"of {result.total_cost}"
+            f"{', ...' if count > 6 else ''}), extra compute {result.extra_cost} "
+            f"of {result.total_cost}, at least {result.lower_bound} "
+            f"(gap {result.gap_percent:.1f} %)"
         )
         if lever == RECOMPUTE_INPLACE:
             changed = "in place, then " + changed
