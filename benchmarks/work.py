@@ -7,9 +7,9 @@ For each instance (MiniMalloc's 11 hard instances; idealloc's real traces; for `
 seeded layered graphs of 250 and 500 ops at 70 % and 50 % of their program order's peak,
 recomputed by `rematerialise`, the arena column then its extra compute in %; for `orders`,
 seeded layered graphs of 250, 500 and 1,000 ops reordered by `auto`, the arena column then
-the order's peak): `cpsat` with
-`--work` units and a guard of 10 times `--seconds` (mode `work`), then `cpsat` stopped by
-the clock after `--seconds` (mode `seconds`: the behaviour before budgets were counted),
+the order's peak): `cpsat` with `--work` units and a guard of `--guard` seconds (10 times
+`--seconds` unless given; mode `work`), then `cpsat` stopped by the clock after
+`--seconds` (mode `seconds`: the behaviour before budgets were counted),
 each `--repeat` times, every plan judged by `validate`. A row per instance, mode and run:
 arena bytes, proven bound, gap, seconds, and whether the run's arena equals the first
 run's (`same`: the mode's reproducibility, which only the work mode promises). Every run
@@ -168,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=float, default=60.0, help="units of the work mode")
     parser.add_argument("--seconds", type=float, default=60.0, help="seconds of the clock mode")
+    parser.add_argument("--guard", type=float, default=0.0, help="work mode's guard (10 x seconds)")
     parser.add_argument("--sets", default="minimalloc,idealloc,remat")
     parser.add_argument("--instances", default="", help="comma-separated labels, e.g. D,J")
     parser.add_argument("--repeat", type=int, default=2, help="runs of each mode")
@@ -176,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     only = {name for name in args.instances.split(",") if name}
     jit.warm(jit.SEARCH)
     modes = {
-        "work": Budget(args.work, 10 * args.seconds),
+        "work": Budget(args.work, args.guard or 10 * args.seconds),
         "seconds": Budget(None, args.seconds),
     }
     rows: list[dict[str, object]] = []
