@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from optplan.planners import get_planner, jit
 from optplan.planners.search import minimise
-from optplan.problem import Alias, Buffer, Interval, Problem, lower_bound, read_csv
+from optplan.problem import Alias, Buffer, Interval, Problem, lower_bound, one_arena, read_csv
 from optplan.problem.plan import Plan, Status, validate
 
 SHARED = ROOT.parent / "shared" / "data"
@@ -89,7 +89,7 @@ def random_problem(seed: int) -> Problem:
         if rng.random() < 0.15:
             aliases.append(Alias(f"b{rng.randrange(k)}", f"b{k}", rng.choice((0, 0, 4, 6, 16))))
     capacity = rng.choice((None,) * 8 + (64, 128))
-    return Problem(tuple(buffers), tuple(aliases), capacity)
+    return Problem(tuple(buffers), tuple(aliases), memories=one_arena(capacity))
 
 
 def digest(plan: Plan) -> str:
@@ -122,7 +122,7 @@ def rows(
     for planner in PLANNERS:
         started = time.perf_counter()
         if planner == "search":
-            if family not in ("random", "minimalloc") or problem.capacity is not None:
+            if family not in ("random", "minimalloc") or problem.memories[0].capacity is not None:
                 continue
             plan = run_search(problem, time_limit)
             if plan is None:

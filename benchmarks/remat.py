@@ -70,7 +70,7 @@ sys.path.insert(0, str(ROOT))
 
 from optplan.frontends.graphs import read_graph
 from optplan.planners import get_planner
-from optplan.problem import Problem
+from optplan.problem import Problem, one_arena
 from optplan.problem.plan import Status, validate
 from optplan.schedule import Scheduler
 from optplan.schedule.graph import Graph, peak_bytes, problem_of
@@ -147,7 +147,7 @@ def run_optplan(graph: Graph, budget: int, limit: float) -> dict[str, object]:
     if result.steps is None or result.plan is None:
         return row
     row["optplan_gap_pct"] = f"{result.gap_percent:.1f}"
-    problem = Problem(problem_of(graph, result.steps).buffers, capacity=budget)
+    problem = Problem(problem_of(graph, result.steps).buffers, memories=one_arena(budget))
     faults = validate(problem, result.plan)
     row.update(
         optplan_extra_pct=f"{result.extra_percent:.3f}",
@@ -222,7 +222,7 @@ def run_moccasin(
     row["moccasin_peak_fits"] = (
         "yes" if peak_bytes(graph, steps) <= budget else f"no ({peak_bytes(graph, steps)})"
     )
-    problem = Problem(problem_of(graph, steps).buffers, capacity=budget)
+    problem = Problem(problem_of(graph, steps).buffers, memories=one_arena(budget))
     plan = get_planner("greedy")(problem)
     if not plan.status.has_plan:
         plan = get_planner("cpsat", work=None, time_limit=10)(problem)

@@ -17,7 +17,7 @@ from optplan.frontends import load
 from optplan.ir import Program
 from optplan.passes.recompute import recompute
 from optplan.planners import get_planner
-from optplan.problem import Problem, lower_bound
+from optplan.problem import Problem, lower_bound, one_arena
 from optplan.problem.plan import validate
 from optplan.runtime.replay import compare, make_inputs, planned_run, reference_run
 
@@ -51,7 +51,9 @@ def program_rows(shares: list[float], limit: float) -> list[dict[str, object]]:
             }  # fmt: skip
             if result.status.has_plan:
                 memory = build_memory(result.program, alignment=64)
-                problem = Problem(memory.problem.buffers, memory.problem.aliases, capacity)
+                problem = Problem(
+                    memory.problem.buffers, memory.problem.aliases, memories=one_arena(capacity)
+                )
                 plan = get_planner("cpsat", work=None, time_limit=limit)(problem)
                 fits = plan.status.has_plan and not validate(problem, plan)
                 replayed = (

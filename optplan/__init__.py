@@ -22,6 +22,7 @@ _EXPORTS = {
     "Memory": "optplan.problem",
     "Problem": "optplan.problem",
     "lower_bound": "optplan.problem",
+    "one_arena": "optplan.problem",
     "read_csv": "optplan.problem",
     "write_csv": "optplan.problem",
     "Plan": "optplan.problem.plan",
@@ -54,6 +55,7 @@ __all__ = [
     "get_planner",
     "load",
     "lower_bound",
+    "one_arena",
     "read_csv",
     "validate",
     "write_csv",
@@ -71,6 +73,7 @@ if TYPE_CHECKING:
         Memory,
         Problem,
         lower_bound,
+        one_arena,
         read_csv,
         write_csv,
     )

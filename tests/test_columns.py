@@ -15,7 +15,15 @@ from optplan.planners.common import make_form, rectangles, split, split_columns
 from optplan.planners.greedy import best_offsets
 from optplan.planners.greedy import kernel as greedy_kernel
 from optplan.planners.greedy.columns import plan_columns
-from optplan.problem import Buffer, Interval, Problem, columns_of, lower_bound, read_csv, write_csv
+from optplan.problem import (
+    Buffer,
+    Interval,
+    Problem,
+    columns_of,
+    lower_bound,
+    read_csv,
+    write_csv,
+)
 from optplan.problem import plan as plan_module
 from optplan.problem.columns import BufferColumns
 from optplan.problem.plan import Plan, Status, validate
@@ -28,7 +36,7 @@ plain = problems(max_buffers=12, max_size=40, aliases=False, max_intervals=1, br
 def as_columns(problem: Problem) -> Problem:
     columns = columns_of(problem)
     assert columns is not None
-    return Problem(columns, capacity=problem.capacity)
+    return Problem(columns, memories=problem.memories)
 
 
 def short_lived(count: int, seed: int) -> Problem:

@@ -22,7 +22,7 @@ from optplan.planners.cpsat.part import part_top
 from optplan.planners.greedy import best_offsets
 from optplan.planners.search import Packing, SearchResult
 from optplan.planners.search import ask as search_ask
-from optplan.problem import Buffer, Interval, Problem, read_csv
+from optplan.problem import Buffer, Interval, Problem, one_arena, read_csv
 from optplan.problem.plan import Status, validate
 from optplan.strategies import problems, tiny_awkward_problems
 
@@ -48,11 +48,13 @@ def test_rounds_alone_agree_with_brute_force(problem: Problem, capacity: str, sp
     INFEASIBLE (a part that cannot fit, or a capacity below the live bytes)."""
     least = brute_force(problem)  # the capacity aside
     if least.status.has_plan and capacity != "drawn":
-        problem = replace(problem, capacity=max(least.arena - (capacity == "below"), 0))
+        problem = replace(problem, memories=one_arena(max(least.arena - (capacity == "below"), 0)))
     planner = get_planner("cpsat", time_limit=LIMIT, search_share=0.0, split=split)
     plan = planner(problem)
     assert validate(problem, plan) == [], plan
-    if least.status.has_plan and (problem.capacity is None or least.arena <= problem.capacity):
+    if least.status.has_plan and (
+        problem.memories[0].capacity is None or least.arena <= problem.memories[0].capacity
+    ):
         assert (plan.status, plan.arena, plan.bound) == (Status.OPTIMAL, least.arena, least.arena)
         assert plan.detail["rounds"] <= plan.detail["parts_solved"]
     else:
@@ -64,7 +66,7 @@ def test_a_minimisation_in_many_short_solves_keeps_its_bounds(problem: Problem) 
     """Long minimisations run as a chain of short solves (`cpsat_model.SOLVE_CHUNK`), each
     hinted with the best placement so far: with solves of 10 ms, every part's placement is
     valid, no worse than greedy, and every bound proven stays at or below the optimum."""
-    form = make_form(replace(problem, capacity=None))
+    form = make_form(replace(problem, memories=one_arena(None)))
     if form.fault is not None:
         return
     greedy, _ = best_offsets(form)
@@ -91,7 +93,7 @@ def test_a_minimisation_in_many_short_solves_keeps_its_bounds(problem: Problem) 
         form, "chain", offsets, started=now(), bound=min(bound, top(form.rects, offsets))
     )
     assert validate(form.problem, plan) == []
-    assert bound <= brute_force(replace(problem, capacity=None)).arena
+    assert bound <= brute_force(replace(problem, memories=one_arena(None))).arena
 
 
 MINIMALLOC_D = Path(__file__).parents[2] / "shared/data/minimalloc/challenging/D.1048576.csv"

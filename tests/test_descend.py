@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from optplan.planners import get_planner
 from optplan.planners.greedy.tries import descend
-from optplan.problem import Buffer, Interval, Problem, lower_bound
+from optplan.problem import Buffer, Interval, Problem, lower_bound, one_arena
 from optplan.problem.plan import Status, validate
 from optplan.strategies.problems import awkward_problems, problems
 
@@ -19,7 +19,7 @@ def _descended(problem: Problem, capacity: int | None) -> tuple[int, int]:
     """Greedy's arena and the descended plan's (which the judge accepts)."""
     plain = Problem(problem.buffers, problem.aliases)
     plan = get_planner("greedy")(plain)
-    target = Problem(problem.buffers, problem.aliases, capacity)
+    target = Problem(problem.buffers, problem.aliases, memories=one_arena(capacity))
     found = descend(target, plan, time.perf_counter() + 10.0, work=300, seed=1)
     assert not validate(plain, found), validate(plain, found)
     assert found.arena <= plan.arena
@@ -58,4 +58,4 @@ def test_descend_never_raises_the_arena_and_its_plans_are_valid(
 def test_descend_leaves_problems_it_cannot_take_as_they_were(problem: Problem) -> None:
     """Aliases, pins and several intervals a buffer: the plan comes back valid, and
     unchanged where descend cannot read the problem as columns."""
-    _descended(problem, problem.capacity)
+    _descended(problem, problem.memories[0].capacity)

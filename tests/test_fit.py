@@ -31,7 +31,7 @@ from optplan.passes import use_inplace_calls
 from optplan.passes.recompute import recompute
 from optplan.passes.reorder import reorder
 from optplan.planners import get_planner
-from optplan.problem import Memory, Problem, lower_bound
+from optplan.problem import Memory, Problem, lower_bound, one_arena
 from optplan.problem.plan import validate
 from optplan.runtime import replay
 from optplan.schedule import Scheduler
@@ -75,7 +75,7 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 def _fits_alone(program: Program, capacity: int, alignment: int, outputs: bool) -> bool:
     """Whether `program` packs within `capacity`, by greedy or CP-SAT, judged by validate."""
     problem = build_memory(program, plan_outputs=outputs, alignment=alignment).problem
-    problem = Problem(problem.buffers, problem.aliases, capacity)
+    problem = Problem(problem.buffers, problem.aliases, memories=one_arena(capacity))
     if lower_bound(problem) > capacity:
         return False
     for planner in (get_planner("greedy"), get_planner("cpsat", time_limit=2.0)):

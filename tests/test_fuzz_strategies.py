@@ -23,10 +23,10 @@ from optplan.strategies.relax import RelaxCase, relax_cases
 def test_awkward_problems_have_a_plan_or_a_capacity_below_the_bound(problem: Problem) -> None:
     offsets, arena = roomy_offsets(problem)
     plan = Plan(offsets, arena, Status.FEASIBLE, "witness", lower_bound(problem))
-    if problem.capacity is None or problem.capacity >= arena:
+    if problem.memories[0].capacity is None or problem.memories[0].capacity >= arena:
         assert validate(problem, plan) == []
     else:
-        assert problem.capacity < lower_bound(problem) or lower_bound(problem) == 0
+        assert problem.memories[0].capacity < lower_bound(problem) or lower_bound(problem) == 0
         unbounded = Problem(problem.buffers, problem.aliases)
         assert validate(unbounded, plan) == []
 
@@ -46,7 +46,7 @@ def test_fuzz_problems_are_valid(problem: Problem) -> None:
 
 @given(problems(branches=False, aliases=False, pins=False, alignments=False))
 def test_options_off_draw_plain_problems(problem: Problem) -> None:
-    assert not problem.aliases and problem.capacity is None
+    assert not problem.aliases and problem.memories[0].capacity is None
     assert all(len(b.live) == 1 and b.alignment == 1 and b.offset is None for b in problem.buffers)
 
 

@@ -11,7 +11,7 @@ from hypothesis import example, given
 from optplan.fuzz.brute import brute_force
 from optplan.planners import get_planner
 from optplan.planners.greedy import FITS, ORDERS
-from optplan.problem import Alias, Buffer, Interval, Problem, lower_bound, read_csv
+from optplan.problem import Alias, Buffer, Interval, Problem, lower_bound, one_arena, read_csv
 from optplan.problem.plan import Plan, Status, validate
 from optplan.strategies import problems
 
@@ -146,8 +146,8 @@ def test_optimum_above_the_lower_bound(problem: Problem) -> None:
 
 def test_capacity_at_the_optimum_and_below() -> None:
     base = read_csv("input.12.csv", text=INPUT_12)
-    at = Problem(base.buffers, capacity=12)
-    below = Problem(base.buffers, capacity=11)
+    at = Problem(base.buffers, memories=one_arena(12))
+    below = Problem(base.buffers, memories=one_arena(11))
     assert plan_with("cpsat", {"time_limit": LIMIT}, at).status == Status.OPTIMAL
     plan = plan_with("cpsat", {"time_limit": LIMIT}, below)
     assert (plan.status, plan.offsets, plan.arena) == (Status.INFEASIBLE, {}, 0)
@@ -159,14 +159,14 @@ def test_capacity_at_the_optimum_and_below() -> None:
 def test_greedy_above_capacity_is_unknown_but_cpsat_fits() -> None:
     lifetime_first = {"orders": ("lifetime",), "fits": ("first",)}
     assert plan_with("greedy", lifetime_first, HARD[0]).arena == 6
-    capped = Problem(HARD[0].buffers, capacity=5)
+    capped = Problem(HARD[0].buffers, memories=one_arena(5))
     assert plan_with("greedy", lifetime_first, capped).status == Status.UNKNOWN
     plan = plan_with("cpsat", {"time_limit": LIMIT}, capped)
     assert (plan.arena, plan.status) == (5, Status.OPTIMAL)
 
 
 def test_capacity_at_the_lower_bound_below_the_optimum_is_proven_infeasible() -> None:
-    capped = Problem(HARD[0].buffers, capacity=lower_bound(HARD[0]))
+    capped = Problem(HARD[0].buffers, memories=one_arena(lower_bound(HARD[0])))
     plan = plan_with("cpsat", {"time_limit": LIMIT}, capped)
     assert (plan.status, plan.offsets) == (Status.INFEASIBLE, {})
 

@@ -24,7 +24,7 @@ from optplan.analysis.types import infer_types
 from optplan.ir import Program
 from optplan.passes.recompute import recompute
 from optplan.planners import get_planner
-from optplan.problem import Problem, lower_bound
+from optplan.problem import Problem, lower_bound, one_arena
 from optplan.problem.plan import Status, validate
 from optplan.runtime.replay import compare, make_inputs, planned_run, reference_run
 from optplan.schedule.graph import Graph, peak_bytes, problem_of, step_bytes
@@ -158,7 +158,7 @@ def test_schedules_fit_and_claims_hold(graph: Graph, share: float) -> None:
     assert is_valid_steps(graph, result.steps)
     assert peak_bytes(graph, result.steps) <= budget
     assert result.plan is not None
-    problem = Problem(problem_of(graph, result.steps).buffers, capacity=budget)
+    problem = Problem(problem_of(graph, result.steps).buffers, memories=one_arena(budget))
     assert validate(problem, result.plan) == []
     assert replay(graph, result.steps, dict(result.plan.offsets), budget)
     # No claimed optimum beaten, where the brute force sees every schedule of the
@@ -225,7 +225,7 @@ def test_the_tabu_searchs_schedule_is_packed_and_judged_like_every_other() -> No
     call = Call(STUCK, 29, 1, [True] * STUCK.ops, Nearest(STUCK, 1, 29))
     found = fit(call, order, time.perf_counter() + 5, (TABU,))
     assert found is not None and is_valid_steps(STUCK, found.steps) and len(found.steps) > STUCK.ops
-    problem = Problem(problem_of(STUCK, found.steps).buffers, capacity=29)
+    problem = Problem(problem_of(STUCK, found.steps).buffers, memories=one_arena(29))
     assert validate(problem, found.plan) == []
     assert replay(STUCK, found.steps, dict(found.plan.offsets), 29)
 
@@ -308,7 +308,7 @@ def test_packing_rounds_give_offsets_the_judge_accepts(
         return
     steps, plan = found
     assert is_valid_steps(graph, steps)
-    problem = Problem(problem_of(graph, steps, alignment).buffers, capacity=budget)
+    problem = Problem(problem_of(graph, steps, alignment).buffers, memories=one_arena(budget))
     assert validate(problem, plan) == []
     assert all(plan.offsets[b.id] % alignment == 0 for b in problem.buffers)
     assert replay(graph, steps, dict(plan.offsets), budget)
@@ -396,7 +396,7 @@ def test_random_programs_recomputed_replay_bit_for_bit(program: Program, share: 
         assert result.reason
         return
     memory = build_memory(result.program, alignment=1)
-    problem = Problem(memory.problem.buffers, memory.problem.aliases, capacity)
+    problem = Problem(memory.problem.buffers, memory.problem.aliases, memories=one_arena(capacity))
     plan = get_planner("cpsat", time_limit=2.0)(problem)
     if not plan.status.has_plan:
         return  # the live bytes fit; the packing may need more than two seconds
@@ -464,7 +464,7 @@ def test_programs_with_skips_recompute_and_replay_bit_for_bit(
     if not result.status.has_plan:
         return
     memory = build_memory(result.program, alignment=1)
-    problem = Problem(memory.problem.buffers, memory.problem.aliases, capacity)
+    problem = Problem(memory.problem.buffers, memory.problem.aliases, memories=one_arena(capacity))
     plan = get_planner("cpsat", time_limit=2.0)(problem)
     if not plan.status.has_plan:
         return
@@ -541,5 +541,7 @@ def test_a_larger_budget_costs_no_more_than_a_smaller_ones_search() -> None:
     larger = rematerialise(graph, Remat(math.ceil(peak * 0.9), time_limit=15, alignment=64))
     assert smaller.status is Status.OPTIMAL and larger.steps is not None
     assert larger.extra_cost <= smaller.extra_cost, (larger.extra_percent, smaller.extra_percent)
-    problem = Problem(problem_of(graph, larger.steps, 64).buffers, capacity=math.ceil(peak * 0.9))
+    problem = Problem(
+        problem_of(graph, larger.steps, 64).buffers, memories=one_arena(math.ceil(peak * 0.9))
+    )
     assert larger.plan is not None and validate(problem, larger.plan) == []

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from optplan.planners.search.driver import minimise
-from optplan.problem import Problem
+from optplan.problem import Problem, one_arena
 from optplan.problem.plan import Status, validate
 from optplan.schedule.graph import Graph, instances, live_spans, peak_bytes, problem_of, step_bytes
 from optplan.schedule.remat import Remat, is_valid_steps, rematerialise
@@ -111,7 +111,8 @@ def test_claims_hold_on_awkward_graphs(
     assert is_valid_steps(graph, result.steps, recomputable)
     assert result.plan is not None and peak_bytes(graph, result.steps) <= budget
     problem = Problem(
-        problem_of(graph, result.steps, alignment).buffers, capacity=budget - graph.base_bytes
+        problem_of(graph, result.steps, alignment).buffers,
+        memories=one_arena(budget - graph.base_bytes),
     )
     assert validate(problem, result.plan) == []
     assert result.bound_cost <= result.extra_cost

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from optplan.problem import Problem
+from optplan.problem import Problem, one_arena
 from optplan.problem.plan import validate
 from optplan.schedule.graph import Graph, problem_of
 from optplan.schedule.remat import anytime
@@ -51,7 +51,12 @@ def test_a_deep_schedule_is_valid_and_fits(
     assert found.extra == extra_cost(graph, found.steps)
     problem = problem_of(graph, found.steps, alignment)
     assert (
-        validate(Problem(problem.buffers, problem.aliases, budget - graph.base_bytes), found.plan)
+        validate(
+            Problem(
+                problem.buffers, problem.aliases, memories=one_arena(budget - graph.base_bytes)
+            ),
+            found.plan,
+        )
         == []
     )
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from optplan.problem import Problem
+from optplan.problem import Problem, one_arena
 from optplan.problem.plan import Plan, Status, validate
 from optplan.schedule import remat
 from optplan.schedule.graph import Graph, peak_bytes, problem_of
@@ -59,7 +59,7 @@ def test_where_nothing_packs_the_nearest_schedule_is_packed_for_longer(
     result = rematerialise(graph, Remat(25, time_limit=3.0, alignment=4))
     assert result.status is Status.FEASIBLE and result.steps is not None and result.plan is not None
     assert result.memory_bound.bytes == 25 and result.arena_bytes <= 25
-    problem = Problem(problem_of(graph, result.steps, 4).buffers, capacity=25)
+    problem = Problem(problem_of(graph, result.steps, 4).buffers, memories=one_arena(25))
     assert is_valid_steps(graph, result.steps) and validate(problem, result.plan) == []
     assert replay(graph, result.steps, dict(result.plan.offsets), 25)
     monkeypatch.setitem(remat_shares.SHARES, "nearest", 0.0)

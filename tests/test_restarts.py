@@ -16,7 +16,7 @@ from optplan.analysis.liveness import build_memory
 from optplan.frontends import load
 from optplan.passes.recompute import recompute
 from optplan.planners import get_planner
-from optplan.problem import Problem, lower_bound
+from optplan.problem import Problem, lower_bound, one_arena
 from optplan.problem.plan import Status, validate
 from optplan.runtime.replay import compare, make_inputs, planned_run, reference_run
 from optplan.schedule.graph import Graph
@@ -73,7 +73,7 @@ def test_the_attention_step_at_half_its_peak_is_rewritten_and_replays() -> None:
     result = recompute(program, capacity, time_limit=30.0)
     assert result.status.has_plan, result.reason
     memory = build_memory(result.program, alignment=64)
-    problem = Problem(memory.problem.buffers, memory.problem.aliases, capacity)
+    problem = Problem(memory.problem.buffers, memory.problem.aliases, memories=one_arena(capacity))
     plan = get_planner("cpsat", time_limit=10.0)(problem)
     assert plan.status.has_plan and validate(problem, plan) == []
     inputs = make_inputs(program, seed=0)

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from optplan.planners import get_planner
-from optplan.problem import Problem, lower_bound
+from optplan.problem import Problem, lower_bound, one_arena
 from optplan.problem.plan import validate
 from optplan.schedule.graph import Graph, problem_of
 from optplan.schedule.remat.bounds import direct_bytes, is_valid_steps, memory_bound
@@ -47,7 +47,7 @@ def test_a_rolled_plan_is_valid_and_keeps_the_staircase(
         assert plan is not None  # every window has room for its instances side by side
     if plan is None:
         return
-    assert validate(Problem(problem.buffers, problem.aliases, room), plan) == []
+    assert validate(Problem(problem.buffers, problem.aliases, memories=one_arena(room)), plan) == []
     sized = [b for b in problem.buffers if b.size > 0]
     for name, offset in staircase(sized, tight).items():
         assert plan.offsets[name] == offset
@@ -84,7 +84,7 @@ def test_a_rolled_schedule_is_valid_and_fits(
     assert int(profile_of(graph, schedule).max(initial=0)) <= budget
     room = budget - graph.base_bytes
     problem = problem_of(graph, schedule, alignment)
-    assert validate(Problem(problem.buffers, problem.aliases, room), plan) == []
+    assert validate(Problem(problem.buffers, problem.aliases, memories=one_arena(room)), plan) == []
 
 
 @settings(max_examples=40, deadline=None)

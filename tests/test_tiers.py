@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 from hypothesis import given, settings
 
-from optplan import Buffer, Interval, Memory, Problem, get_planner, validate
+from optplan import Buffer, Interval, Memory, Problem, get_planner, one_arena, validate
 from optplan.fuzz.tiers_brute import BRUTE_PLANS, least_traffic, plans_to_weigh
 from optplan.planners import PLANNERS
 from optplan.problem.plan import Copy, Plan, Residence, Status, traffic
@@ -46,16 +46,16 @@ def spilled_plan(**changes: object) -> Plan:
 # ---------------------------------------------------------------------------- the problem
 
 
-def test_capacity_is_the_one_memorys() -> None:
+def test_a_capacity_is_a_memorys() -> None:
     buffers = (Buffer("a", 4, (I(0, 2),)),)
-    bounded = Problem(buffers, (), 12)
-    assert bounded.memories == (Memory("main", 12),) and bounded.capacity == 12
-    assert dataclasses.replace(bounded, capacity=None) == Problem(buffers)
-    assert Problem(buffers).plain and not SPILL.plain
-    with pytest.raises(ValueError, match="capacity per memory"):
-        _ = SPILL.capacity
-    with pytest.raises(ValueError, match="capacity per memory"):
-        Problem(buffers, (), 12, memories=(FAST, SLOW))
+    bounded = Problem(buffers, memories=one_arena(12))
+    assert bounded.memories == (Memory("main", 12),)
+    assert dataclasses.replace(bounded, memories=one_arena(None)) == Problem(buffers)
+    assert Problem(buffers).objective == "arena" and SPILL.objective == "traffic"
+    with pytest.raises(TypeError):
+        Problem(buffers, (), 12)  # type: ignore[misc]
+    with pytest.raises(ValueError, match="negative capacity"):
+        Problem(buffers, memories=one_arena(-1))
 
 
 @pytest.mark.parametrize(
@@ -244,7 +244,7 @@ def test_place_gives_each_buffer_one_memory_and_offset() -> None:
 
 def test_one_arena_too_small_names_the_point_too() -> None:
     buffers = (Buffer("a", 8, (I(0, 3),)), Buffer("b", 12, (I(2, 4),)))
-    plan = get_planner("cpsat")(Problem(buffers, (), 16))
+    plan = get_planner("cpsat")(Problem(buffers, memories=one_arena(16)))
     assert plan.status == Status.INFEASIBLE
     assert (
         plan.detail["reason"]

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from optplan.fuzz.brute import brute_force
 from optplan.planners import PLANNERS, get_planner
-from optplan.problem import Alias, Buffer, Interval, Problem, alias_classes, lower_bound
+from optplan.problem import Alias, Buffer, Interval, Problem, alias_classes, lower_bound, one_arena
 from optplan.problem.plan import Plan, Status, validate
 from optplan.strategies import tiny_awkward_problems as awkward_problems
 
@@ -42,7 +42,7 @@ CONTRADICTING_PINS = Problem(  # v = a + 2, yet a is pinned at 0 and v at 4
     (_buffer("a", 16, 0, 3, offset=0), _buffer("v", 8, 0, 3, offset=4)), (Alias("a", "v", 2),)
 )
 TOKENS_PIN = Problem(  # a pinned at 16 cannot fit a capacity of 8; b needs a multiple of 3
-    (_buffer("a", 8, 0, 2, offset=16), _buffer("b", 8, 0, 2, alignment=3)), capacity=8
+    (_buffer("a", 8, 0, 2, offset=16), _buffer("b", 8, 0, 2, alignment=3)), memories=one_arena(8)
 )
 FLOAT_BOUND = Problem(  # CP-SAT proves 42 optimal but reports its bound as 41.999...
     (
@@ -70,7 +70,7 @@ def _judged(name: str, problem: Problem) -> Plan:
     assert validate(problem, plan) == [], (name, plan)
     if plan.status.has_plan:
         assert plan.arena >= lower_bound(problem), (name, plan)
-        assert problem.capacity is None or plan.arena <= problem.capacity
+        assert problem.memories[0].capacity is None or plan.arena <= problem.memories[0].capacity
     return plan
 
 
@@ -82,7 +82,9 @@ def _judged(name: str, problem: Problem) -> Plan:
 @example(FLOAT_BOUND)
 def test_statuses_agree_with_brute_force(problem: Problem) -> None:
     optimum = _optimum(problem)
-    fits = optimum is not None and (problem.capacity is None or optimum <= problem.capacity)
+    fits = optimum is not None and (
+        problem.memories[0].capacity is None or optimum <= problem.memories[0].capacity
+    )
     for name in PLANNERS:
         plan = _judged(name, problem)
         if plan.status == Status.INFEASIBLE:
@@ -94,7 +96,7 @@ def test_statuses_agree_with_brute_force(problem: Problem) -> None:
     cpsat = _judged("cpsat", problem)
     assert cpsat.status == (Status.OPTIMAL if fits else Status.INFEASIBLE), (optimum, cpsat)
     assert cpsat.bound <= (optimum if fits else cpsat.bound)
-    if fits and problem.capacity is None:
+    if fits and problem.memories[0].capacity is None:
         greedy, naive = _judged("greedy", problem), _judged("naive", problem)
         assert lower_bound(problem) <= cpsat.arena <= greedy.arena <= naive.arena
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from optplan.problem import Alias, Buffer, Interval, Problem
+from optplan.problem import Alias, Buffer, Interval, Problem, one_arena
 from optplan.problem.plan import Plan, Status, validate
 
 
@@ -69,6 +69,6 @@ def test_plan_without_solution_is_not_judged() -> None:
 
 
 def test_capacity_is_enforced() -> None:
-    problem = Problem(PROBLEM.buffers, capacity=16)
+    problem = Problem(PROBLEM.buffers, memories=one_arena(16))
     faults = validate(problem, _plan({"a": 0, "b": 8, "c": 0, "p": 16}, 20))
     assert "capacity" in [v.kind for v in faults]

@@ -57,7 +57,7 @@ from optplan.ir import (
     operands,
 )
 from optplan.ops import inplace_outputs, lookup
-from optplan.problem import Buffer, Interval, Memory, Problem
+from optplan.problem import MAIN, Buffer, Interval, Memory, Problem
 
 # A value's buffers: a Placement for a planned tensor, None for a tensor that is not
 # planned, or a tuple of those for tuple values.
@@ -139,7 +139,7 @@ def build_memory(
             f"({next(iter(walk.if_points))!r})"
         )
     return MemoryFacts(
-        problem=Problem(buffers, memories=memories),
+        problem=Problem(buffers, memories=(MAIN,) if memories is None else memories),
         placements={
             var: value
             for var, value in walk.placed.items()

@@ -22,7 +22,7 @@ from optplan.cli.options import guard_seconds
 from optplan.cli.records import counted
 from optplan.errors import InputError
 from optplan.frontends import Loaded
-from optplan.problem import Problem, live_profile, lower_bound
+from optplan.problem import Problem, live_profile, lower_bound, one_arena
 
 if TYPE_CHECKING:
     from optplan.passes.recompute import Recomputed
@@ -41,7 +41,9 @@ def with_capacity(args: argparse.Namespace, loaded: Loaded) -> Loaded:
         fast = dataclasses.replace(first, capacity=size)
         problem = dataclasses.replace(loaded.problem, memories=(fast, *memories[1:]))
         return dataclasses.replace(loaded, problem=problem)
-    problem = Problem(loaded.problem.buffers, loaded.problem.aliases, args.capacity)
+    problem = Problem(
+        loaded.problem.buffers, loaded.problem.aliases, memories=one_arena(args.capacity)
+    )
     return dataclasses.replace(loaded, problem=problem)
 
 
@@ -192,7 +194,9 @@ def recomputed_loaded(args: argparse.Namespace, loaded: Loaded, result: Recomput
     from optplan.analysis.liveness import build_memory
 
     memory = build_memory(result.program, plan_outputs=args.plan_outputs, alignment=args.alignment)
-    problem = Problem(memory.problem.buffers, memory.problem.aliases, args.capacity)
+    problem = Problem(
+        memory.problem.buffers, memory.problem.aliases, memories=one_arena(args.capacity)
+    )
     return Loaded(loaded.path, problem, result.program, memory, loaded.weights)
 
 

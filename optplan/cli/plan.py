@@ -13,11 +13,16 @@ from optplan.cli.options import Commands, add_input, budget_of
 from optplan.cli.records import bounds_note, plan_record, reasons, summary, table
 from optplan.cli.solving import INTERRUPTED, report_faults, solve_watched
 from optplan.frontends import Loaded
+from optplan.problem.core import Objective
 from optplan.problem.plan import validate
 
-DEFAULT_PLANNERS = "naive,tokens,greedy,cpsat"
-# With several memories tokens is naive again (all in the dearest memory); spill joins.
-MEMORY_PLANNERS = "naive,greedy,spill,cpsat"
+# The planners compared by default, by what the problem's plans are judged by
+# (`Problem.objective`): judged by traffic, tokens is naive again (all in the dearest
+# memory), and spill, greedy on one arena, joins.
+COMPARED: dict[Objective, str] = {
+    "arena": "naive,tokens,greedy,cpsat",
+    "traffic": "naive,greedy,spill,cpsat",
+}
 
 
 def add(commands: Commands) -> None:
@@ -35,7 +40,8 @@ def add(commands: Commands) -> None:
     add_input(compare)
     compare.add_argument(
         "--planners",
-        help=f"comma-separated (default: {DEFAULT_PLANNERS}; with several memories {MEMORY_PLANNERS})",
+        help=f"comma-separated (default: {COMPARED['arena']}; with several memories "
+        f"{COMPARED['traffic']})",
     )
     compare.set_defaults(handler=_cmd_compare)
 
@@ -78,8 +84,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from optplan.planners.common import make_form
 
     loaded = load_input(args)
-    default = DEFAULT_PLANNERS if loaded.problem.plain else MEMORY_PLANNERS
-    names = planner_names(args.planners or default)
+    names = planner_names(args.planners or COMPARED[loaded.problem.objective])
     records, failed = [], False
     targets = [(loaded, None)]
     if args.reorder:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from optplan.frontends import Loaded
 from optplan.problem import Problem
-from optplan.problem.outcome import Plan, Status
+from optplan.problem.outcome import Plan, Status, bytes_used, residences_of
 from optplan.problem.tiers import all_in
 
 
@@ -39,7 +39,7 @@ def plan_record(
         **({"interrupted": True} if plan.detail.get("interrupted") else {}),
         **work_record(plan, args),
         **({"bounds": loaded.bounds, "sized_by": loaded.sized_by} if loaded.bounds else {}),
-        **(memory_record(loaded.problem, plan) if not loaded.problem.plain else {}),
+        **(memory_record(loaded.problem, plan) if judged_by_traffic(loaded) else {}),
     }
 
 
@@ -81,15 +81,20 @@ def versions() -> dict[str, str]:
     return found
 
 
+def judged_by_traffic(loaded: Loaded) -> bool:
+    """Whether the plans of `loaded` are judged, and so reported, by their traffic
+    (`Problem.objective`); by their arena otherwise, with the same record keys as ever."""
+    return loaded.problem.objective == "traffic"
+
+
 def memory_record(problem: Problem, plan: Plan) -> dict[str, object]:
-    """What a plan of several memories adds: each memory and the bytes it uses, the
+    """What a plan judged by traffic adds: each memory and the bytes it uses, the
     traffic, its proven bound and that of everything in the dearest memory, where each
     buffer is written, its residences and its copies."""
-    sizes = {b.id: b.size for b in problem.buffers}
-    used = dict.fromkeys((m.name for m in problem.memories), 0)
+    used = bytes_used(problem, plan)
+    residences = residences_of(problem, plan)
     home = {}
-    for r in plan.residences:
-        used[r.memory] = max(used[r.memory], r.offset + sizes[r.buffer])
+    for r in residences:
         if any(iv.start <= problem.buffer(r.buffer).start < iv.end for iv in r.live):
             home[r.buffer] = r.memory
     return {
@@ -114,7 +119,7 @@ def memory_record(problem: Problem, plan: Plan) -> dict[str, object]:
                 "offset": r.offset,
                 "live": [[iv.start, iv.end] for iv in r.live],
             }
-            for r in plan.residences
+            for r in residences
         ],
         "copies": [
             {"buffer": c.buffer, "point": c.point, "from": c.source, "to": c.target}
@@ -133,7 +138,7 @@ def summary(loaded: Loaded, plan: Plan, args: argparse.Namespace) -> str:
         return (
             f"{loaded.path}: {plan.planner} found no plan ({plan.status.value}): {reason_of(plan)}"
         )
-    if not loaded.problem.plain:
+    if judged_by_traffic(loaded):
         record = memory_record(loaded.problem, plan)
         where = ", ".join(
             f"{m['name']} {m['used_bytes']}"
@@ -179,7 +184,7 @@ def table(loaded: Loaded, records: list[dict[str, object]], args: argparse.Names
     """One row per planner; every gap is measured against the same bound, the best any of
     them proved (never below the live-bytes lower bound). With several memories the
     rows are of traffic (`memory_table`)."""
-    if not loaded.problem.plain:
+    if judged_by_traffic(loaded):
         return memory_table(loaded, records, args)
     best = max(int(r["bound_bytes"]) for r in records)  # type: ignore[call-overload]
     header = ("planner", "status", "arena bytes", "proven bound", "gap", "vs naive", "seconds")

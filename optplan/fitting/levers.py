@@ -28,7 +28,8 @@ from typing import Any
 from optplan.analysis.liveness import MemoryFacts, build_memory
 from optplan.ir import Program
 from optplan.planners import get_planner
-from optplan.problem import Memory, Problem, lower_bound
+from optplan.problem import Memory, Problem, lower_bound, one_arena
+from optplan.problem.outcome import bytes_used
 from optplan.problem.plan import Plan, traffic, validate
 from optplan.schedule.remat.packing import cpsat_within
 
@@ -163,9 +164,8 @@ def pack(problem: Problem, seconds: float) -> Plan | None:
 
 def slow_traffic(problem: Problem, plan: Plan) -> int:
     """The traffic of every memory but the first (bytes accessed there times its cost,
-    and every copy): the judge's count with the first memory's cost set to 0."""
-    if problem.plain or len(problem.memories) == 1:
-        return 0
+    and every copy): the judge's count with the first memory's cost set to 0 (so 0 for a
+    problem of one memory)."""
     first, *rest = problem.memories
     free = dataclasses.replace(problem, memories=(dataclasses.replace(first, cost=0), *rest))
     return traffic(free, plan)
@@ -174,18 +174,12 @@ def slow_traffic(problem: Problem, plan: Plan) -> int:
 def _bounded(problem: Problem, capacity: int, memories: tuple[Memory, ...] | None) -> Problem:
     """The problem in one memory of `capacity` bytes, or in `memories`."""
     if memories is None:
-        return Problem(problem.buffers, problem.aliases, capacity)
+        return Problem(problem.buffers, problem.aliases, memories=one_arena(capacity))
     return Problem(problem.buffers, problem.aliases, memories=memories)
 
 
 def _first_memory_bytes(problem: Problem, plan: Plan) -> int:
-    if not plan.residences:
-        return plan.arena
-    sizes = {b.id: b.size for b in problem.buffers}
-    first = problem.memories[0].name
-    return max(
-        (r.offset + sizes[r.buffer] for r in plan.residences if r.memory == first), default=0
-    )
+    return bytes_used(problem, plan)[problem.memories[0].name]
 
 
 def with_fast_memory(capacity: int, given: tuple[Memory, ...]) -> tuple[Memory, ...]:

@@ -1,6 +1,6 @@
 """The properties of a plan of several memories, judged without trusting the planner.
 
-For a plan that a target returns for a problem of several memories (not `Problem.plain`):
+For a plan that a target returns for a problem of several memories (`Problem.objective` "traffic"):
 
 1. A plan validates (`optplan.problem.plan.validate`: residences, copies, capacities of
    every memory, and its traffic recounted); each kind of violation is its own property.

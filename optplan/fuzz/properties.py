@@ -18,18 +18,26 @@ accuses a right planner.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
+
 from optplan.fuzz.brute import BRUTE_CLASSES, brute_force
 from optplan.fuzz.failure import Failure
 from optplan.fuzz.memories import judge_memories
-from optplan.problem import Problem, alias_classes, lower_bound
-from optplan.problem.plan import Plan, Status, validate
+from optplan.problem import Problem, alias_classes, lower_bound, one_arena
+from optplan.problem.core import Objective
+from optplan.problem.plan import Plan, Status, traffic, validate
 
 
 def judge_plan(problem: Problem, plan: Plan) -> Failure | None:
-    """The first property (2-5) that `plan` violates, or None; a problem of several
-    memories is judged by `optplan.fuzz.memories`."""
-    if not problem.plain:
-        return judge_memories(problem, plan)
+    """The first property that `plan` violates, or None, by what the problem's plans are
+    judged by (`Problem.objective`): the arena (2-5 above) or the traffic
+    (`optplan.fuzz.memories`)."""
+    return JUDGES[problem.objective](problem, plan)
+
+
+def judge_arena(problem: Problem, plan: Plan) -> Failure | None:
+    """The first property (2-5) that a plan judged by its arena violates, or None."""
     if plan.status.has_plan:
         faults = validate(problem, plan)
         if faults:
@@ -46,14 +54,22 @@ def judge_plan(problem: Problem, plan: Plan) -> Failure | None:
                 f"but {better.planner} finds a valid plan of {better.arena}",
             )
     if plan.status is Status.INFEASIBLE:
-        witness = _best_witness(problem, problem.capacity)
+        capacity = problem.memories[0].capacity
+        witness = _best_witness(problem, capacity)
         if witness is not None:
             return Failure(
                 "false-infeasible",
-                f"{plan.planner} claims nothing fits in capacity {problem.capacity}, "
+                f"{plan.planner} claims nothing fits in capacity {capacity}, "
                 f"but {witness.planner} finds a valid plan of {witness.arena}",
             )
     return None
+
+
+# The properties by what a problem's plans are judged by.
+JUDGES: dict[Objective, Callable[[Problem, Plan], Failure | None]] = {
+    "arena": judge_arena,
+    "traffic": judge_memories,
+}
 
 
 def _best_witness(problem: Problem, at_most: int | None) -> Plan | None:
@@ -67,7 +83,7 @@ def _best_witness(problem: Problem, at_most: int | None) -> Plan | None:
         candidates.append(brute_force(open_problem))
     offsets, arena = roomy_offsets(problem)
     candidates.append(Plan(offsets, arena, Status.FEASIBLE, "the stacked layout", 0))
-    limit = problem.capacity if at_most is None else at_most
+    limit = problem.memories[0].capacity if at_most is None else at_most
     best = None
     for plan in candidates:
         fits = limit is None or plan.arena <= limit
@@ -82,11 +98,16 @@ def _valid(problem: Problem, capacity: int | None, plan: Plan) -> bool:
 
 
 def problem_within(problem: Problem, capacity: int | None) -> Problem:
-    return Problem(problem.buffers, problem.aliases, capacity)
+    return Problem(problem.buffers, problem.aliases, memories=one_arena(capacity))
 
 
 def plan_from_offsets(problem: Problem, offsets: dict[str, int], planner: str) -> Plan:
-    """A plan for offsets given without one: the arena is where the highest buffer ends."""
+    """A plan for offsets given without one, which keeps every buffer in the first memory
+    all its life (`outcome.residences_of`): the arena is where the highest buffer ends,
+    and where plans are judged by traffic it claims the traffic of that residency."""
     ends = [offsets[b.id] + b.size for b in problem.buffers if b.id in offsets]
     arena = max([0, *ends])
-    return Plan(dict(offsets), arena, Status.FEASIBLE, planner, lower_bound(problem))
+    plan = Plan(dict(offsets), arena, Status.FEASIBLE, planner, lower_bound(problem))
+    if problem.objective == "traffic":
+        return replace(plan, traffic=traffic(problem, plan))
+    return plan

@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 from optplan.budget import DEFAULT_WORK
 from optplan.errors import InputError
 from optplan.fuzz.properties import Failure, judge_plan, plan_from_offsets
-from optplan.problem import MAIN, Problem, read_csv, write_csv
+from optplan.problem import MAIN, Problem, one_arena, read_csv, write_csv
 from optplan.problem.plan import Plan
 
 
@@ -143,10 +143,6 @@ class _ProblemTarget:
         if isinstance(result, Plan):
             return judge_plan(problem, result)
         if isinstance(result, dict):
-            if not problem.plain:
-                return Failure(
-                    "bad-result", f"{name} returned offsets; several memories need a Plan"
-                )
             return judge_plan(problem, plan_from_offsets(problem, result, name))
         return Failure("bad-result", f"{name} returned {type(result).__name__}, not offsets")
 
@@ -297,5 +293,5 @@ class CommandTarget(_ProblemTarget):
         except InputError as error:
             return Failure("bad-output", str(error).replace(str(output), "output.csv"))
         offsets = {b.id: b.offset for b in planned.buffers if b.offset is not None}
-        bounded = Problem(problem.buffers, problem.aliases, capacity)
+        bounded = Problem(problem.buffers, problem.aliases, memories=one_arena(capacity))
         return self.judge_result(bounded, offsets, "the command")

@@ -51,7 +51,7 @@ from optplan.ops import compute_cost, has_effect, inplace_outputs, lookup
 from optplan.passes.names import fresh_name
 from optplan.passes.reorder import _reorderable, block_graphs
 from optplan.planners import get_planner
-from optplan.problem import Problem, lower_bound
+from optplan.problem import Problem, lower_bound, one_arena
 from optplan.problem.plan import Status
 from optplan.schedule.graph import Graph, peak_bytes
 from optplan.schedule.remat import Remat, RematSchedule, rematerialise
@@ -157,7 +157,7 @@ def _fits(
     result: Recomputed, capacity: int, plan_outputs: bool, alignment: int, seconds: float
 ) -> bool:
     problem = build_memory(result.program, plan_outputs=plan_outputs, alignment=alignment).problem
-    problem = Problem(problem.buffers, problem.aliases, capacity)
+    problem = Problem(problem.buffers, problem.aliases, memories=one_arena(capacity))
     plan = get_planner("greedy")(problem)
     if not plan.status.has_plan and seconds > 1:
         plan = cpsat_within(problem, min(5.0, seconds / 4))

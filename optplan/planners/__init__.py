@@ -15,7 +15,7 @@ at least `lower_bound`), `seconds` and `status`. `greedy` and `cpsat` return UNK
 no offsets when the best arena they found exceeds the problem's capacity, INFEASIBLE when
 they proved that nothing fits.
 
-A problem of several memories (not `Problem.plain`) goes to `tiers`: each planner decides
+A problem judged by traffic (`Problem.objective`) goes to `tiers`: each planner decides
 where every tensor is at every point (`naive` and `tokens`: all in the dearest memory;
 `greedy`: filling the cheapest first; `spill`: Belady's rule; `cpsat`: one CP-SAT model
 of residency, copies and offsets) and packs each memory with its own packer.

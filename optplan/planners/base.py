@@ -4,10 +4,11 @@ problem of one arena and the problem of several memories.
 A planner's options derive from `Declared`, which plans a problem in three steps:
 1. `__call__(problem)` builds the form once (`common.make_form`, in `whole`); `plan(form)`
    takes one already built (several planners on one problem share it).
-2. A problem of one arena (`Problem.plain`) goes to the planner's `arena(form, started)`,
-   its own packing; one of several memories to its `memories(problem, started)`, where it
-   decides residency and packs each memory (`planners.tiers`). No planner forks on the
-   number of memories itself.
+2. A problem judged by its arena (`Problem.objective`: one memory, every buffer there
+   all its life) goes to the planner's `arena(form, started)`, its own packing; one
+   judged by traffic to its `memories(problem, started)`, where it decides residency and
+   packs each memory, each the problem of one arena (`planners.tiers`). This is the one
+   place that asks: no planner, report or property forks on the memories itself.
 3. What the planner takes it declares, so nothing reads a planner's fields to find out:
 
     takes_work    it searches, and stops on a `budget.Budget`: its options hold `work`
@@ -42,13 +43,13 @@ class Declared:
 
     def __call__(self, problem: Problem) -> Plan:
         started = now()
-        if not problem.plain:
+        if problem.objective == "traffic":
             return self.memories(problem, started)
         return self.whole(problem, started)
 
     def plan(self, form: Form) -> Plan:
         started = now()
-        if not form.problem.plain:
+        if form.problem.objective == "traffic":
             return self.memories(form.problem, started)
         return self.arena(form, started)
 
@@ -58,7 +59,7 @@ class Declared:
         return self.arena(make_form(problem), started)
 
     def arena(self, form: Form, started: float) -> Plan:
-        """The plan of one arena (`form.problem.plain`), timed from `started`."""
+        """The plan of one arena (`form.problem.objective` "arena"), timed from `started`."""
         raise NotImplementedError
 
     def memories(self, problem: Problem, started: float) -> Plan:

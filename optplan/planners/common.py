@@ -52,6 +52,11 @@ class Form:
     live_bytes: int
     fault: str | None
 
+    @property
+    def capacity(self) -> int | None:
+        """The capacity of the one memory the form packs (a form is of one arena)."""
+        return self.problem.memories[0].capacity
+
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
@@ -247,7 +252,7 @@ def make_plan(
         assert status is not None and not status.has_plan
         return Plan({}, 0, status, planner, floor, seconds, bound, detail)
     arena = top(form.rects, offsets)
-    capacity = form.problem.capacity
+    capacity = form.capacity
     if capacity is not None and arena > capacity:
         detail["reason"] = f"arena {arena} exceeds capacity {capacity}"
         return Plan({}, 0, Status.UNKNOWN, planner, floor, seconds, bound, detail)

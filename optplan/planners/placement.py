@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from optplan.planners.cpsat import CpSat
 from optplan.problem import Problem
+from optplan.problem.outcome import residences_of
 from optplan.problem.plan import Plan, validate
 
 
@@ -19,10 +20,7 @@ def placement(problem: Problem, plan: Plan) -> dict[str, tuple[str, int]]:
     every buffer in the problem's one memory). Raises ValueError for a plan with copies."""
     if plan.copies:
         raise ValueError(f"the plan of {plan.planner!r} copies buffers between memories")
-    if not plan.residences:
-        home = problem.memories[0].name
-        return {name: (home, offset) for name, offset in plan.offsets.items()}
-    return {r.buffer: (r.memory, r.offset) for r in plan.residences}
+    return {r.buffer: (r.memory, r.offset) for r in residences_of(problem, plan)}
 
 
 def place(problem: Problem, *, time_limit: float = 10.0) -> dict[str, tuple[str, int]] | None:

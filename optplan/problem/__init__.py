@@ -22,7 +22,7 @@ from optplan.problem.core import (
     residue_of,
 )
 from optplan.problem.csv_io import read_csv, write_csv
-from optplan.problem.memory import MAIN, Memory
+from optplan.problem.memory import MAIN, Memory, one_arena
 
 __all__ = [
     "MAIN",
@@ -37,6 +37,7 @@ __all__ = [
     "live_profile",
     "lower_bound",
     "merge_intervals",
+    "one_arena",
     "read_csv",
     "residue_of",
     "write_csv",

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
@@ -26,52 +27,33 @@ from optplan.problem.buffers import Alias, Buffer, Interval
 from optplan.problem.columns import BufferColumns
 from optplan.problem.memory import MAIN, Memory, check_memories
 
-# `Problem(buffers, aliases, capacity)` without the capacity: nothing said.
-_UNSAID: object = object()
+# What a problem's plans are judged by (`Problem.objective`).
+Objective = Literal["arena", "traffic"]
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(frozen=True, slots=True)
 class Problem:
     """Buffers to place, aliases between them, and the memories they may live in.
 
-    `memories` defaults to one unbounded memory (`memory.MAIN`), today's arena.
-    `capacity` is the old spelling of that one memory's capacity: `Problem(buffers,
-    aliases, capacity=C)` is the problem of one memory of C bytes, and `problem.capacity`
-    reads it back (a problem of several memories has one capacity per memory instead).
+    `memories` defaults to one unbounded memory (`memory.MAIN`), today's arena; a
+    capacity is always a memory's (`memory.one_arena(C)` is the one memory of C bytes).
     """
 
     buffers: Sequence[Buffer]
-    aliases: tuple[Alias, ...]
-    memories: tuple[Memory, ...]
-    _index: dict[str, int] | None = field(init=False, repr=False, compare=False)
-
-    def __init__(
-        self,
-        buffers: Sequence[Buffer],
-        aliases: tuple[Alias, ...] = (),
-        capacity: int | None | object = _UNSAID,
-        *,
-        memories: tuple[Memory, ...] | None = None,
-    ) -> None:
-        object.__setattr__(self, "buffers", buffers)
-        object.__setattr__(self, "aliases", tuple(aliases))
-        object.__setattr__(self, "memories", _memories(memories, capacity))
-        self.__post_init__()
+    aliases: tuple[Alias, ...] = ()
+    memories: tuple[Memory, ...] = field(default=(MAIN,), kw_only=True)
+    _index: dict[str, int] | None = field(init=False, repr=False, compare=False, default=None)
 
     @property
-    def capacity(self) -> int | None:
-        """The capacity of the problem's one memory (ValueError with several)."""
-        if len(self.memories) != 1:
-            raise ValueError(
-                f"a problem of {len(self.memories)} memories has a capacity per memory"
-            )
-        return self.memories[0].capacity
-
-    @property
-    def plain(self) -> bool:
-        """One memory without an alignment of its own: the problem of one arena, which
-        planners pack as they always have (and `validate` judges by offsets alone)."""
-        return len(self.memories) == 1 and self.memories[0].alignment == 1
+    def objective(self) -> Objective:
+        """What its plans are judged by, every plan being residences in its memories:
+        "arena", the bytes of its one memory, when that memory has no alignment of its
+        own (every buffer resides there all its life, so every plan has the same
+        traffic: the plan of one arena); "traffic", the bytes accessed in each memory
+        times its cost, otherwise. The driver (`planners.base`) packs an arena or decides
+        residency by it, and reports and properties speak of it."""
+        one_arena = len(self.memories) == 1 and self.memories[0].alignment == 1
+        return "arena" if one_arena else "traffic"
 
     def memory(self, name: str) -> Memory:
         for memory in self.memories:
@@ -80,6 +62,9 @@ class Problem:
         raise KeyError(name)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "aliases", tuple(self.aliases))
+        object.__setattr__(self, "memories", tuple(self.memories))
+        check_memories(self.memories)
         if isinstance(self.buffers, BufferColumns):
             # Checked as columns when they were made; the index waits until it is asked
             # for (100 MB at 1,000,000 buffers).
@@ -128,22 +113,6 @@ class Problem:
         for cls in alias_classes(self):
             total = (total if cls.residue is None else cls.lift(total)) + cls.size
         return total
-
-
-def _memories(memories: tuple[Memory, ...] | None, capacity: object) -> tuple[Memory, ...]:
-    """The memories from either spelling: `memories`, or the one memory's `capacity`
-    (given with one memory, as `dataclasses.replace` does, it replaces that capacity)."""
-    if memories is None:
-        memories = (MAIN,)
-    memories = tuple(memories)
-    if capacity is not _UNSAID:
-        if capacity is not None and capacity < 0:  # type: ignore[operator]
-            raise ValueError(f"capacity {capacity} is negative")
-        if len(memories) != 1:
-            raise ValueError("a problem of several memories takes a capacity per memory")
-        memories = (replace(memories[0], capacity=capacity),)  # type: ignore[arg-type]
-    check_memories(memories)
-    return memories
 
 
 def _check_tiers(buffer: Buffer, names: set[str]) -> None:

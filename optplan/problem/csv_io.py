@@ -255,7 +255,7 @@ def read_rows(
             buffer = replace(buffer, alignment=math.lcm(buffer.alignment, alignment))
         buffers.append(buffer)
     try:
-        return Problem(tuple(buffers), memories=memories)
+        return Problem(tuple(buffers), memories=(MAIN,) if memories is None else memories)
     except ValueError as error:  # the lists' faults are the rows'; the memories' the caller's
         raise InputError(str(error), file=name) from None
 

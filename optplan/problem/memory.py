@@ -38,6 +38,12 @@ class Memory:
 MAIN = Memory("main")
 
 
+def one_arena(capacity: int | None) -> tuple[Memory, ...]:
+    """The memories of a problem of one arena of at most `capacity` bytes (None:
+    unbounded): `MAIN` with that capacity, the one way to bound a plain problem."""
+    return (Memory(MAIN.name, capacity),)
+
+
 def check_memories(memories: tuple[Memory, ...]) -> None:
     """Raise ValueError naming the first malformed memory."""
     if not memories:

@@ -1,7 +1,7 @@
 """Plans and the one independent judge of them.
 
-A `Plan` (`outcome`) gives every buffer of a `Problem` a byte offset in one arena, or, with
-several memories, a residence in each memory it uses and the copies between them.
+A `Plan` (`outcome`) gives every buffer of a `Problem` a residence in each memory it uses
+and the copies between them; a plan listing none, a byte offset in one arena.
 `validate` checks a plan against its problem and shares no code with any planner: it is
 short, does its own alias grouping, and compares buffers by a plain sweep over time.
 
@@ -36,16 +36,21 @@ _CHUNK_EVENTS = 1 << 16
 def validate(problem: Problem, plan: Plan) -> list[Violation]:
     """Everything wrong with `plan` as a placement of `problem`; empty when it is valid.
 
-    A problem of several memories, or of one with an alignment of its own (or a plan that
-    gives residences), is judged memory by memory by the checks below, and on top by
-    `tiers.validate_memories`: every residence, every copy, every capacity, and the
-    traffic the plan claims.
+    Every plan is judged as residences in memories (`tiers.validate_memories`: every
+    residence, every copy, every capacity, the traffic the plan claims, and each memory
+    by the checks below), with one exception that is the same judgement: a plan that
+    lists no residences, of a problem judged by its arena. There every buffer resides in
+    the one memory all its life (`outcome.residences_of`), so the residence, copy and
+    traffic checks hold by construction and the memory's checks are all that is left;
+    judging its offsets directly keeps a million-buffer trace to one sweep, with no
+    residence built per buffer. `tests/test_one_meaning.py` holds the two to the same
+    verdicts.
     """
     if not plan.status.has_plan:
         return []
-    if not problem.plain or plan.residences or plan.copies:
-        return validate_memories(problem, plan, validate_arena)
-    return validate_arena(problem, plan)
+    if problem.objective == "arena" and not plan.residences and not plan.copies:
+        return validate_arena(problem, plan)
+    return validate_memories(problem, plan, validate_arena)
 
 
 def traffic(problem: Problem, plan: Plan) -> int:
@@ -69,10 +74,9 @@ def validate_arena(problem: Problem, plan: Plan) -> list[Violation]:
             )
     if plan.arena < 0:
         faults.append(Violation("arena", (), f"arena {plan.arena} is negative"))
-    if problem.capacity is not None and plan.arena > problem.capacity:
-        faults.append(
-            Violation("capacity", (), f"arena {plan.arena} exceeds capacity {problem.capacity}")
-        )
+    capacity = problem.memories[0].capacity
+    if capacity is not None and plan.arena > capacity:
+        faults.append(Violation("capacity", (), f"arena {plan.arena} exceeds capacity {capacity}"))
     for b in problem.buffers:
         faults.extend(_buffer_faults(b, offsets.get(b.id), plan.arena))
     for alias in problem.aliases:
@@ -220,7 +224,8 @@ def _valid_as_columns(problem: Problem, plan: Plan) -> bool:
     columns = columns_of(problem)
     if columns is None or not 0 <= plan.arena < 2**62 or len(plan.offsets) != len(columns):
         return False
-    if problem.capacity is not None and plan.arena > problem.capacity:
+    capacity = problem.memories[0].capacity
+    if capacity is not None and plan.arena > capacity:
         return False
     try:
         offset = np.fromiter((plan.offsets.get(i, -1) for i in columns.ids), np.int64, len(columns))

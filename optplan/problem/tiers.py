@@ -1,8 +1,8 @@
 """The judge of plans of several memories: residences, copies, capacities and traffic.
 
-A plan of several memories gives each buffer a `Residence` in every memory it uses (one
-offset there, over the points it is held there) and lists the `Copy` steps between them
-(`outcome`). `validate_memories` checks, in order:
+A plan gives each buffer a `Residence` in every memory it uses (one offset there, over
+the points it is held there; a plan listing none keeps every buffer in the first memory
+all its life) and lists the `Copy` steps between them (`outcome`). `validate_memories` checks, in order:
 
 1. Residences: each names a known buffer and a memory the buffer may use, at most once
    per memory, over non-empty intervals inside the buffer's life; together they hold the
@@ -35,7 +35,8 @@ from dataclasses import dataclass
 
 from optplan.problem.buffers import Alias, Buffer
 from optplan.problem.core import Problem, merge_intervals
-from optplan.problem.outcome import Copy, Plan, Residence, Status, Violation
+from optplan.problem.memory import one_arena
+from optplan.problem.outcome import Copy, Plan, Residence, Status, Violation, residences_of
 
 Judge = Callable[[Problem, Plan], list[Violation]]
 
@@ -82,11 +83,12 @@ def validate_memories(problem: Problem, plan: Plan, judge_one: Judge) -> list[Vi
 def _residences(
     problem: Problem, plan: Plan, faults: list[Violation]
 ) -> dict[str, list[Residence]]:
-    """The plan's residences by buffer, those naming unknown things reported and left out."""
+    """The plan's residences by buffer (`outcome.residences_of`: a plan listing none keeps
+    every buffer in the first memory), those naming unknown things reported and left out."""
     known = {b.id: b for b in problem.buffers}
     names = {m.name for m in problem.memories}
     by_buffer: dict[str, list[Residence]] = {}
-    for r in plan.residences:
+    for r in residences_of(problem, plan):
         b = known.get(r.buffer)
         if b is None:
             faults.append(
@@ -267,7 +269,9 @@ def _memory_faults(
     used = max((offsets[b.id] + b.size for b in buffers), default=0)
     try:
         alone = Problem(
-            tuple(buffers), tuple(Alias(a.base, a.view, a.delta) for a in aliases), memory.capacity
+            tuple(buffers),
+            tuple(Alias(a.base, a.view, a.delta) for a in aliases),
+            memories=one_arena(memory.capacity),
         )
     except ValueError as error:
         return [Violation("memory", (), f"memory {name!r}: {error}")]

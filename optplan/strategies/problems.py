@@ -39,7 +39,7 @@ from dataclasses import replace
 
 from hypothesis import strategies as st
 
-from optplan.problem import Alias, Buffer, Interval, Problem, lower_bound
+from optplan.problem import Alias, Buffer, Interval, Problem, lower_bound, one_arena
 
 ALIGNMENTS = (1, 2, 4, 8)
 # Odd, coprime and large alignments: 3 against 4 or 8, two primes, and a runtime's 64.
@@ -130,7 +130,7 @@ def problems(
     problem = Problem(tuple(drawn), tuple(ties))
     if capacities:
         capacity = draw(_capacities(problem))
-        problem = Problem(problem.buffers, problem.aliases, capacity)
+        problem = Problem(problem.buffers, problem.aliases, memories=one_arena(capacity))
     return problem
 
 
@@ -356,4 +356,4 @@ def tiny_awkward_problems(draw: st.DrawFn, max_buffers: int = 5) -> Problem:
             base = draw(st.sampled_from(drawn[:j]))
             ties.append(Alias(base.id, view.id, draw(st.integers(0, 12))))
     capacity = draw(st.none() | st.integers(0, 60))
-    return Problem(tuple(drawn), tuple(ties), capacity)
+    return Problem(tuple(drawn), tuple(ties), memories=one_arena(capacity))

@@ -182,7 +182,7 @@ def plan_cpsat(form: Form, options: CpSat = CpSat(), *, started: float | None = 
 def _planned(form: Form, options: CpSat, started: float, clock: Clock) -> Plan:
     if form.fault is not None:
         return _no_plan(form, options, started, 0, Status.INFEASIBLE, form.fault)
-    rects, capacity = form.rects, form.problem.capacity
+    rects, capacity = form.rects, form.capacity
     if clock.counted and options.search_share > 0 and not jit.ready(jit.SEARCH):
         jit.warm(jit.SEARCH)  # counted work cannot wait on a compile in the background
     # Runs past the end are skipped: the budget covers greedy too.
@@ -275,7 +275,7 @@ def _search_step(
     report_progress(options, rects, offsets, bound, "search", force=True)
     status, bound, detail = search_first(form, offsets, bound, search_deadline, options, work.clock)
     if status is not None:
-        reason = f"the search proved that nothing fits under capacity {form.problem.capacity}"
+        reason = f"the search proved that nothing fits under capacity {form.capacity}"
         return _Failure(status, reason), bound, detail
     report_progress(options, rects, offsets, bound, "search", force=True)
     return None, bound, detail
@@ -315,7 +315,7 @@ def _solve_rounds(work: _Work, offsets: list[int], bound: int) -> tuple[_Rounds,
     """Steps 5 and 6: rounds while time is left, the arena is above the bound (or the
     capacity) and the last round improved; and how many rounds ran. `offsets` is
     updated in place."""
-    rects, capacity = work.form.rects, work.form.problem.capacity
+    rects, capacity = work.form.rects, work.form.capacity
     total = _Rounds(bound, True, 0)
     rounds = 0
     while total.improved and not work.clock.past(work.deadline):
@@ -337,7 +337,7 @@ def _round(work: _Work, offsets: list[int], bound: int) -> _Rounds:
     still set the arena, starting from their best placement so far."""
     from optplan.planners.cpsat.model import solve_part  # OR-Tools: only when solving
 
-    form, options, capacity = work.form, work.options, work.form.problem.capacity
+    form, options, capacity = work.form, work.options, work.form.capacity
     pending = sorted(work.parts, key=lambda part: -part_top(part, offsets))
     descending = [-part_top(part, offsets) for part in pending]
     achieved = 0  # the highest arena of the parts done so far: no need to go below it

@@ -58,7 +58,7 @@ def search_first(
         # (`cpsat.planner` takes the search up when it lands).
         jit.compile_in_background(jit.SEARCH)
         return None, bound, {"search": "compiling"}
-    capacity = form.problem.capacity
+    capacity = form.capacity
     if capacity is None:
         proven, found = _search_parts(form, offsets, bound, (deadline, clock), options)
         arena = top(rects, offsets)

@@ -71,8 +71,8 @@ def _plan(
     """As `common.make_plan` makes it from rectangles."""
     arena = int((offsets + columns.size).max(initial=0))
     seconds = now() - started
-    if problem.capacity is not None and arena > problem.capacity:
-        detail["reason"] = f"arena {arena} exceeds capacity {problem.capacity}"
+    if (capacity := problem.memories[0].capacity) is not None and arena > capacity:
+        detail["reason"] = f"arena {arena} exceeds capacity {capacity}"
         return Plan({}, 0, Status.UNKNOWN, name, floor, seconds, floor, detail)
     status = Status.OPTIMAL if arena <= floor else Status.FEASIBLE
     placed = dict(zip(columns.ids, offsets.tolist()))

@@ -122,7 +122,7 @@ class Greedy(Declared):
 
 
 def plan_greedy(form: Form, options: Greedy = Greedy(), *, started: float | None = None) -> Plan:
-    """Greedy's plan of one arena (`form.problem.plain`)."""
+    """Greedy's plan of one arena (`form.problem.objective` "arena")."""
     started = now() if started is None else started
     with gc_paused():
         if form.fault is not None:

@@ -110,7 +110,7 @@ def descend(
         return plan
     runner = Compiled.from_columns(columns.start, columns.end, columns.size, columns.alignment)
     floor = lower_bound(problem)
-    target = problem.capacity if problem.capacity is not None else floor
+    target = floor if problem.memories[0].capacity is None else problem.memories[0].capacity
     if runner is None or not plan.offsets or plan.arena <= target:
         return plan
     lifetime = runner.sequence("lifetime")

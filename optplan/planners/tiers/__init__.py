@@ -2,7 +2,7 @@
 (`stays`), the rules that decide it (`fill`, `belady`), the heuristics' driver
 (`driver`) and the CP-SAT model of residency, copies and offsets (`model`).
 
-Planners pack a plain problem (one arena) as they always have; on any other they hand
+Planners pack a problem of one arena as they always have; on any other they hand
 it here with their own packer, which lays out each memory's buffers.
 """
 

@@ -1,7 +1,7 @@
 """Planning a problem of several memories with heuristics, and the plan they make.
 
-Every planner takes a problem whose memories are not the one plain arena here (a
-`Problem.plain` one it packs as it always has). Steps (`plan_heuristics`):
+Every planner takes a problem judged by traffic here (`Problem.objective`; one judged
+by its arena it packs as it always has). Steps (`plan_heuristics`):
 
 1. The form (`form.make_tier_form`); a point where the tensors confined to some memories
    cannot fit in them (`form.crowded`) makes the plan INFEASIBLE, naming the point and

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from optplan.planners.tiers.form import TierForm, Track, member_buffers
-from optplan.problem import Alias, Buffer, Interval, Problem, lower_bound
+from optplan.problem import Alias, Buffer, Interval, Problem, lower_bound, one_arena
 from optplan.problem.outcome import Copy, Plan, Residence, Status
 
 # Packs one memory's problem: a plan of one memory (None offsets when it found none).
@@ -128,7 +128,9 @@ def memory_problem(
         for a in form.problem.aliases
         if a.base in held and a.view in held
     )
-    return Problem(tuple(buffers), aliases, form.memories[memory].capacity), held
+    return Problem(
+        tuple(buffers), aliases, memories=one_arena(form.memories[memory].capacity)
+    ), held
 
 
 @dataclass(frozen=True, slots=True)

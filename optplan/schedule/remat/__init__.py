@@ -68,7 +68,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from optplan.budget import GUARD_SECONDS, Budget, active, now, running, spend
-from optplan.problem import Problem
+from optplan.problem import Problem, one_arena
 from optplan.problem.plan import Plan, Status
 from optplan.schedule import Scheduler, best_quick
 from optplan.schedule.graph import Graph, peak_bytes, problem_of
@@ -386,7 +386,7 @@ def _model_plan(graph: Graph, options: Remat, result: ModelResult) -> Plan | Non
     """The model's own offsets as a Plan, if the judge accepts them."""
     assert result.steps is not None
     problem = problem_of(graph, result.steps, options.alignment)
-    problem = Problem(problem.buffers, capacity=options.budget_bytes - graph.base_bytes)
+    problem = Problem(problem.buffers, memories=one_arena(options.budget_bytes - graph.base_bytes))
     offsets_by_name = {b.id: off for b, off in zip(problem.buffers, result.offsets)}
     arena = max((off + b.size for b, off in zip(problem.buffers, result.offsets)), default=0)
     plan = Plan(offsets_by_name, arena, Status.FEASIBLE, "remat-cpsat", 0)

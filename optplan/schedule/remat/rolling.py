@@ -55,7 +55,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from optplan.budget import MODEL_SCALE, limit_solver, now, solver_done
-from optplan.problem import Buffer, Problem
+from optplan.problem import Buffer, Problem, one_arena
 from optplan.problem.plan import Plan, Status, validate
 from optplan.schedule.graph import Graph, problem_of
 from optplan.schedule.remat.bounds import direct_bytes
@@ -136,7 +136,9 @@ def roll(problem: Problem, tight: int, room: int, deadline: float, window: int) 
     arena = max((offsets[b.id] + b.size for b in problem.buffers), default=0)
     plan = Plan(offsets, arena, Status.FEASIBLE, "rolling", 0)
     return (
-        None if validate(Problem(problem.buffers, problem.aliases, capacity=room), plan) else plan
+        None
+        if validate(Problem(problem.buffers, problem.aliases, memories=one_arena(room)), plan)
+        else plan
     )
 
 
