@@ -26,16 +26,24 @@ import numpy as np
 from optplan.planners.common import now, split_columns
 from optplan.planners.greedy.kernel import COMPILED, Compiled
 from optplan.planners.greedy.runs import best_runs
+from optplan.planners.greedy.stop import Limits, unlimited
 from optplan.problem import Problem, columns_of, lower_bound
 from optplan.problem.columns import BufferColumns, fits_int64
 from optplan.problem.plan import Plan, Status
 
 
 def plan_columns(
-    problem: Problem, orders: tuple[str, ...], fits: tuple[str, ...], name: str, started: float
+    problem: Problem,
+    orders: tuple[str, ...],
+    fits: tuple[str, ...],
+    name: str,
+    started: float,
+    limits: Limits | None = None,
 ) -> Plan | None:
-    """The greedy plan of `problem` from its columns; None when they cannot be used."""
+    """The greedy plan of `problem` from its columns within `limits` (a run the guard cut
+    is dropped, and the plan says so); None when the columns cannot be used."""
 
+    limits = unlimited() if limits is None else limits
     columns = columns_of(problem) if COMPILED else None
     if columns is None or columns.pinned or not fits_int64(columns):
         return None
@@ -43,6 +51,7 @@ def plan_columns(
     offsets = np.zeros(len(columns), dtype=np.int64)
     detail: dict[str, object] = {"order": "naive", "arenas": {}}
     highest = -1
+    cut = False
     parts = split_columns(columns)
     for part in parts:
         runner = Compiled.from_columns(
@@ -50,12 +59,17 @@ def plan_columns(
         )
         if runner is None:
             return None
-        placed, runs = best_runs(runner, runner.stack(), len(part), orders, fits, floor)
+        until = (limits.deadline, limits.clock)
+        placed, runs = best_runs(
+            runner, runner.stack(), len(part), orders, fits, floor, *until, limits.stop
+        )
         offsets[part] = placed
         arena = runner.top(placed)
+        cut = cut or "cut_run" in runs
         if arena > highest:
             highest, detail = arena, runs
     detail["parts"] = len(parts)
+    detail.update(limits.detail(cut))
     return _plan(problem, columns, offsets, floor, name, started, detail)
 
 
