@@ -3,7 +3,7 @@ beside idealloc in the same run.
 
     python benchmarks/greedy_concurrency.py --idealloc PATH/TO/idealloc
                                             [--sizes 10000,100000,1000000]
-                                            [--live 10,100,1000,10000]
+                                            [--live 10,100,1000,10000] [--guard 600]
 
 Steps:
 1. `generate(buffers, live, seed)`: buffer k starts at point k and lives 2 to 2 * live
@@ -11,8 +11,9 @@ Steps:
    Lifetimes of at least 2 points: idealloc's reader takes MiniMalloc's CSV with both
    ends exclusive (`ex-csv`), and a buffer living one point panics it ("cannot sample
    empty range"). Combinations with `live` above the buffers are dropped.
-2. Each trace, read once with `read_csv` (alignment 1): greedy with no limit (its plan's
-   seconds, the CSV already read), greedy with `time_limit=1` (its seconds must stay
+2. Each trace, read once with `read_csv` (alignment 1): greedy with no limit but the
+   `--guard` (its plan's seconds, the CSV already read; `cut` says whether the guard
+   cut it), greedy with `time_limit=1` (its seconds must stay
    within a second of the limit; `cut` says whether the guard cut a run), both checked
    with `validate`; then idealloc's binary (built from its own repository, default
    settings: one try) on the same CSV, its arena and its own "Total allocation time"
@@ -21,7 +22,8 @@ Steps:
 3. Rows (instance, planner, arena bytes, bound, gap % over the live-bytes bound,
    seconds, cut, note; idealloc's row has greedy's seconds over idealloc's in
    `vs_idealloc`) are printed as they come and written after each trace to
-   `benchmarks/results/greedy_concurrency.csv`.
+   `benchmarks/results/greedy_concurrency.csv`, updated by instance (a run over a few
+   traces keeps the others' rows).
 
 The machine is shared and noisy: read the ratio of the two planners' seconds in one run.
 """
@@ -43,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from optplan.planners.greedy import Greedy, warm_kernels
-from optplan.problem import lower_bound, read_csv
+from optplan.problem import Problem, lower_bound, read_csv
 from optplan.problem.plan import validate
 
 RESULTS = ROOT / "benchmarks" / "results" / "greedy_concurrency.csv"
@@ -70,9 +72,11 @@ def generate(buffers: int, live: int, seed: int = 0) -> str:
     return "id,lower,upper,size\n" + "".join(rows)
 
 
-def greedy_row(problem, bound: int, name: str, limit: float | None) -> list[object]:
+def greedy_row(
+    problem: Problem, bound: int, name: str, limit: float | None, guard: float | None = None
+) -> list[object]:
     began = time.perf_counter()
-    plan = Greedy(time_limit=limit)(problem)
+    plan = Greedy(time_limit=limit or guard)(problem)
     seconds = time.perf_counter() - began
     faults = validate(problem, plan)
     cut = "yes" if plan.detail.get("cut") else "no"
@@ -127,6 +131,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--live", default="10,100,1000,10000")
     parser.add_argument("--idealloc", required=True, help="idealloc's binary")
+    parser.add_argument("--guard", type=float, default=600.0, help="seconds for greedy's own row")
     args = parser.parse_args()
     warm_kernels()
     rows: list[list[object]] = []
@@ -140,7 +145,7 @@ def main() -> None:
                 path.write_text(generate(buffers, live))
                 problem = read_csv(path, alignment=1)
                 bound = lower_bound(problem)
-                full = greedy_row(problem, bound, name, None)
+                full = greedy_row(problem, bound, name, None, args.guard)
                 found = [full, greedy_row(problem, bound, name, 1.0)]
                 found.append(idealloc_row(path, name, args.idealloc, bound, float(full[5])))
                 for row in found:
@@ -150,11 +155,17 @@ def main() -> None:
 
 
 def _write(rows: list[list[object]]) -> None:
+    """The rows, after those of other instances already in the file."""
+    fresh = {row[0] for row in rows}
+    kept: list[list[object]] = []
+    if RESULTS.exists():
+        with RESULTS.open(newline="") as old:
+            kept = [row for row in list(csv.reader(old))[1:] if row[0] not in fresh]
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     with RESULTS.open("w", newline="") as out:
         writer = csv.writer(out)
         writer.writerow(COLUMNS)
-        writer.writerows(rows)
+        writer.writerows(kept + rows)
 
 
 if __name__ == "__main__":

@@ -191,6 +191,12 @@ class Compiled:
         return _stack(self.size, self.residue, self.modulus, self.pin)
 
 
+def stack_columns(size: np.ndarray, alignment: np.ndarray) -> np.ndarray:
+    """`naive.stack` of unpinned buffers given as columns, with no loop built."""
+    count = len(size)
+    return _stack(size, np.zeros(count, np.int64), alignment, np.full(count, -1, np.int64))
+
+
 def warm_kernels() -> None:
     """Compile every greedy kernel with the argument types real runs pass (numba compiles
     once per combination of types): both loops, built from rectangles and from columns,
