@@ -17,8 +17,8 @@ Steps:
    within a second of the limit; `cut` says whether the guard cut a run), both checked
    with `validate`; then idealloc's binary (built from its own repository, default
    settings: one try) on the same CSV, its arena and its own "Total allocation time"
-   (also read after the CSV), with a timeout of max(120 s, 3x greedy's seconds) and 8 GB
-   of memory.
+   (also read after the CSV), with a timeout of 3x greedy's seconds (120 to 300 s) and
+   8 GB of memory.
 3. Rows (instance, planner, arena bytes, bound, gap % over the live-bytes bound,
    seconds, cut, note; idealloc's row has greedy's seconds over idealloc's in
    `vs_idealloc`) are printed as they come and written after each trace to
@@ -93,7 +93,7 @@ def _limit_memory() -> None:
 def idealloc_row(
     path: Path, name: str, binary: str, bound: int, greedy_seconds: float
 ) -> list[object]:
-    timeout = max(120.0, 3 * greedy_seconds)
+    timeout = min(max(120.0, 3 * greedy_seconds), 300.0)
     arena: object = ""
     seconds: object = ""
     try:

@@ -10,7 +10,13 @@ and says so.
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,6 +33,7 @@ from optplan.problem.plan import validate
 from optplan.strategies import problems
 
 pytestmark = pytest.mark.skipif(not greedy_kernel.COMPILED, reason="numba is not installed")
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def crowded(count: int, live: int, seed: int) -> Problem:
@@ -157,3 +164,35 @@ def test_a_time_limit_cut_is_reported() -> None:
     plan = Greedy(time_limit=0.05)(problem)
     assert plan.status.has_plan and validate(problem, plan) == []
     assert plan.detail["cut"] is True
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def test_ctrl_c_on_the_command_line_ends_greedy_with_its_best_plan(tmp_path: Path) -> None:
+    # Greedy's runs on this trace take many seconds; one Ctrl-C must end them (the
+    # loops hold no GIL and poll the flag), print the plan so far and exit 130.
+    rng = np.random.default_rng(4)
+    count = 30_000
+    ends = np.arange(count) + rng.integers(2, 6001, count)
+    sizes = rng.integers(1, 1 << 20, count)
+    rows = "".join(f"{k},{k},{e},{z}\n" for k, (e, z) in enumerate(zip(ends, sizes)))
+    trace = tmp_path / "crowded.csv"
+    trace.write_text("id,lower,upper,size\n" + rows)
+    command = [sys.executable, "-m", "optplan", "plan", str(trace), "--planner", "greedy"]
+    child = subprocess.Popen(
+        [*command, "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        # A shell's background job ignores SIGINT, and its children inherit that.
+        preexec_fn=_default_sigint,  # noqa: PLW1509 - one call, no lock taken, then exec
+    )
+    time.sleep(6.0)  # past reading the trace and building the loop
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err
+    record = json.loads(out)
+    assert record["interrupted"] is True and record["arena_bytes"] > 0
