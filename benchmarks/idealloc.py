@@ -182,7 +182,7 @@ def order_row(name: str, problem: Problem) -> dict[str, object]:
     for order in ORDERS:
         for fit in FITS:
             run = f"{order}/{fit}"
-            tops = [r.top(r.place(r.sequence(order), fit)) for r in runners if r is not None]
+            tops = [r.top(r.whole(r.sequence(order), fit)) for r in runners if r is not None]
             arenas[run] = max(tops, default=0)
             row[run] = percent(arenas[run], bound)
     row["wins"] = min(arenas, key=lambda run: arenas[run])

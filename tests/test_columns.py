@@ -130,7 +130,7 @@ def test_bucket_loop_places_as_the_tree_loop(seed: int) -> None:
     for order in ("size", "start", "lifetime"):
         sequence = tree.sequence(order)
         for fit in ("first", "best"):
-            assert buckets.place(sequence, fit).tolist() == tree.place(sequence, fit).tolist()
+            assert buckets.whole(sequence, fit).tolist() == tree.whole(sequence, fit).tolist()
 
 
 @st.composite

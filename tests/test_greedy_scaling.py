@@ -41,7 +41,7 @@ def assert_same_placements(rects: list[Rect]) -> None:
             assert list(sequence) == np.frombuffer(fast_sequence, np.int64).tolist(), order
             for fit in FITS:
                 expected = place(part, sequence, fit, grid)
-                assert compiled.place(fast_sequence, fit).tolist() == expected, (order, fit)
+                assert compiled.whole(fast_sequence, fit).tolist() == expected, (order, fit)
                 assert compiled.top(expected) == interpreted.top(expected)
 
 
@@ -100,7 +100,17 @@ def test_large_parts_make_only_the_large_runs(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(greedy_runs, "HUGE_PART", 10)
     _, detail = best_offsets(form)
     assert set(detail["arenas"]) <= {"naive", "size/first"}  # type: ignore[arg-type]
-    assert greedy_runs._runs(300, ("start",), ("best",)) == [("start", "best")]
+    assert greedy_runs._runs(300, 0.0, ("start",), ("best",)) == [("start", "best")]
+
+
+def test_crowded_parts_make_fewer_runs() -> None:
+    # The listed intervals a run reads cut the runs as the rectangles do.
+    every = [(order, fit) for order in ORDERS for fit in FITS]
+    assert greedy_runs._runs(1000, 100.0, ORDERS, FITS) == every
+    reads = greedy_runs.LARGE_READS / 1000 + 1
+    assert greedy_runs._runs(1000, reads, ORDERS, FITS) == list(greedy_runs.LARGE_RUNS)
+    reads = greedy_runs.HUGE_READS / 1000 + 1
+    assert greedy_runs._runs(1000, reads, ORDERS, FITS) == list(greedy_runs.LARGE_RUNS[:1])
 
 
 def recomputed(count: int, seed: int) -> Problem:

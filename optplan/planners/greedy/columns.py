@@ -24,18 +24,26 @@ from __future__ import annotations
 import numpy as np
 
 from optplan.planners.common import now, split_columns
-from optplan.planners.greedy.kernel import COMPILED, Compiled
+from optplan.planners.greedy.kernel import COMPILED, Compiled, stack_columns
 from optplan.planners.greedy.runs import best_runs
+from optplan.planners.greedy.stop import Limits, unlimited
 from optplan.problem import Problem, columns_of, lower_bound
 from optplan.problem.columns import BufferColumns, fits_int64
 from optplan.problem.plan import Plan, Status
 
 
 def plan_columns(
-    problem: Problem, orders: tuple[str, ...], fits: tuple[str, ...], name: str, started: float
+    problem: Problem,
+    orders: tuple[str, ...],
+    fits: tuple[str, ...],
+    name: str,
+    started: float,
+    limits: Limits | None = None,
 ) -> Plan | None:
-    """The greedy plan of `problem` from its columns; None when they cannot be used."""
+    """The greedy plan of `problem` from its columns within `limits` (a run the guard cut
+    is dropped, and the plan says so); None when the columns cannot be used."""
 
+    limits = unlimited() if limits is None else limits
     columns = columns_of(problem) if COMPILED else None
     if columns is None or columns.pinned or not fits_int64(columns):
         return None
@@ -43,20 +51,47 @@ def plan_columns(
     offsets = np.zeros(len(columns), dtype=np.int64)
     detail: dict[str, object] = {"order": "naive", "arenas": {}}
     highest = -1
+    cut = False
     parts = split_columns(columns)
     for part in parts:
-        runner = Compiled.from_columns(
-            columns.start[part], columns.end[part], columns.size[part], columns.alignment[part]
-        )
-        if runner is None:
+        found = _best_of_part(columns, part, orders, fits, floor, limits)
+        if found is None:
             return None
-        placed, runs = best_runs(runner, runner.stack(), len(part), orders, fits, floor)
+        placed, runs = found
         offsets[part] = placed
-        arena = runner.top(placed)
+        arena = int((placed + columns.size[part]).max(initial=0))
+        cut = cut or "cut_run" in runs
         if arena > highest:
             highest, detail = arena, runs
     detail["parts"] = len(parts)
+    detail.update(limits.detail(cut))
     return _plan(problem, columns, offsets, floor, name, started, detail)
+
+
+def _best_of_part(
+    columns: BufferColumns,
+    part: np.ndarray,
+    orders: tuple[str, ...],
+    fits: tuple[str, ...],
+    floor: int,
+    limits: Limits,
+) -> tuple[np.ndarray, dict[str, object]] | None:
+    """The best run's offsets on one part, and its detail; None where the compiled loop
+    cannot take it. Once the guard is up no loop is built (at 1,000,000 buffers that
+    alone takes a second): the part keeps its naive stack."""
+    size, alignment = columns.size[part], columns.alignment[part]
+    if limits.stop[0]:
+        stacked = stack_columns(size, alignment)
+        arena = int((stacked + size).max(initial=0))
+        return stacked, {"order": "naive", "arenas": {"naive": arena}, "cut_run": "all"}
+    runner = Compiled.from_columns(columns.start[part], columns.end[part], size, alignment)
+    if runner is None:
+        return None
+    until = (limits.deadline, limits.clock)
+    placed, runs = best_runs(
+        runner, runner.stack(), len(part), orders, fits, floor, *until, limits.stop
+    )
+    return np.asarray(placed, dtype=np.int64), runs
 
 
 def _plan(

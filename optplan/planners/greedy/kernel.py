@@ -33,9 +33,9 @@ offsets are those of `greedy.place` for every order and fit
 
 `Compiled.build(part)` (or `Compiled.from_columns`) also picks the loop: this tree, or
 `greedy.buckets`' sorted buckets when a query would read fewer than BUCKET_READS listed
-intervals there (short lifetimes, about a hundred live at once), where the tree's node
-lists repeat the same few hundred ranges and cost 6x more, unless some lifetimes span so
-many buckets that merging them costs more (BUCKET_MERGES).
+intervals there from fewer than BUCKET_SPAN buckets (lifetimes of about the same length,
+however many live at once), where the tree's node lists repeat the same ranges and cost
+3-6x more; the tree where some lifetimes span the whole run.
 
 `Compiled.build(part)` returns None, and greedy uses `greedy.place`, when numba is
 missing or some number (offsets up to the naive stack, size x lifetime for the `area`
@@ -51,22 +51,24 @@ import numpy as np
 
 from optplan.planners.common import Rect, make_form
 from optplan.planners.greedy.buckets import place_buckets, reads, shift_for
+from optplan.planners.greedy.stop import POLL, flag_of
 from optplan.planners.greedy.sweeps import best_hole, first_hole
 from optplan.planners.jit import GREEDY, njit, warm
 from optplan.planners.jit import NUMBA_INSTALLED as COMPILED
 from optplan.problem import Buffer, Interval, Problem, columns_of
 
 _LIMIT = 1 << 62  # numbers at or above this could overflow an int64 sum or product
-# Buckets when a query reads fewer listed intervals than this, on average (module
-# docstring of `greedy.buckets`; measured in `benchmarks/idealloc.py`'s stage table).
-BUCKET_READS = 2000
-# Nor when a query's reads times the buckets it merges (`reads(...)[1]`) reach
-# this, on average. A schedule of MOCCASIN's 500-node graph with recomputation (3,036
-# instances: many short lifetimes and some across the whole run) reads 990 but merges 11
-# buckets a query (103,377): all of greedy's runs took 1.7 s with buckets, 0.28 s with the
-# tree. Every trace on which buckets won is below 8,500 (idealloc's G_1 1,890, the
-# generated CSVs 1,070), and idealloc's resnet50 (6,040) takes the same time with either.
-BUCKET_MERGES = 20_000
+# Buckets when a query reads fewer listed intervals than this, on average, and its
+# lifetime spans fewer than BUCKET_SPAN buckets (reads x buckets merged over reads,
+# `greedy.buckets.reads`); else the tree. The spans split the traces cleanly: random
+# traces of 10 to 10,000 live at once 2.5-3.4 (buckets 3-5x faster than the tree at
+# 1,000 and 10,000 live, `benchmarks/greedy_concurrency.py`), idealloc's G_1 3.7 and
+# resnet50 5.8 (either loop as fast), but a schedule of MOCCASIN's 500-node graph with
+# recomputation ~104 (some lifetimes across the whole run: 0.28 s with the tree, 1.7 s
+# with buckets) and idealloc's pangu_2.6B, S_1, Y_1 2,400-8,000 (reads 128,000 to 2.5
+# million: only the tree's merged lists keep those in hand).
+BUCKET_READS = 60_000
+BUCKET_SPAN = 8.0
 
 
 def _fits(size: np.ndarray, modulus: np.ndarray, pin: np.ndarray, length: np.ndarray) -> bool:
@@ -98,6 +100,7 @@ class Compiled:
     leaves: int
     buckets: bool = False
     shift: int = 0
+    reads: float = 0.0  # listed intervals a bucket query reads, on average (0: the tree)
 
     @staticmethod
     def build(part: Sequence[Rect], kernel: str = "auto") -> Compiled | None:
@@ -158,13 +161,27 @@ class Compiled:
         }[order]
         return m[np.lexsort(keys)].tobytes()
 
-    def place(self, sequence: Hashable, fit: str) -> np.ndarray:
+    def place(
+        self, sequence: Hashable, fit: str, stop: np.ndarray | None = None
+    ) -> np.ndarray | None:
+        """The run's offsets; None when `stop` (`greedy.stop`) was raised before its end."""
         assert isinstance(sequence, bytes)
         arrays = (self.first, self.starts, self.ends, self.size, self.residue, self.modulus)
         order = np.frombuffer(sequence, dtype=np.int64)
+        flag = flag_of() if stop is None else stop
         if self.buckets:
-            return place_buckets(order, fit == "best", *arrays, self.pin, self.shift)
-        return _place(order, fit == "best", *arrays, self.pin, self.leaves)
+            offsets, placed = place_buckets(
+                order, fit == "best", *arrays, self.pin, self.shift, flag
+            )
+        else:
+            offsets, placed = _place(order, fit == "best", *arrays, self.pin, self.leaves, flag)
+        return offsets if placed == len(order) else None
+
+    def whole(self, sequence: Hashable, fit: str) -> np.ndarray:
+        """A run that nothing cuts."""
+        offsets = self.place(sequence, fit)
+        assert offsets is not None
+        return offsets
 
     def top(self, offsets: list[int] | np.ndarray) -> int:
         return int((np.asarray(offsets, dtype=np.int64) + self.size).max(initial=0))
@@ -172,6 +189,12 @@ class Compiled:
     def stack(self) -> np.ndarray:
         """`naive.stack` of the part: unpinned rectangles end to end above the pinned."""
         return _stack(self.size, self.residue, self.modulus, self.pin)
+
+
+def stack_columns(size: np.ndarray, alignment: np.ndarray) -> np.ndarray:
+    """`naive.stack` of unpinned buffers given as columns, with no loop built."""
+    count = len(size)
+    return _stack(size, np.zeros(count, np.int64), alignment, np.full(count, -1, np.int64))
 
 
 def warm_kernels() -> None:
@@ -190,7 +213,7 @@ def warm_kernels() -> None:
         built = Compiled.build(part, kernel)
         for runner in (built, Compiled.from_columns(start, end, size, alignment, kernel)):
             assert runner is not None
-            runner.place(runner.sequence("size"), "best")
+            runner.whole(runner.sequence("size"), "best")
             runner.stack()
 
 
@@ -205,7 +228,7 @@ def _assemble(
 ) -> Compiled | None:
     """Ranks of the interval ends, and the loop for the trace's shape: buckets when a
     query would read fewer than BUCKET_READS listed intervals (`greedy.buckets.reads`)
-    and merge them from few enough buckets (BUCKET_MERGES), else the tree."""
+    from fewer than BUCKET_SPAN buckets, else the tree."""
     size, residue, modulus, pin = shape
     if not _fits(size, modulus, pin, length):
         return None
@@ -214,9 +237,9 @@ def _assemble(
     ranks = ranks.reshape(-1).astype(np.int64)
     starts, ends = ranks[: len(start)], ranks[len(start) :]
     shift = shift_for(starts, ends)
+    read, merged = reads(starts, ends, shift)
     if kernel == "auto":
-        read, merged = reads(starts, ends, shift)
-        kernel = "buckets" if read < BUCKET_READS and merged < BUCKET_MERGES else "tree"
+        kernel = "buckets" if read < BUCKET_READS and merged < BUCKET_SPAN * read else "tree"
     return Compiled(
         first=first,
         starts=starts,
@@ -231,6 +254,7 @@ def _assemble(
         leaves=1 << max(len(points) - 1, 1).bit_length(),
         buckets=kernel == "buckets",
         shift=shift,
+        reads=read if kernel == "buckets" else 0.0,
     )
 
 
@@ -245,9 +269,10 @@ def _array(values: list[int]) -> np.ndarray:
 # the room (the pool doubles when it must). List 2n is cover[n], list 2n + 1 union[n].
 
 
-@njit(cache=True)
-def _place(sequence, best_fit, first, starts, ends, size, residue, modulus, pin, leaves):
-    """Offsets with pinned rectangles at their pins and the others placed in `sequence`."""
+@njit(cache=True, nogil=True)
+def _place(sequence, best_fit, first, starts, ends, size, residue, modulus, pin, leaves, stop):
+    """Offsets with pinned rectangles at their pins and the others placed in `sequence`,
+    and how many of `sequence` were placed: all, unless `stop[0]` was raised."""
     lists = 4 * leaves
     at = np.zeros(lists, dtype=np.int64)
     count = np.zeros(lists, dtype=np.int32)
@@ -266,6 +291,8 @@ def _place(sequence, best_fit, first, starts, ends, size, residue, modulus, pin,
                 i, pin[i], first, starts, ends, size, leaves, pool, used, at, count, room
             )
     for q in range(sequence.shape[0]):
+        if q % POLL == 0 and stop[0]:
+            return offsets, q
         i = sequence[q]
         busy, found = _gather(i, first, starts, ends, leaves, pool, at, count, busy)
         if spare.shape[1] < busy.shape[1]:
@@ -280,7 +307,7 @@ def _place(sequence, best_fit, first, starts, ends, size, residue, modulus, pin,
         pool, used = _enter(
             i, offset, first, starts, ends, size, leaves, pool, used, at, count, room
         )
-    return offsets
+    return offsets, sequence.shape[0]
 
 
 _RUN = 8  # ranges a query's sort orders by insertion before it merges

@@ -25,7 +25,13 @@ Steps:
    bound, alignment 1): G_1 area/first 0.00 %, resnet50 start/best 0.30 %, pangu_2.6B
    size/first 0.76 %, S_1 size/best 1.58 %, Y_1 lifetime/best 0.35 % (the others 0.4-40 %).
    So parts up to LARGE_PART rectangles get every run; larger ones, where a run costs
-   seconds, only LARGE_RUNS, the winners on the large traces.
+   seconds, only LARGE_RUNS, the winners on the large traces; so do parts whose run
+   would read more than LARGE_READS placed intervals (many live at once: 10,000
+   buffers with 1,000 live took 10 s for every run, 1.1 s for these, the same arena).
+6. `work` ends the runs after the one that spends it (counted in rectangles placed);
+   a time limit or a stop request cuts the run under way within a second
+   (`greedy.stop`) and the plan says so. Without a cut the plan depends on the input
+   (and the work) alone.
 
 Finding the rectangles live at the same time is the cost. Time is compressed to the ranks
 of its end points and cut into buckets about one typical lifetime wide; a placed
@@ -64,20 +70,23 @@ The plain-Python `place` below stays as the fallback and as the reference.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
-from optplan.budget import Clock
+from optplan.budget import Budget, Clock
 from optplan.planners.base import Declared
 from optplan.planners.common import Form, Rect, gc_paused, make_form, make_plan, no_plan, now, top
 from optplan.planners.greedy.buckets import reads, shift_for
 from optplan.planners.greedy.columns import plan_columns
 from optplan.planners.greedy.kernel import COMPILED, Compiled
 from optplan.planners.greedy.runs import FITS, ORDERS, Interpreted, best_runs, check_runs
+from optplan.planners.greedy.stop import Limits, guarded, limited
 from optplan.planners.naive import stack
 from optplan.planners.tiers import plan_heuristics
 from optplan.planners.tiers.fill import KEYS as FILL_KEYS
+from optplan.planners.watch import Watch
 from optplan.problem import Problem
 from optplan.problem.plan import Plan, Status
 
@@ -94,25 +103,36 @@ class Greedy(Declared):
     """Options: which orders and fits to try; the best arena among them wins. On a
     problem of several memories, `fill` names the orders in which tensors fill the
     cheapest memory first, each staying in one memory (`tiers.fill`); the least traffic
-    wins, and each memory is packed by the orders and fits above."""
+    wins, and each memory is packed by the orders and fits above.
 
+    `work` (units, `budget`; None: every run) ends the runs after the one that spends
+    it, the same on any machine; `time_limit` (seconds) and `watch`'s stop are the
+    outer guard: they cut the run under way within a second (`greedy.stop`), and the
+    plan says so (detail `"cut"`, or `"interrupted"` for a stop)."""
+
+    takes_work: ClassVar[bool] = True
+    takes_watch: ClassVar[bool] = True
     name: str = "greedy"
     orders: tuple[str, ...] = ORDERS
     fits: tuple[str, ...] = FITS
     fill: tuple[str, ...] = FILL_KEYS
+    work: float | None = None
+    time_limit: float | None = None
+    watch: Watch | None = field(default=None, compare=False, repr=False)
 
     def whole(self, problem: Problem, started: float) -> Plan:
         check_runs(self.orders, self.fits)
-        with gc_paused():
+        with gc_paused(), limited(Budget(self.work, self.time_limit), self.watch) as limits:
             if len(problem.buffers) >= COMPILED_FROM:
                 # A problem held as columns is planned from them, with no form at all.
-                plan = plan_columns(problem, self.orders, self.fits, self.name, started)
+                plan = plan_columns(problem, self.orders, self.fits, self.name, started, limits)
                 if plan is not None:
                     return plan
-            return plan_greedy(make_form(problem), self, started=started)
+            return _plan_form(make_form(problem), self, started, limits)
 
     def arena(self, form: Form, started: float) -> Plan:
-        return plan_greedy(form, self, started=started)
+        with gc_paused(), limited(Budget(self.work, self.time_limit), self.watch) as limits:
+            return _plan_form(form, self, started, limits)
 
     def memories(self, problem: Problem, started: float) -> Plan:
         """Each tensor in one memory, the cheapest filled first in each `fill` order."""
@@ -123,14 +143,25 @@ class Greedy(Declared):
 
 def plan_greedy(form: Form, options: Greedy = Greedy(), *, started: float | None = None) -> Plan:
     """Greedy's plan of one arena (`form.problem.objective` "arena")."""
-    started = now() if started is None else started
-    with gc_paused():
-        if form.fault is not None:
-            return no_plan(
-                form, options.name, started=started, status=Status.INFEASIBLE, reason=form.fault
-            )
-        offsets, detail = best_offsets(form, options.orders, options.fits)
-        return make_plan(form, options.name, offsets, started=started, detail=detail)
+    return options.arena(form, now() if started is None else started)
+
+
+def _plan_form(form: Form, options: Greedy, started: float, limits: Limits) -> Plan:
+    """`plan_greedy` within `limits`."""
+    if form.fault is not None:
+        return no_plan(
+            form, options.name, started=started, status=Status.INFEASIBLE, reason=form.fault
+        )
+    offsets, detail = best_offsets(
+        form,
+        options.orders,
+        options.fits,
+        deadline=limits.deadline,
+        clock=limits.clock,
+        stop=limits.stop,
+    )
+    detail.update(limits.detail(bool(detail.pop("cut", False))))
+    return make_plan(form, options.name, offsets, started=started, detail=detail)
 
 
 def pack_with(options: Greedy) -> Callable[[Problem], Plan]:
@@ -149,16 +180,25 @@ def best_offsets(
     *,
     deadline: float | None = None,
     clock: Clock | None = None,
+    stop: np.ndarray | None = None,
 ) -> tuple[list[int], dict[str, object]]:
     """The lowest-arena offsets over every order and fit (and the naive stack).
 
     Assumes the form has no fault. Ties go to the earlier run, so the result
     depends only on the input. Past `deadline` (a `clock` reading, else a `now()` time)
-    each part makes no run after its first.
+    each part makes no run after its first. A raised `stop` (`greedy.stop`; without one,
+    a flag raised at `clock`'s guard) drops the run under way and starts no other: each
+    part keeps its best complete run, `detail["cut"]` is True and the clock is cut.
     """
     check_runs(orders, fits)
-    with gc_paused():
-        return _best_of_parts(form, orders, fits, (deadline, clock))
+    seconds = clock.guard_left() if clock is not None and stop is None else None
+    with gc_paused(), guarded(seconds, None) as flag:
+        offsets, detail = _best_of_parts(
+            form, orders, fits, (deadline, clock), flag if stop is None else stop
+        )
+    if detail.get("cut") and clock is not None:
+        clock.cut = True
+    return offsets, detail
 
 
 def _best_of_parts(
@@ -166,6 +206,7 @@ def _best_of_parts(
     orders: tuple[str, ...],
     fits: tuple[str, ...],
     until: tuple[float | None, Clock | None],
+    stop: np.ndarray,
 ) -> tuple[list[int], dict[str, object]]:
     """The best run on each independent part; the part with the highest arena names the
     winner. A part stops trying runs once it is under the whole problem's live bytes,
@@ -176,14 +217,18 @@ def _best_of_parts(
     compiled = len(form.rects) >= COMPILED_FROM or _crowded(form.rects)
     detail: dict[str, object] = {"order": "naive", "arenas": {}}
     highest = -1
+    cut = False
     for part in parts:
-        placed, runs = _best_of(part, orders, fits, floor, compiled, until)
+        placed, runs = _best_of(part, orders, fits, floor, compiled, until, stop)
         for rect, offset in zip(part, placed):
             offsets[rect.index] = offset
         arena = top(part, placed)
+        cut = cut or "cut_run" in runs
         if arena > highest:
             highest, detail = arena, runs
     detail["parts"] = len(parts)
+    if cut:
+        detail["cut"] = True
     return offsets, detail
 
 
@@ -207,13 +252,12 @@ def _best_of(
     floor: int,
     compiled: bool,
     until: tuple[float | None, Clock | None],
+    stop: np.ndarray,
 ) -> tuple[list[int], dict[str, object]]:
-    """Offsets for `part` (in its order) from the best run, stopping at `floor`; placed by
-    the compiled loop if `compiled` and it can take the part."""
+    """Offsets for `part` (in its order) from the best run, stopping at `floor` (or when
+    `stop` is raised); placed by the compiled loop if `compiled` and it can take the part."""
     fast = Compiled.build(part) if compiled else None
-    if fast is not None:
-        best, runs = best_runs(fast, fast.stack(), len(part), orders, fits, floor, *until)
-    else:
-        runner = Interpreted.build(part)
-        best, runs = best_runs(runner, stack(part), len(part), orders, fits, floor, *until)
+    runner: Compiled | Interpreted = fast if fast is not None else Interpreted.build(part)
+    naive = fast.stack() if fast is not None else stack(part)
+    best, runs = best_runs(runner, naive, len(part), orders, fits, floor, *until, stop)
     return [int(offset) for offset in best], runs

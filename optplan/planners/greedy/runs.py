@@ -28,6 +28,13 @@ LARGE_RUNS = (("size", "first"), ("size", "best"), ("lifetime", "best"))
 # Above this, one run costs 2 s of CPU a 100,000 rectangles (a generated trace, about
 # 100 live at once): only the first of LARGE_RUNS is made.
 HUGE_PART = 200_000
+# The same cuts by the listed intervals a run of the bucket loop reads (rectangles x
+# reads a query, `kernel.Compiled.reads`), which grows with the buffers live at once:
+# on random traces of 10,000 buffers with 100 and 1,000 live at once (4 and 41 million)
+# a run takes 0.05 and 0.3-0.4 s, so all ten runs would take 0.5 and 3.5 s where
+# idealloc's one try takes 0.4 and 2.2 s (`benchmarks/greedy_concurrency.py`).
+LARGE_READS = 2_000_000
+HUGE_READS = 2_000_000_000
 
 _ORDER_KEYS: dict[str, Callable[[Rect], tuple[int, ...]]] = {
     "size": lambda r: (-r.size, r.start, r.index),
@@ -61,30 +68,38 @@ def best_runs(
     floor: int,
     deadline: float | None = None,
     clock: Clock | None = None,
+    stop: np.ndarray | None = None,
 ) -> tuple[Offsets, dict[str, object]]:
     """The best of `naive` and the runs `_runs` allows on a part of `rects` rectangles,
     stopping once an arena is at `floor`, or after the first run once past `deadline` (a
     `clock` reading, where one is given: each run counts `rects / RECTS_PER_UNIT` units
-    of work; else a `now()` time); with the winner and every run's arena."""
+    of work; else a `now()` time); with the winner and every run's arena. Once `stop`
+    (`greedy.stop`) is raised the run under way is dropped and no other starts; the
+    detail then names it (`cut_run`)."""
     best = naive
     winner = "naive"
     arenas: dict[str, int] = {"naive": runner.top(best)}
     done: dict[tuple[Hashable, str], str] = {}
     sequences: dict[str, Hashable] = {}
-    for order, fit in _runs(rects, orders, fits):
+    for order, fit in _runs(rects, runner.reads, orders, fits):
         if arenas[winner] <= floor:
             break  # under the live-bytes bound of the whole problem: nothing to gain
         if deadline is not None and done and _past(deadline, clock):
             break
+        run = f"{order}/{fit}"
+        if stop is not None and stop[0]:
+            return best, {"order": winner, "arenas": arenas, "cut_run": run}
         if order not in sequences:
             sequences[order] = runner.sequence(order)
-        run, key = f"{order}/{fit}", (sequences[order], fit)
+        key = (sequences[order], fit)
         if key in done:
             # Orders that agree on this part (sizes all distinct, say) give the same
             # placement; run it once.
             arenas[run] = arenas[done[key]]
             continue
-        offsets = runner.place(key[0], fit)
+        offsets = runner.place(key[0], fit, stop)
+        if offsets is None:
+            return best, {"order": winner, "arenas": arenas, "cut_run": run}
         if clock is not None:
             clock.spend((rects + RUN_OVERHEAD) / RECTS_PER_UNIT)
         arenas[run] = runner.top(offsets)
@@ -103,24 +118,34 @@ def _past(deadline: float, clock: Clock | None) -> bool:
     return clock.past(deadline) if clock is not None else now() >= deadline
 
 
-def _runs(rects: int, orders: tuple[str, ...], fits: tuple[str, ...]) -> list[tuple[str, str]]:
-    """The (order, fit) runs for a part of `rects` rectangles: all, except that a part of
-    more than LARGE_PART keeps only LARGE_RUNS (or, if none was asked for, the first), and
-    one of more than HUGE_PART only the first of those."""
+def _runs(
+    rects: int, reads: float, orders: tuple[str, ...], fits: tuple[str, ...]
+) -> list[tuple[str, str]]:
+    """The (order, fit) runs for a part of `rects` rectangles whose queries read `reads`
+    listed intervals each (0 where it is not counted): all, except that a part of more
+    than LARGE_PART, or whose run reads more than LARGE_READS, keeps only LARGE_RUNS (or,
+    if none was asked for, the first), and one of more than HUGE_PART, or reading more
+    than HUGE_READS, only the first of those."""
     runs = [(order, fit) for order in orders for fit in fits]
-    if rects <= LARGE_PART:
+    work = rects * reads
+    if rects <= LARGE_PART and work <= LARGE_READS:
         return runs
     large = [run for run in runs if run in LARGE_RUNS] or runs[:1]
-    return large[:1] if rects > HUGE_PART else large
+    return large[:1] if rects > HUGE_PART or work > HUGE_READS else large
 
 
 class Runner(Protocol):
     """One part, ready for runs: `sequence` names an order's placement sequence (equal
     names, equal sequences), `place` places in it, `top` measures the arena."""
 
+    @property
+    def reads(self) -> float: ...
+
     def sequence(self, order: str) -> Hashable: ...
 
-    def place(self, sequence: Hashable, fit: str) -> Offsets: ...
+    def place(
+        self, sequence: Hashable, fit: str, stop: np.ndarray | None = None
+    ) -> Offsets | None: ...
 
     def top(self, offsets: Offsets) -> int: ...
 
@@ -141,7 +166,13 @@ class Interpreted:
         movable = [i for i, r in enumerate(self.part) if r.pin is None]
         return tuple(sorted(movable, key=lambda i: key(self.part[i])))
 
-    def place(self, sequence: Hashable, fit: str) -> list[int]:
+    @property
+    def reads(self) -> float:
+        """Not counted: parts this small place in well under a second."""
+        return 0.0
+
+    def place(self, sequence: Hashable, fit: str, stop: np.ndarray | None = None) -> list[int]:
+        """A whole run: parts this small place in well under a second, so `stop` waits."""
         assert isinstance(sequence, tuple)
         return place(self.part, sequence, fit, self.grid)
 

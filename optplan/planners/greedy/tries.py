@@ -87,7 +87,7 @@ def tries(
             for fit in ("first", "best"):
                 if clock.past(deadline - cost):
                     break
-                placed = runner.place(sequence, fit)
+                placed = runner.whole(sequence, fit)
                 clock.spend(cost)
                 top = runner.top(placed)
                 if top < best_top:
@@ -142,7 +142,7 @@ def _search(
     rng: np.random.Generator,
 ) -> np.ndarray:
     """Steps 2 and 3 from one sequence: the lowest placement found."""
-    placed = runner.place(sequence.tobytes(), "first")
+    placed = runner.whole(sequence.tobytes(), "first")
     key = _key(runner, placed, target)
     for _ in range(work):
         if key[0] <= target or now() > deadline:
@@ -152,7 +152,7 @@ def _search(
         k = int(rng.choice(high)) if rng.random() < 0.7 else int(rng.integers(len(sequence)))
         at = int(np.nonzero(sequence == k)[0][0])
         trial = np.insert(np.delete(sequence, at), int(rng.integers(0, at + 1)), k)
-        offsets = runner.place(trial.tobytes(), "first")
+        offsets = runner.whole(trial.tobytes(), "first")
         found = _key(runner, offsets, target)
         if found <= key:
             sequence, placed, key = trial, offsets, found
