@@ -4,6 +4,7 @@ beside idealloc in the same run.
     python benchmarks/greedy_concurrency.py --idealloc PATH/TO/idealloc
                                             [--sizes 10000,100000,1000000]
                                             [--live 10,100,1000,10000] [--guard 600]
+                                            [--limit-only]
 
 Steps:
 1. `generate(buffers, live, seed)`: buffer k starts at point k and lives 2 to 2 * live
@@ -22,8 +23,9 @@ Steps:
 3. Rows (instance, planner, arena bytes, bound, gap % over the live-bytes bound,
    seconds, cut, note; idealloc's row has greedy's seconds over idealloc's in
    `vs_idealloc`) are printed as they come and written after each trace to
-   `benchmarks/results/greedy_concurrency.csv`, updated by instance (a run over a few
-   traces keeps the others' rows).
+   `benchmarks/results/greedy_concurrency.csv`, updated by instance and planner (a run
+   over a few traces keeps the others' rows; `--limit-only` runs the `--time-limit 1`
+   row alone).
 
 The machine is shared and noisy: read the ratio of the two planners' seconds in one run.
 """
@@ -130,9 +132,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--live", default="10,100,1000,10000")
-    parser.add_argument("--idealloc", required=True, help="idealloc's binary")
+    parser.add_argument("--idealloc", help="idealloc's binary (needed unless --limit-only)")
+    parser.add_argument("--limit-only", action="store_true", help="only greedy --time-limit 1")
     parser.add_argument("--guard", type=float, default=600.0, help="seconds for greedy's own row")
     args = parser.parse_args()
+    if not args.limit_only and not args.idealloc:
+        parser.error("--idealloc is needed unless --limit-only")
     warm_kernels()
     rows: list[list[object]] = []
     with tempfile.TemporaryDirectory() as folder:
@@ -145,9 +150,11 @@ def main() -> None:
                 path.write_text(generate(buffers, live))
                 problem = read_csv(path, alignment=1)
                 bound = lower_bound(problem)
-                full = greedy_row(problem, bound, name, None, args.guard)
-                found = [full, greedy_row(problem, bound, name, 1.0)]
-                found.append(idealloc_row(path, name, args.idealloc, bound, float(full[5])))
+                found = [greedy_row(problem, bound, name, 1.0)]
+                if not args.limit_only:
+                    full = greedy_row(problem, bound, name, None, args.guard)
+                    found.insert(0, full)
+                    found.append(idealloc_row(path, name, args.idealloc, bound, float(full[5])))
                 for row in found:
                     print(*row, sep="\t", flush=True)
                 rows.extend(found)
@@ -155,12 +162,12 @@ def main() -> None:
 
 
 def _write(rows: list[list[object]]) -> None:
-    """The rows, after those of other instances already in the file."""
-    fresh = {row[0] for row in rows}
+    """The rows, after those of other instances and planners already in the file."""
+    fresh = {(row[0], row[1]) for row in rows}
     kept: list[list[object]] = []
     if RESULTS.exists():
         with RESULTS.open(newline="") as old:
-            kept = [row for row in list(csv.reader(old))[1:] if row[0] not in fresh]
+            kept = [row for row in list(csv.reader(old))[1:] if (row[0], row[1]) not in fresh]
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     with RESULTS.open("w", newline="") as out:
         writer = csv.writer(out)
