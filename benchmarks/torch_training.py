@@ -26,15 +26,14 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import re
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from torch._dynamo.backends.common import aot_autograd
-from torch._dynamo.backends.debugging import boxed_nop
-from torch._functorch.partitioners import min_cut_rematerialization_partition
+from torch._dynamo.backends.debugging import aot_eager, boxed_nop
 
 import optplan.torch as ot
 from optplan.integrations.torch_graph import graph_cost
@@ -147,11 +146,10 @@ def run(
         return boxed_nop(gm, inputs)  # aot_eager's compiler: frees each input at its last use
 
     torch._dynamo.reset()
+    # aot_eager itself (min-cut partitioner, input mutations such as BatchNorm's running
+    # statistics kept in the graph), its graphs recorded on the way to its compiler.
     compiled = torch.compile(
-        model,
-        backend=aot_autograd(
-            fw_compiler=keep, bw_compiler=keep, partition_fn=min_cut_rematerialization_partition
-        ),
+        model, backend=functools.partial(aot_eager, fw_compiler=keep, bw_compiler=keep)
     )
 
     def step() -> None:
