@@ -190,3 +190,18 @@ def test_the_benchmark_trains_batch_norm_below_torch_default_budget() -> None:
     assert peak > 0 and flops > 0
     peak, flops, _ = run(batch_norm, {}, {"fraction": 0.9, "work": 1.0})
     assert peak > 0 and flops > 0
+
+
+def test_an_unsafe_view_shares_its_source_memory_in_the_plan() -> None:
+    # aten._unsafe_view (matmul's reshape of its product) returns a view at run time,
+    # though its schema declares no alias: counted twice, the plan overstated the peak.
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from optplan.integrations.torch_graph import graph_of
+
+    def f(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.ops.aten._unsafe_view(torch.mm(a, b), [2, 4, 8]).relu()
+
+    gm = make_fx(f, tracing_mode="fake")(torch.randn(8, 16), torch.randn(16, 8))
+    assert any(n.target is torch.ops.aten._unsafe_view.default for n in gm.graph.nodes)
+    assert graph_of(gm, {}).graph.sizes == (8 * 8 * 4, 8 * 8 * 4)

@@ -53,8 +53,12 @@ def tensor_bytes(value: object) -> int:
     return 0
 
 
+# Ops whose output shares its input's storage though their schema does not say so.
+UNSAFE_VIEWS = frozenset({torch.ops.aten._unsafe_view.default})
+
+
 def _is_view(node: fx.Node) -> bool:
-    if node.target is operator.getitem:
+    if node.target is operator.getitem or node.target in UNSAFE_VIEWS:
         return True
     schema = getattr(node.target, "_schema", None)
     return schema is not None and any(r.alias_info is not None for r in schema.returns)
