@@ -1,12 +1,12 @@
 """Training under a peak budget: optplan.torch beside torch's own activation_memory_budget.
 
-For each model (built locally from a config, no downloads), on CPU with AOTAutograd's
-min-cut partitioner and no-op compilers (aot_eager's path):
+For each model (built locally from a config, no downloads), on CPU with torch's own
+`aot_eager` backend (min-cut partitioner, no-op compilers that record the graphs):
 
-1. torch's settings: solver dp and greedy at activation_memory_budget 0, 0.05, 0.15,
-   0.25, 0.5, 0.75 and 1 (`--step` sets the grid; 0.05 and 0.15 always, pytorch#197838's
-   pair); each compiled, warmed up one step, then one step measured with PyTorch's
-   memory profiler (`measured_peak`) and one timed.
+1. torch's settings: solvers dp, greedy and ilp (`--solvers`) at every
+   activation_memory_budget from 0 to 1 in steps of 0.05 (`--step`; 0.05 and 0.15
+   always, pytorch#197838's pair); each compiled, warmed up one step, then one step
+   measured with PyTorch's memory profiler (`measured_peak`) and one timed.
 2. optplan at 90/75/60/50/40 % of the measured peak of torch's default partition
    (budget 1.0), with `BENCH_WORK` units of search, measured the same way; "met" is
    measured peak <= budget. The first budget optplan cannot meet gives the least peak
@@ -18,8 +18,9 @@ min-cut partitioner and no-op compilers (aot_eager's path):
 4. Extra compute: FLOPs of the step's forward and backward graphs (torch's formulas, one
    per element for the rest) less those of torch's default partition.
 
-Writes benchmarks/results/torch_training.csv and torch_training.png (peak against extra
-compute per model). Usage: python benchmarks/torch_training.py [model ...] [--step 0.05]
+Writes benchmarks/results/torch_training.csv (`--csv`, `--append`) and, with `--plot`,
+docs/torch_training.svg (peak against extra compute per model). Usage:
+python benchmarks/torch_training.py [model ...] [--step 0.05] [--solvers dp,greedy,ilp,optplan]
 """
 
 from __future__ import annotations
@@ -188,17 +189,33 @@ def _row(
     }
 
 
-def bench(name: str, torch_budgets: list[float], writer: csv.DictWriter) -> None:
+def bench(
+    name: str, torch_budgets: list[float], solvers: list[str], writer: csv.DictWriter
+) -> None:
+    """Steps 1 to 4 for one model: torch's `solvers`, then optplan's if listed."""
     make = MODELS[name]
     base_peak, base_flops, _ = run(make, {"activation_memory_budget": 1.0}, None)
     torch_peaks = {}
-    for solver in ("dp", "greedy"):
+    for solver in (s for s in solvers if s != "optplan"):
         for b in torch_budgets:
             settings = {"activation_memory_budget": b, "activation_memory_budget_solver": solver}
             result = run(make, settings, None)
             torch_peaks[solver, b] = result[0]
             writer.writerow(_row(name, f"torch {b:.2f}", f"torch-{solver}", result, base_flops, ""))
             print(name, solver, b, result[0], result[1] - base_flops, flush=True)
+    if "optplan" in solvers:
+        ours(name, base_peak, base_flops, torch_peaks, writer)
+
+
+def ours(
+    name: str,
+    base_peak: int,
+    base_flops: int,
+    torch_peaks: dict[tuple[str, float], int],
+    writer: csv.DictWriter,
+) -> None:
+    """Steps 2 and 3: optplan's rows."""
+    make = MODELS[name]
     targets: list[tuple[object, int]] = [(int(s * base_peak), int(s * base_peak)) for s in SHARES]
     least = None
     while targets:
@@ -226,9 +243,10 @@ def bench(name: str, torch_budgets: list[float], writer: csv.DictWriter) -> None
             targets.append(("probe", 1))  # the least peak optplan finds, from its error
     if name == "llama":
         for b in (0.05, 0.15):
-            target = torch_peaks.get(("dp", b))
-            if target is None:
-                continue
+            if ("dp", b) not in torch_peaks:
+                settings = {"activation_memory_budget": b, "activation_memory_budget_solver": "dp"}
+                torch_peaks["dp", b] = run(make, settings, None)[0]
+            target = torch_peaks["dp", b]
             result = run(make, {}, {"peak_bytes": target, "work": BENCH_WORK})
             label = f"torch-dp {b:.2f} peak"
             writer.writerow(_row(name, label, "optplan", result, base_flops, result[0] <= target))
@@ -238,7 +256,13 @@ def bench(name: str, torch_budgets: list[float], writer: csv.DictWriter) -> None
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("models", nargs="*", default=list(MODELS))
-    parser.add_argument("--step", type=float, default=0.25)
+    parser.add_argument("--step", type=float, default=0.05)
+    parser.add_argument(
+        "--solvers",
+        default="dp,greedy,ilp,optplan",
+        help="torch's solvers to sweep, and optplan (comma-separated)",
+    )
+    parser.add_argument("--csv", type=Path, default=RESULTS / "torch_training.csv")
     parser.add_argument("--append", action="store_true", help="add rows to the CSV")
     parser.add_argument("--plot", action="store_true", help="only draw the PNG from the CSV")
     args = parser.parse_args()
@@ -248,14 +272,15 @@ def main() -> None:
     budgets = sorted(
         {round(k * args.step, 2) for k in range(round(1 / args.step) + 1)} | {0.05, 0.15}
     )
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / "torch_training.csv"
+    solvers = args.solvers.split(",")
+    path = args.csv
+    path.parent.mkdir(exist_ok=True)
     with path.open("a" if args.append else "w", newline="", buffering=1) as f:
         writer = csv.DictWriter(f, FIELDS)
         if f.tell() == 0:
             writer.writeheader()
         for name in args.models:
-            bench(name, budgets, writer)
+            bench(name, budgets, solvers, writer)
             f.flush()
 
 
