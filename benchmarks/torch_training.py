@@ -41,6 +41,7 @@ from optplan.integrations.torch_graph import graph_cost
 from optplan.integrations.torch_measure import measured_peak
 
 RESULTS = Path(__file__).parent / "results"
+PICTURE = Path(__file__).parent.parent / "docs" / "torch_training.svg"
 FIELDS = ["model", "budget", "solver", "measured_peak", "extra_flops", "step_ms", "met"]
 SHARES = (0.9, 0.75, 0.6, 0.5, 0.4)
 # Units of optplan's search per compile (torch_search.EVALS_PER_UNIT partitions each):
@@ -264,7 +265,7 @@ def main() -> None:
     )
     parser.add_argument("--csv", type=Path, default=RESULTS / "torch_training.csv")
     parser.add_argument("--append", action="store_true", help="add rows to the CSV")
-    parser.add_argument("--plot", action="store_true", help="only draw the PNG from the CSV")
+    parser.add_argument("--plot", action="store_true", help="only draw the picture from the CSV")
     args = parser.parse_args()
     if args.plot:
         print(plot())
@@ -284,16 +285,17 @@ def main() -> None:
             f.flush()
 
 
-def plot(csv_path: Path = RESULTS / "torch_training.csv") -> Path:
+def plot(csv_path: Path = RESULTS / "torch_training.csv", out: Path = PICTURE) -> Path:
     """Peak against extra compute, one panel per model, optplan's points beside torch's."""
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["svg.hashsalt"] = "optplan"  # the same CSV draws the same file
     import matplotlib.pyplot as plt
 
     rows = [r for r in csv.DictReader(csv_path.open()) if r["measured_peak"]]
     models = list(dict.fromkeys(r["model"] for r in rows))
-    fig, axes = plt.subplots(1, len(models), figsize=(4.5 * len(models), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(models), figsize=(3.6 * len(models), 3.4), squeeze=False)
     for ax, name in zip(axes[0], models, strict=True):
         for solver, mark in (
             ("torch-dp", "o"),
@@ -307,15 +309,17 @@ def plot(csv_path: Path = RESULTS / "torch_training.csv") -> Path:
                     [float(r["extra_flops"]) / 1e6 for r in pts],
                     [int(r["measured_peak"]) / 2**20 for r in pts],
                     marker=mark,
+                    s=60 if solver == "optplan" else 25,
                     label=solver,
+                    zorder=3 if solver == "optplan" else 2,
                 )
         ax.set_title(name)
         ax.set_xlabel("extra compute (MFLOP)")
         ax.set_ylabel("measured peak (MiB)")
         ax.legend(fontsize=7)
     fig.tight_layout()
-    out = csv_path.with_suffix(".png")
-    fig.savefig(out, dpi=110)
+    fig.savefig(out, metadata={"Date": None})
+    plt.close(fig)
     return out
 
 
