@@ -39,14 +39,14 @@ from torch._dynamo.backends.debugging import aot_eager, boxed_nop
 import optplan.torch as ot
 from optplan.integrations.torch_graph import graph_cost
 from optplan.integrations.torch_measure import measured_peak
+from optplan.integrations.torch_search import SEARCH_WORK
 
 RESULTS = Path(__file__).parent / "results"
 PICTURE = Path(__file__).parent.parent / "docs" / "torch_training.svg"
 FIELDS = ["model", "budget", "solver", "measured_peak", "extra_flops", "step_ms", "met"]
 SHARES = (0.9, 0.75, 0.6, 0.5, 0.4)
-# Units of optplan's search per compile (torch_search.EVALS_PER_UNIT partitions each):
-# a third of the default, so that the five models run in about twenty minutes.
-BENCH_WORK = 10.0
+# Units of optplan's search per compile: the default that users get (120 partitions).
+BENCH_WORK = SEARCH_WORK
 LEAST = re.compile(r"the least peak found is (\d+) bytes")
 
 
