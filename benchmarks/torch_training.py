@@ -266,9 +266,10 @@ def main() -> None:
     parser.add_argument("--csv", type=Path, default=RESULTS / "torch_training.csv")
     parser.add_argument("--append", action="store_true", help="add rows to the CSV")
     parser.add_argument("--plot", action="store_true", help="only draw the picture from the CSV")
+    parser.add_argument("--table", action="store_true", help="only print the table from the CSV")
     args = parser.parse_args()
-    if args.plot:
-        print(plot())
+    if args.plot or args.table:
+        print(plot() if args.plot else table())
         return
     budgets = sorted(
         {round(k * args.step, 2) for k in range(round(1 / args.step) + 1)} | {0.05, 0.15}
@@ -283,6 +284,59 @@ def main() -> None:
         for name in args.models:
             bench(name, budgets, solvers, writer)
             f.flush()
+
+
+def table(csv_path: Path = RESULTS / "torch_training.csv") -> str:
+    """Per model and budget: optplan's measured peak and extra compute beside the least
+    extra compute among torch's settings whose measured peak meets the same budget."""
+    rows = list(csv.DictReader(csv_path.open()))
+    lines = [
+        "| model | budget | bytes | optplan: measured peak | extra MFLOP "
+        + "| torch's least extra that meets it |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in (r for r in rows if r["solver"] == "optplan"):
+        theirs = [t for t in rows if t["model"] == r["model"] and t["solver"] != "optplan"]
+        target = _target(r, rows)
+        base = next(int(t["measured_peak"]) for t in theirs if t["budget"] == "torch 1.00")
+        label = f"{100 * target / base:.0f} %" if r["budget"].isdigit() else r["budget"]
+        if r["measured_peak"]:
+            ours = f"{int(r['measured_peak']):,} | {int(r['extra_flops']) / 1e6:.1f}"
+        else:
+            found = re.search(r"(\d+) bytes", r["met"].replace(str(target), ""))
+            ours = f"not met (least planned {int(found.group(1)):,})" if found else "not met"
+            ours += " | -"
+        lines.append(f"| {r['model']} | {label} | {target:,} | {ours} | {_least(theirs, target)} |")
+    return "\n".join(lines)
+
+
+def _target(row: dict[str, str], rows: list[dict[str, str]]) -> int:
+    """The budget in bytes of one of optplan's rows."""
+    label = row["budget"]
+    if label.isdigit():
+        return int(label)
+    same = [r for r in rows if r["model"] == row["model"]]
+    if label == "lowest":  # the least peak of the infeasible row before it
+        before = same[: same.index(row)]
+        return int(next(m for r in reversed(before) if (m := LEAST.search(r["met"]))).group(1))
+    setting = label.split()[1]  # "torch-dp 0.05 peak": that setting's measured peak
+    return int(
+        next(r for r in same if r["budget"] == f"torch {setting}" and r["solver"] == "torch-dp")[
+            "measured_peak"
+        ]
+    )
+
+
+def _least(theirs: list[dict[str, str]], target: int) -> str:
+    meets = [t for t in theirs if t["measured_peak"] and int(t["measured_peak"]) <= target]
+    if not meets:
+        low = min(int(t["measured_peak"]) for t in theirs if t["measured_peak"])
+        return f"none meets it (least {low:,} B)"
+    best = min(meets, key=lambda t: (int(t["extra_flops"]), int(t["measured_peak"])))
+    solver = best["solver"].removeprefix("torch-")
+    setting = best["budget"].removeprefix("torch ")
+    peak, extra = int(best["measured_peak"]), int(best["extra_flops"]) / 1e6
+    return f"{solver} {setting}: {peak:,} B, {extra:.1f} MFLOP"
 
 
 def plot(csv_path: Path = RESULTS / "torch_training.csv", out: Path = PICTURE) -> Path:
