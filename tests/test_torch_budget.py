@@ -205,3 +205,33 @@ def test_an_unsafe_view_shares_its_source_memory_in_the_plan() -> None:
     gm = make_fx(f, tracing_mode="fake")(torch.randn(8, 16), torch.randn(16, 8))
     assert any(n.target is torch.ops.aten._unsafe_view.default for n in gm.graph.nodes)
     assert graph_of(gm, {}).graph.sizes == (8 * 8 * 4, 8 * 8 * 4)
+
+
+@pytest.mark.parametrize("held", [True, False])
+def test_outputs_the_caller_drops_are_not_held_through_the_backward(held: bool) -> None:
+    # `compiled(x).sum()` keeps no reference to the output: with outputs_held=False the
+    # plan frees it after the forward as the step does; with True (the default, for a
+    # caller that keeps the model's output) it is held and the plan is above the step.
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(32, 256), torch.nn.GELU(), torch.nn.Linear(256, 512)
+    )
+    x = torch.randn(256, 32)
+    output_bytes = 256 * 512 * 4
+
+    def once() -> None:
+        model.zero_grad(set_to_none=False)
+        compiled(x).sum().backward()
+
+    torch._dynamo.reset()
+    with ot.memory_budget(fraction=1.0, outputs_held=held):
+        compiled = torch.compile(model, backend="aot_eager")
+        once()
+    report = ot.last_report()
+    assert report is not None
+    measured = measured_peak(once)
+    if held:
+        assert measured + output_bytes // 2 <= report.peak_bytes
+    else:
+        # Beyond the graph: the eager `.sum()` and its gradient, two scalars.
+        assert 0.9 * report.peak_bytes <= measured <= report.peak_bytes + 16
