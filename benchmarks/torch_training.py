@@ -295,12 +295,12 @@ def table(csv_path: Path = RESULTS / "torch_training.csv") -> str:
     extra compute among torch's settings whose measured peak meets the same budget."""
     rows = list(csv.DictReader(csv_path.open()))
     lines = [
-        "| model | budget | bytes | optplan: measured peak | extra MFLOP "
+        "| model | solver | budget | bytes | measured peak | extra MFLOP "
         + "| torch's least extra that meets it |",
-        "|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|",
     ]
-    for r in (r for r in rows if r["solver"] == "optplan"):
-        theirs = [t for t in rows if t["model"] == r["model"] and t["solver"] != "optplan"]
+    for r in (r for r in rows if r["solver"].startswith("optplan")):
+        theirs = [t for t in rows if t["model"] == r["model"] and t["solver"].startswith("torch")]
         target = _target(r, rows)
         base = next(int(t["measured_peak"]) for t in theirs if t["budget"] == "torch 1.00")
         label = f"{100 * target / base:.0f} %" if r["budget"].isdigit() else r["budget"]
@@ -310,7 +310,9 @@ def table(csv_path: Path = RESULTS / "torch_training.csv") -> str:
             found = re.search(r"(\d+) bytes", r["met"].replace(str(target), ""))
             ours = f"not met (least planned {int(found.group(1)):,})" if found else "not met"
             ours += " | -"
-        lines.append(f"| {r['model']} | {label} | {target:,} | {ours} | {_least(theirs, target)} |")
+        lines.append(
+            f"| {r['model']} | {r['solver']} | {label} | {target:,} | {ours} | {_least(theirs, target)} |"
+        )
     return "\n".join(lines)
 
 
@@ -319,7 +321,8 @@ def _target(row: dict[str, str], rows: list[dict[str, str]]) -> int:
     label = row["budget"]
     if label.isdigit():
         return int(label)
-    same = [r for r in rows if r["model"] == row["model"]]
+    solvers = (row["solver"], "torch-dp")
+    same = [r for r in rows if r["model"] == row["model"] and r["solver"] in solvers]
     if label == "lowest":  # the least peak of the infeasible row before it
         before = same[: same.index(row)]
         return int(next(m for r in reversed(before) if (m := LEAST.search(r["met"]))).group(1))
@@ -360,6 +363,7 @@ def plot(csv_path: Path = RESULTS / "torch_training.csv", out: Path = PICTURE) -
             ("torch-greedy", "x"),
             ("torch-ilp", "+"),
             ("optplan", "*"),
+            ("optplan-held", "P"),
         ):
             pts = [r for r in rows if r["model"] == name and r["solver"] == solver]
             if pts:
@@ -367,9 +371,9 @@ def plot(csv_path: Path = RESULTS / "torch_training.csv", out: Path = PICTURE) -
                     [float(r["extra_flops"]) / 1e6 for r in pts],
                     [int(r["measured_peak"]) / 2**20 for r in pts],
                     marker=mark,
-                    s=60 if solver == "optplan" else 25,
+                    s=60 if solver.startswith("optplan") else 25,
                     label=solver,
-                    zorder=3 if solver == "optplan" else 2,
+                    zorder=3 if solver.startswith("optplan") else 2,
                 )
         ax.set_title(name)
         ax.set_xlabel("extra compute (MFLOP)")
