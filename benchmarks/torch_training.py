@@ -1,14 +1,15 @@
 """Training under a peak budget: optplan.torch beside torch's own activation_memory_budget.
 
-For each model (built locally from a config, no downloads), on CPU with AOTAutograd's
-min-cut partitioner and no-op compilers (aot_eager's path):
+For each model (built locally from a config, no downloads), on CPU with torch's own
+`aot_eager` backend (min-cut partitioner, no-op compilers that record the graphs):
 
-1. torch's settings: solver dp and greedy at activation_memory_budget 0, 0.05, 0.15,
-   0.25, 0.5, 0.75 and 1 (`--step` sets the grid; 0.05 and 0.15 always, pytorch#197838's
-   pair); each compiled, warmed up one step, then one step measured with PyTorch's
-   memory profiler (`measured_peak`) and one timed.
+1. torch's settings: solvers dp, greedy and ilp (`--solvers`) at every
+   activation_memory_budget from 0 to 1 in steps of 0.05 (`--step`; 0.05 and 0.15
+   always, pytorch#197838's pair); each compiled, warmed up one step, then one step
+   measured with PyTorch's memory profiler (`measured_peak`) and one timed.
 2. optplan at 90/75/60/50/40 % of the measured peak of torch's default partition
-   (budget 1.0), with `BENCH_WORK` units of search, measured the same way; "met" is
+   (budget 1.0), with `BENCH_WORK` units of search and `outputs_held=False` (each
+   step keeps only its loss), measured the same way; "met" is
    measured peak <= budget. The first budget optplan cannot meet gives the least peak
    it found: it runs again at that peak (budget "lowest"), and the smaller shares are
    written as not met without a run (the search over the budget climbs the same way
@@ -18,34 +19,38 @@ min-cut partitioner and no-op compilers (aot_eager's path):
 4. Extra compute: FLOPs of the step's forward and backward graphs (torch's formulas, one
    per element for the rest) less those of torch's default partition.
 
-Writes benchmarks/results/torch_training.csv and torch_training.png (peak against extra
-compute per model). Usage: python benchmarks/torch_training.py [model ...] [--step 0.05]
+Writes benchmarks/results/torch_training.csv (`--csv`, `--append`) and, with `--plot`,
+docs/torch_training.svg (peak against extra compute per model). Usage:
+python benchmarks/torch_training.py [model ...] [--step 0.05] [--solvers dp,greedy,ilp,optplan]
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import re
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from torch._dynamo.backends.common import aot_autograd
-from torch._dynamo.backends.debugging import boxed_nop
-from torch._functorch.partitioners import min_cut_rematerialization_partition
+from torch._dynamo.backends.debugging import aot_eager, boxed_nop
 
 import optplan.torch as ot
 from optplan.integrations.torch_graph import graph_cost
 from optplan.integrations.torch_measure import measured_peak
+from optplan.integrations.torch_search import SEARCH_WORK
 
 RESULTS = Path(__file__).parent / "results"
+PICTURE = Path(__file__).parent.parent / "docs" / "torch_training.svg"
 FIELDS = ["model", "budget", "solver", "measured_peak", "extra_flops", "step_ms", "met"]
 SHARES = (0.9, 0.75, 0.6, 0.5, 0.4)
-# Units of optplan's search per compile (torch_search.EVALS_PER_UNIT partitions each):
-# a third of the default, so that the five models run in about twenty minutes.
-BENCH_WORK = 10.0
+# Units of optplan's search per compile: the default that users get (120 partitions).
+BENCH_WORK = SEARCH_WORK
+# Every step here keeps only the loss: the logits die with the model's output, or (ViT,
+# CNN) with the square's backward, before the compiled backward runs.
+OURS = {"work": BENCH_WORK, "outputs_held": False}
 LEAST = re.compile(r"the least peak found is (\d+) bytes")
 
 
@@ -136,7 +141,7 @@ MODELS = {
 def run(
     make: Callable[[], tuple[torch.nn.Module, Callable[[torch.nn.Module], torch.Tensor]]],
     settings: dict[str, object],
-    budget: dict[str, float] | None,
+    budget: dict[str, object] | None,
 ) -> tuple[int, int, float]:
     """(measured peak, FLOPs of fw+bw, step ms) of one compile."""
     model, loss_of = make()
@@ -147,11 +152,10 @@ def run(
         return boxed_nop(gm, inputs)  # aot_eager's compiler: frees each input at its last use
 
     torch._dynamo.reset()
+    # aot_eager itself (min-cut partitioner, input mutations such as BatchNorm's running
+    # statistics kept in the graph), its graphs recorded on the way to its compiler.
     compiled = torch.compile(
-        model,
-        backend=aot_autograd(
-            fw_compiler=keep, bw_compiler=keep, partition_fn=min_cut_rematerialization_partition
-        ),
+        model, backend=functools.partial(aot_eager, fw_compiler=keep, bw_compiler=keep)
     )
 
     def step() -> None:
@@ -190,17 +194,33 @@ def _row(
     }
 
 
-def bench(name: str, torch_budgets: list[float], writer: csv.DictWriter) -> None:
+def bench(
+    name: str, torch_budgets: list[float], solvers: list[str], writer: csv.DictWriter
+) -> None:
+    """Steps 1 to 4 for one model: torch's `solvers`, then optplan's if listed."""
     make = MODELS[name]
     base_peak, base_flops, _ = run(make, {"activation_memory_budget": 1.0}, None)
     torch_peaks = {}
-    for solver in ("dp", "greedy"):
+    for solver in (s for s in solvers if s != "optplan"):
         for b in torch_budgets:
             settings = {"activation_memory_budget": b, "activation_memory_budget_solver": solver}
             result = run(make, settings, None)
             torch_peaks[solver, b] = result[0]
             writer.writerow(_row(name, f"torch {b:.2f}", f"torch-{solver}", result, base_flops, ""))
             print(name, solver, b, result[0], result[1] - base_flops, flush=True)
+    if "optplan" in solvers:
+        ours(name, base_peak, base_flops, torch_peaks, writer)
+
+
+def ours(
+    name: str,
+    base_peak: int,
+    base_flops: int,
+    torch_peaks: dict[tuple[str, float], int],
+    writer: csv.DictWriter,
+) -> None:
+    """Steps 2 and 3: optplan's rows."""
+    make = MODELS[name]
     targets: list[tuple[object, int]] = [(int(s * base_peak), int(s * base_peak)) for s in SHARES]
     least = None
     while targets:
@@ -210,7 +230,7 @@ def bench(name: str, torch_budgets: list[float], writer: csv.DictWriter) -> None
             writer.writerow(_row(name, label, "optplan", None, base_flops, met))
             continue
         try:
-            result = run(make, {}, {"peak_bytes": target, "work": BENCH_WORK})
+            result = run(make, {}, {"peak_bytes": target, **OURS})
         except torch._dynamo.exc.BackendCompilerFailed as error:
             found = LEAST.search(str(error))
             least = int(found.group(1)) if found else None
@@ -228,10 +248,11 @@ def bench(name: str, torch_budgets: list[float], writer: csv.DictWriter) -> None
             targets.append(("probe", 1))  # the least peak optplan finds, from its error
     if name == "llama":
         for b in (0.05, 0.15):
-            target = torch_peaks.get(("dp", b))
-            if target is None:
-                continue
-            result = run(make, {}, {"peak_bytes": target, "work": BENCH_WORK})
+            if ("dp", b) not in torch_peaks:
+                settings = {"activation_memory_budget": b, "activation_memory_budget_solver": "dp"}
+                torch_peaks["dp", b] = run(make, settings, None)[0]
+            target = torch_peaks["dp", b]
+            result = run(make, {}, {"peak_bytes": target, **OURS})
             label = f"torch-dp {b:.2f} peak"
             writer.writerow(_row(name, label, "optplan", result, base_flops, result[0] <= target))
             print(name, "optplan at", label, result, flush=True)
@@ -240,43 +261,109 @@ def bench(name: str, torch_budgets: list[float], writer: csv.DictWriter) -> None
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("models", nargs="*", default=list(MODELS))
-    parser.add_argument("--step", type=float, default=0.25)
+    parser.add_argument("--step", type=float, default=0.05)
+    parser.add_argument(
+        "--solvers",
+        default="dp,greedy,ilp,optplan",
+        help="torch's solvers to sweep, and optplan (comma-separated)",
+    )
+    parser.add_argument("--csv", type=Path, default=RESULTS / "torch_training.csv")
     parser.add_argument("--append", action="store_true", help="add rows to the CSV")
-    parser.add_argument("--plot", action="store_true", help="only draw the PNG from the CSV")
+    parser.add_argument("--plot", action="store_true", help="only draw the picture from the CSV")
+    parser.add_argument("--table", action="store_true", help="only print the table from the CSV")
     args = parser.parse_args()
-    if args.plot:
-        print(plot())
+    if args.plot or args.table:
+        print(plot() if args.plot else table())
         return
     budgets = sorted(
         {round(k * args.step, 2) for k in range(round(1 / args.step) + 1)} | {0.05, 0.15}
     )
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / "torch_training.csv"
+    solvers = args.solvers.split(",")
+    path = args.csv
+    path.parent.mkdir(exist_ok=True)
     with path.open("a" if args.append else "w", newline="", buffering=1) as f:
         writer = csv.DictWriter(f, FIELDS)
         if f.tell() == 0:
             writer.writeheader()
         for name in args.models:
-            bench(name, budgets, writer)
+            bench(name, budgets, solvers, writer)
             f.flush()
 
 
-def plot(csv_path: Path = RESULTS / "torch_training.csv") -> Path:
+def table(csv_path: Path = RESULTS / "torch_training.csv") -> str:
+    """Per model and budget: optplan's measured peak and extra compute beside the least
+    extra compute among torch's settings whose measured peak meets the same budget."""
+    rows = list(csv.DictReader(csv_path.open()))
+    lines = [
+        "| model | solver | budget | bytes | measured peak | extra MFLOP "
+        + "| torch's least extra that meets it |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in (r for r in rows if r["solver"].startswith("optplan")):
+        theirs = [t for t in rows if t["model"] == r["model"] and t["solver"].startswith("torch")]
+        target = _target(r, rows)
+        base = next(int(t["measured_peak"]) for t in theirs if t["budget"] == "torch 1.00")
+        label = f"{100 * target / base:.0f} %" if r["budget"].isdigit() else r["budget"]
+        if r["measured_peak"]:
+            ours = f"{int(r['measured_peak']):,} | {int(r['extra_flops']) / 1e6:.1f}"
+        else:
+            found = re.search(r"(\d+) bytes", r["met"].replace(str(target), ""))
+            ours = f"not met (least planned {int(found.group(1)):,})" if found else "not met"
+            ours += " | -"
+        lines.append(
+            f"| {r['model']} | {r['solver']} | {label} | {target:,} | {ours} | {_least(theirs, target)} |"
+        )
+    return "\n".join(lines)
+
+
+def _target(row: dict[str, str], rows: list[dict[str, str]]) -> int:
+    """The budget in bytes of one of optplan's rows."""
+    label = row["budget"]
+    if label.isdigit():
+        return int(label)
+    solvers = (row["solver"], "torch-dp")
+    same = [r for r in rows if r["model"] == row["model"] and r["solver"] in solvers]
+    if label == "lowest":  # the least peak of the infeasible row before it
+        before = same[: same.index(row)]
+        return int(next(m for r in reversed(before) if (m := LEAST.search(r["met"]))).group(1))
+    setting = label.split()[1]  # "torch-dp 0.05 peak": that setting's measured peak
+    return int(
+        next(r for r in same if r["budget"] == f"torch {setting}" and r["solver"] == "torch-dp")[
+            "measured_peak"
+        ]
+    )
+
+
+def _least(theirs: list[dict[str, str]], target: int) -> str:
+    meets = [t for t in theirs if t["measured_peak"] and int(t["measured_peak"]) <= target]
+    if not meets:
+        low = min(int(t["measured_peak"]) for t in theirs if t["measured_peak"])
+        return f"none meets it (least {low:,} B)"
+    best = min(meets, key=lambda t: (int(t["extra_flops"]), int(t["measured_peak"])))
+    solver = best["solver"].removeprefix("torch-")
+    setting = best["budget"].removeprefix("torch ")
+    peak, extra = int(best["measured_peak"]), int(best["extra_flops"]) / 1e6
+    return f"{solver} {setting}: {peak:,} B, {extra:.1f} MFLOP"
+
+
+def plot(csv_path: Path = RESULTS / "torch_training.csv", out: Path = PICTURE) -> Path:
     """Peak against extra compute, one panel per model, optplan's points beside torch's."""
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["svg.hashsalt"] = "optplan"  # the same CSV draws the same file
     import matplotlib.pyplot as plt
 
     rows = [r for r in csv.DictReader(csv_path.open()) if r["measured_peak"]]
     models = list(dict.fromkeys(r["model"] for r in rows))
-    fig, axes = plt.subplots(1, len(models), figsize=(4.5 * len(models), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(models), figsize=(3.6 * len(models), 3.4), squeeze=False)
     for ax, name in zip(axes[0], models, strict=True):
         for solver, mark in (
             ("torch-dp", "o"),
             ("torch-greedy", "x"),
             ("torch-ilp", "+"),
             ("optplan", "*"),
+            ("optplan-held", "P"),
         ):
             pts = [r for r in rows if r["model"] == name and r["solver"] == solver]
             if pts:
@@ -284,15 +371,17 @@ def plot(csv_path: Path = RESULTS / "torch_training.csv") -> Path:
                     [float(r["extra_flops"]) / 1e6 for r in pts],
                     [int(r["measured_peak"]) / 2**20 for r in pts],
                     marker=mark,
+                    s=60 if solver.startswith("optplan") else 25,
                     label=solver,
+                    zorder=3 if solver.startswith("optplan") else 2,
                 )
         ax.set_title(name)
         ax.set_xlabel("extra compute (MFLOP)")
         ax.set_ylabel("measured peak (MiB)")
         ax.legend(fontsize=7)
     fig.tight_layout()
-    out = csv_path.with_suffix(".png")
-    fig.savefig(out, dpi=110)
+    fig.savefig(out, metadata={"Date": None})
+    plt.close(fig)
     return out
 
 

@@ -111,6 +111,7 @@ class _State:
     peak_bytes: int | None
     fraction: float | None
     work: Budget
+    outputs_held: bool = True
     num_fwd_outputs: int = 0
     report: Report | None = None
 
@@ -126,10 +127,17 @@ def last_report() -> Report | None:
 
 @contextlib.contextmanager
 def memory_budget(
-    *, peak_bytes: int | None = None, fraction: float | None = None, work: float = SEARCH_WORK
+    *,
+    peak_bytes: int | None = None,
+    fraction: float | None = None,
+    work: float = SEARCH_WORK,
+    outputs_held: bool = True,
 ) -> Iterator[None]:
     """Partition every training graph compiled inside the block within the budget,
-    searching saved sets for at most `work` units (`torch_search`)."""
+    searching saved sets for at most `work` units (`torch_search`). `outputs_held`:
+    the caller keeps the model's outputs through the backward (`out = model(x);
+    out.loss.backward()`); False when it keeps only the loss (`model(x).loss`), so the
+    outputs the backward does not read (logits) are freed after the forward."""
     if (peak_bytes is None) == (fraction is None):
         raise InputError("memory_budget takes one of peak_bytes= or fraction=")
     if peak_bytes is not None and peak_bytes <= 0:
@@ -138,8 +146,11 @@ def memory_budget(
         raise InputError(f"fraction must be in (0, 1], not {fraction}")
     if not work > 0:
         raise InputError(f"work must be a positive number of units, not {work}")
-    key = f"optplan-{optplan.__version__}-bytes={peak_bytes}-fraction={fraction}-work={work}"
-    state = _State(peak_bytes, fraction, Budget(work, SEARCH_GUARD_SECONDS))
+    key = (
+        f"optplan-{optplan.__version__}-bytes={peak_bytes}-fraction={fraction}-work={work}"
+        f"-held={outputs_held}"
+    )
+    state = _State(peak_bytes, fraction, Budget(work, SEARCH_GUARD_SECONDS), outputs_held)
     original_choose, original_classify = parts.choose_saved_values_set, parts.classify_nodes
 
     def classify(joint_module: fx.GraphModule, static: list[int], num_fwd_outputs: int) -> Any:
@@ -184,7 +195,7 @@ def candidates(original: Any, space: Space) -> list[Candidate]:
 
 def choose(state: _State, original: Any, joint_graph: fx.Graph, node_info: Any) -> list[fx.Node]:
     """Step 3 and 4: the candidate of least extra compute within the budget."""
-    space = Space(joint_graph, node_info, state.num_fwd_outputs)
+    space = Space(joint_graph, node_info, state.num_fwd_outputs, state.outputs_held)
     found = candidates(original, space)
     for c in found:
         LOG.debug("candidate %s: peak %d B, extra %d FLOPs", c.label, c.peak.bytes, c.extra_flops)

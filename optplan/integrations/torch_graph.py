@@ -11,7 +11,7 @@ graph; the step runs the forward, holds what it saves, then runs the backward. S
    the saved tensors that the forward made (matched by name) and its tangents
    (`live_in`), frees each at its last reader, and holds its gradients to its end; the
    forward's outputs that the backward does not read (the loss, the logits) are held
-   throughout (`base_bytes`).
+   throughout (`base_bytes`) unless the caller drops them (`outputs_held=False`).
 3. The step's peak is the larger of the two graphs' `peak_bytes`; `where` names the op
    at that step and the tensors held there.
 4. Compute is counted in FLOPs by torch's own formulas (`torch.utils.flop_counter`);
@@ -53,8 +53,12 @@ def tensor_bytes(value: object) -> int:
     return 0
 
 
+# Ops whose output shares its input's storage though their schema does not say so.
+UNSAFE_VIEWS = frozenset({torch.ops.aten._unsafe_view.default})
+
+
 def _is_view(node: fx.Node) -> bool:
-    if node.target is operator.getitem:
+    if node.target is operator.getitem or node.target in UNSAFE_VIEWS:
         return True
     schema = getattr(node.target, "_schema", None)
     return schema is not None and any(r.alias_info is not None for r in schema.returns)
@@ -166,8 +170,9 @@ def graph_peak(built: _Built, which: str) -> StepPeak:
     return StepPeak(per_step[at], which, graph.labels[at], held)
 
 
-def step_peak(fw: fx.GraphModule, bw: fx.GraphModule) -> StepPeak:
-    """Steps 2 and 3: the peak of the forward, then the backward."""
+def step_peak(fw: fx.GraphModule, bw: fx.GraphModule, outputs_held: bool = True) -> StepPeak:
+    """Steps 2 and 3: the peak of the forward, then the backward; `outputs_held`: the
+    caller keeps the forward's outputs the backward does not read until it ends."""
     fwd = graph_of(fw, {})
     made = {name: sum(built_size(fwd, name)) for name in fwd.buffers_of}
     bw_places = [n for n in bw.graph.nodes if n.op == "placeholder"]
@@ -178,9 +183,16 @@ def step_peak(fw: fx.GraphModule, bw: fx.GraphModule) -> StepPeak:
         elif made.get(n.name, 0) > 0:
             held[n.name] = made[n.name]
     passed = {n.name for n in bw_places}
-    user_out = sum(made.get(n.name, 0) for n in _outputs(fw) if n.name not in passed)
+    # Dropped or not, the caller keeps the loss it calls backward on (one element).
+    kept = [n for n in _outputs(fw) if outputs_held or _elements(n) <= 1]
+    user_out = sum(made.get(n.name, 0) for n in kept if n.name not in passed)
     bwd = graph_of(bw, held, base_bytes=user_out)
     return max(graph_peak(fwd, "forward"), graph_peak(bwd, "backward"), key=lambda p: p.bytes)
+
+
+def _elements(node: fx.Node) -> int:
+    value = node.meta.get("val")
+    return int(value.numel()) if isinstance(value, torch.Tensor) else 0
 
 
 def built_size(built: _Built, name: str) -> Iterable[int]:
