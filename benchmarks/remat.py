@@ -25,7 +25,8 @@ way networkx 3.1 does: generations of nodes in file order):
 
 `--in-work` counts optplan's limits in units of work (`Remat.work`, as `optplan
 reorder --capacity` runs; seconds only an outer guard), so its rows do not depend on the
-machine's load; MOCCASIN's limits stay seconds.
+machine's load (`--guard`, default 600 s, raised on a loaded machine so that the work
+ends each run, not the guard); MOCCASIN's limits stay seconds.
 
 A case where optplan finds neither a schedule nor a proof at `--time-limit` runs again,
 optplan and MOCCASIN both, at each of `--retry-limit`'s limits in turn until one gives an
@@ -141,14 +142,12 @@ def in_order(path: Path) -> tuple[Graph, list[object]]:
 
 
 def run_optplan(
-    graph: Graph, budget: int, limit: float, in_work: bool = False
+    graph: Graph, budget: int, limit: float, in_work: bool = False, guard: float = GUARD_SECONDS
 ) -> dict[str, object]:
     """optplan's answer at `limit` seconds, or with `in_work` at `limit` units of work
     (the seconds then only the outer guard, as `optplan reorder --capacity` runs)."""
     options = (
-        Remat(budget, time_limit=GUARD_SECONDS, work=limit)
-        if in_work
-        else Remat(budget, time_limit=limit)
+        Remat(budget, time_limit=guard, work=limit) if in_work else Remat(budget, time_limit=limit)
     )
     result = rematerialise(graph, options)
     row: dict[str, object] = {
@@ -277,7 +276,7 @@ def graph_rows(args: argparse.Namespace, folder: Path) -> list[dict[str, object]
                     "budget": budget,
                 }
                 row["limit"] = limit
-                row.update(run_optplan(graph, budget, limit, args.in_work))
+                row.update(run_optplan(graph, budget, limit, args.in_work, args.guard))
                 if command:
                     row.update(run_moccasin(command, path, share, limit, graph, ids, budget))
                 else:
@@ -315,6 +314,9 @@ def main() -> None:
         "--in-work",
         action="store_true",
         help="optplan's limits (--time-limit, --retry-limit) are units of work, not seconds",
+    )
+    parser.add_argument(
+        "--guard", type=float, default=GUARD_SECONDS, help="with --in-work: the seconds guard"
     )
     parser.add_argument(
         "--retry-limit",

@@ -7,7 +7,8 @@
    on it), the second half is held out (measured, never tuned on).
 2. Run `auto` as `optplan reorder G.json` does by default: the default work (60 units,
    `budget.DEFAULT_WORK`, counted in search steps, the same on any machine) and the
-   outer guard of 600 s.
+   outer guard of 600 s (`--guard`: on a machine so loaded that 60 units take longer,
+   a higher guard keeps the figures those of the work; `cut` says when it ran out).
 3. Record the program order's peak, the peak found, the proven bound, the gap
    (peak - bound) / peak and the seconds, one row per graph as it comes.
 
@@ -41,7 +42,7 @@ from optplan.schedule.graph import peak_bytes
 
 WIDTHS = {250: 0.43, 500: 0.36, 1000: 0.31}  # MOCCASIN's files' `w` at each size
 COLUMNS = ("graph", "half", "nodes", "seed", "edges", "program", "peak", "bound", "gap",
-           "seconds", "work")  # fmt: skip
+           "seconds", "work", "cut")  # fmt: skip
 
 
 def cases(sizes: list[int], count: int, half: str) -> list[tuple[str, int, int]]:
@@ -56,7 +57,9 @@ def cases(sizes: list[int], count: int, half: str) -> list[tuple[str, int, int]]
     return chosen
 
 
-def measure(folder: Path, which: str, nodes: int, seed: int, work: float) -> dict[str, object]:
+def measure(
+    folder: Path, which: str, nodes: int, seed: int, work: float, guard: float
+) -> dict[str, object]:
     name = f"layered_n{nodes}_w{WIDTHS[nodes]}_s{seed}"
     path = write_layered(
         folder / f"{name}.json", nodes, seed, width=WIDTHS[nodes], moccasin_like=True
@@ -64,7 +67,7 @@ def measure(folder: Path, which: str, nodes: int, seed: int, work: float) -> dic
     graph = read_graph(path).graph
     steps = max(1, int(work * ORDER_STEPS_PER_UNIT))
     began = time.perf_counter()
-    found = Scheduler("auto", time_limit=GUARD_SECONDS, work=steps)(graph)
+    found = Scheduler("auto", time_limit=guard, work=steps)(graph)
     seconds = time.perf_counter() - began
     gap = 1 - found.bound_bytes / found.peak_bytes if found.peak_bytes else 0.0
     return {
@@ -72,7 +75,7 @@ def measure(folder: Path, which: str, nodes: int, seed: int, work: float) -> dic
         "edges": sum(len(p) for p in graph.preds),
         "program": peak_bytes(graph, range(graph.ops)), "peak": found.peak_bytes,
         "bound": found.bound_bytes, "gap": f"{gap:.2%}", "seconds": f"{seconds:.1f}",
-        "work": work,
+        "work": work, "cut": "yes" if seconds >= guard else "no",
     }  # fmt: skip
 
 
@@ -82,6 +85,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="250,500,1000")
     parser.add_argument("--count", type=int, default=10, help="graphs per size (both halves)")
     parser.add_argument("--work", type=float, default=DEFAULT_WORK, help="units, as --work")
+    parser.add_argument("--guard", type=float, default=GUARD_SECONDS, help="seconds")
     parser.add_argument("--append", action="store_true", help="add to the CSV, replacing rows")
     parser.add_argument(
         "--out", default=str(ROOT / "benchmarks" / "results" / "reorder_heldout.csv")
@@ -96,7 +100,7 @@ def main() -> None:
     print("  ".join(COLUMNS))
     with tempfile.TemporaryDirectory() as folder:
         for which, nodes, seed in cases(sizes, args.count, args.half):
-            row = measure(Path(folder), which, nodes, seed, args.work)
+            row = measure(Path(folder), which, nodes, seed, args.work, args.guard)
             kept = [r for r in kept if r["graph"] != row["graph"]] + [row]
             _write(out, kept)
             _into_graph_set(kept)
