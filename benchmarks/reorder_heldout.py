@@ -13,7 +13,7 @@
    (peak - bound) / peak and the seconds, one row per graph as it comes.
 
     .venv/bin/python benchmarks/reorder_heldout.py [--half tuning|heldout|both]
-        [--sizes 250,500,1000] [--count 10] [--work 60] [--append]
+        [--sizes 250,500,1000] [--count 10] [--seeds 6,1,7] [--work 60] [--append]
         [--out benchmarks/results/reorder_heldout.csv]
 
 Prints a table and writes the CSV (`--append` adds rows to it; a graph already in it is
@@ -45,12 +45,14 @@ COLUMNS = ("graph", "half", "nodes", "seed", "edges", "program", "peak", "bound"
            "seconds", "work", "cut")  # fmt: skip
 
 
-def cases(sizes: list[int], count: int, half: str) -> list[tuple[str, int, int]]:
-    """(half, nodes, seed) of every graph asked for: seeds 1..count, the first half
-    tuning, the rest held out."""
+def cases(
+    sizes: list[int], count: int, half: str, seeds: list[int] | None = None
+) -> list[tuple[str, int, int]]:
+    """(half, nodes, seed) of every graph asked for: seeds 1..count (or `seeds`, in
+    that order), the first half tuning, the rest held out."""
     chosen = []
     for nodes in sizes:
-        for seed in range(1, count + 1):
+        for seed in seeds or range(1, count + 1):
             which = "tuning" if seed <= count // 2 else "heldout"
             if half in ("both", which):
                 chosen.append((which, nodes, seed))
@@ -84,6 +86,7 @@ def main() -> None:
     parser.add_argument("--half", choices=("tuning", "heldout", "both"), default="both")
     parser.add_argument("--sizes", default="250,500,1000")
     parser.add_argument("--count", type=int, default=10, help="graphs per size (both halves)")
+    parser.add_argument("--seeds", default="", help="comma-separated seeds, run in that order")
     parser.add_argument("--work", type=float, default=DEFAULT_WORK, help="units, as --work")
     parser.add_argument("--guard", type=float, default=GUARD_SECONDS, help="seconds")
     parser.add_argument("--append", action="store_true", help="add to the CSV, replacing rows")
@@ -99,7 +102,9 @@ def main() -> None:
     kept = _read(out) if args.append else []
     print("  ".join(COLUMNS))
     with tempfile.TemporaryDirectory() as folder:
-        for which, nodes, seed in cases(sizes, args.count, args.half):
+        for which, nodes, seed in cases(
+            sizes, args.count, args.half, [int(x) for x in args.seeds.split(",") if x]
+        ):
             row = measure(Path(folder), which, nodes, seed, args.work, args.guard)
             kept = [r for r in kept if r["graph"] != row["graph"]] + [row]
             _write(out, kept)

@@ -14,9 +14,11 @@ published files do not cover (3,000 ops).
 `moccasin_like` draws the published files' shape instead, read off MOCCASIN's four
 random layered graphs (their names give the parameters: `n`, `w`, `nlv` 0.75, `ed` 0.2,
 `scd` 0.14): layers of `2 w sqrt(n)` nodes on average, widths spread by `nlv` either
-side, and a skip edge from each layer two or more back with probability `scd` / 3 (at
-250, 500 and 1,000 nodes the published files have 944, 2461 and 5875 edges; seeds 0-4
-of these draws 927-1036, 2215-2500 and 5886-6297).
+side, every node read by one of the next layer at least (in the files only the last
+layer and a few others reach the sink), and a skip edge from each layer two or more
+back with probability `scd` / 3 (at 250, 500 and 1,000 nodes the published files have
+944, 2461 and 5875 edges; seeds 1-10 of these draws 1020-1226, 2423-2763 and
+6236-7105).
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ def layered_graph(
     edges: set[tuple[int, int]] = set()
     for depth in range(1, len(layers)):
         previous = layers[depth - 1]
+        if moccasin_like:  # every node is read in the next layer (the files' sink reads 1-10)
+            edges.update((u, rng.choice(layers[depth])) for u in previous)
         for v in layers[depth]:
             edges.add((rng.choice(previous), v))
             edges.update((u, v) for u in previous if rng.random() < density)
