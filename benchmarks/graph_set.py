@@ -6,7 +6,10 @@ and proven bound within the time limit, and which bound proves what:
 - `cut`: the per-op min-cut bound (`bounds.cut_bounds`), computed alone, to the end;
 - `proof`: `static` or `cut` when that bound meets the order found, `search` when only
   the exact search proved it, `-` when the gap stays open;
-- `published`: the reduction a paper reports for the same model, where one does.
+- `published`: the reduction a paper reports for the same model, where one does;
+- `half`: `public` for the peers' graphs, `own` for ours; `tuning` and `heldout` for the
+  rows `reorder_heldout.py` adds (graphs of MOCCASIN's shape with other seeds: the
+  search may be tuned on the first half, never on the second).
 
 Graphs: the peers' (a folder given by `--peers` or `$OPTPLAN_PEER_GRAPHS`: Checkmate's
 train and test graphs of seven networks and MOCCASIN's random layered graphs of 100 to
@@ -33,7 +36,7 @@ from optplan.schedule.tables import ancestor_masks, descendant_masks, tables
 ROOT = Path(__file__).resolve().parent.parent
 COLUMNS = (
     "graph", "ops", "program", "lpmf", "bfs", "dfs", "reordered", "bound", "gap", "static",
-    "cut", "proof", "seconds", "limit", "published",
+    "cut", "proof", "seconds", "limit", "published", "half",
 )  # fmt: skip
 # Reductions of the peak that papers report for the same model (none reorders these
 # exact graphs): PyTorch Inductor's reorder_for_peak_memory PR measured 1.10-1.19x on
@@ -79,7 +82,7 @@ def measure(name: str, path: Path, limit: float) -> dict[str, object]:
         "graph": name, "ops": graph.ops, **peaks, "reordered": best.peak_bytes,
         "bound": best.bound_bytes, "gap": f"{1 - best.bound_bytes / best.peak_bytes:.2%}" if best.peak_bytes else "0.00%",
         "static": static, "cut": cut, "proof": proof, "seconds": f"{seconds:.2f}", "limit": limit,
-        "published": published,
+        "published": published, "half": "own" if name.startswith("layered_") else "public",
     }  # fmt: skip
 
 
@@ -97,8 +100,11 @@ def run_graph_set(args: argparse.Namespace) -> None:
             rows.append(row)
             print("  ".join(str(row[c]) for c in COLUMNS), flush=True)
     out = ROOT / "benchmarks" / "results" / "reorder_graphs.csv"
+    if out.exists():  # keep the held-out set's rows (`reorder_heldout.py`)
+        with out.open(newline="") as handle:
+            rows += [r for r in csv.DictReader(handle) if r.get("half") in ("tuning", "heldout")]
     with out.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS, restval="")
         writer.writeheader()
         writer.writerows(rows)
     print(f"written {out.relative_to(ROOT)}")

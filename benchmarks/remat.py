@@ -23,6 +23,11 @@ way networkx 3.1 does: generations of nodes in file order):
     .venv/bin/python benchmarks/remat.py --programs   # the training programs alone
     .venv/bin/python benchmarks/remat.py --graphs DIR --reach   # how low each heuristic gets
 
+`--in-work` counts optplan's limits in units of work (`Remat.work`, as `optplan
+reorder --capacity` runs; seconds only an outer guard), so its rows do not depend on the
+machine's load (`--guard`, default 600 s, raised on a loaded machine so that the work
+ends each run, not the guard); MOCCASIN's limits stay seconds.
+
 A case where optplan finds neither a schedule nor a proof at `--time-limit` runs again,
 optplan and MOCCASIN both, at each of `--retry-limit`'s limits in turn until one gives an
 answer, each in a row of its own (`limit` says which).
@@ -37,7 +42,9 @@ bisection, so a lower budget may still be met where a probe in between failed).
 
 DIR holds MOCCASIN's graphs (its `data/` folder; or the environment variable
 OPTPLAN_PEER_GRAPHS); without it the set is skipped, saying why. The MOCCASIN command
-may also come from OPTPLAN_MOCCASIN; without it MOCCASIN's columns are left empty. The
+may also come from OPTPLAN_MOCCASIN; without it MOCCASIN's columns are left empty, or
+taken from an earlier run's CSV (`--moccasin-from FILE`: the row of the same graph,
+share and limit; MOCCASIN's answers there do not change with optplan's). The
 training graphs of `benchmarks/graphs/training.py` and the training steps TVM's
 gradient pass wrote (`tests/data/training`) run as programs through
 `passes.recompute` (costs estimated from the op table), at the same shares of their
@@ -68,6 +75,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from optplan.budget import GUARD_SECONDS
 from optplan.frontends.graphs import read_graph
 from optplan.planners import get_planner
 from optplan.problem import Problem, one_arena
@@ -133,8 +141,15 @@ def in_order(path: Path) -> tuple[Graph, list[object]]:
     return peer.graph, list(peer.nodes)
 
 
-def run_optplan(graph: Graph, budget: int, limit: float) -> dict[str, object]:
-    result = rematerialise(graph, Remat(budget, time_limit=limit))
+def run_optplan(
+    graph: Graph, budget: int, limit: float, in_work: bool = False, guard: float = GUARD_SECONDS
+) -> dict[str, object]:
+    """optplan's answer at `limit` seconds, or with `in_work` at `limit` units of work
+    (the seconds then only the outer guard, as `optplan reorder --capacity` runs)."""
+    options = (
+        Remat(budget, time_limit=guard, work=limit) if in_work else Remat(budget, time_limit=limit)
+    )
+    result = rematerialise(graph, options)
     row: dict[str, object] = {
         "optplan_status": result.status.value,
         "optplan_method": result.method,
@@ -240,6 +255,7 @@ def graph_rows(args: argparse.Namespace, folder: Path) -> list[dict[str, object]
             "MOCCASIN not run: give --moccasin or OPTPLAN_MOCCASIN (its main.py, as a command)",
             file=sys.stderr,
         )
+    earlier = _moccasin_rows(args.moccasin_from)
     rows = []
     for name in names:
         if args.only and not any(part in name for part in args.only.split(",")):
@@ -260,9 +276,11 @@ def graph_rows(args: argparse.Namespace, folder: Path) -> list[dict[str, object]
                     "budget": budget,
                 }
                 row["limit"] = limit
-                row.update(run_optplan(graph, budget, limit))
+                row.update(run_optplan(graph, budget, limit, args.in_work, args.guard))
                 if command:
                     row.update(run_moccasin(command, path, share, limit, graph, ids, budget))
+                else:
+                    row.update(earlier.get((name, str(share), str(limit)), {}))
                 rows.append(row)
                 print(" | ".join(str(row.get(c, "")) for c in COLUMNS[:-1]), flush=True)
                 write(rows, args.out)  # so far: a long run cut short keeps its rows
@@ -271,11 +289,35 @@ def graph_rows(args: argparse.Namespace, folder: Path) -> list[dict[str, object]
     return rows
 
 
+def _moccasin_rows(path: str) -> dict[tuple[str, str, str], dict[str, str]]:
+    """MOCCASIN's columns of an earlier run, by (graph, share, limit)."""
+    if not path:
+        return {}
+    with open(path, newline="") as handle:
+        return {
+            (r["graph"], r["share"], r["limit"]): {
+                c: r[c] for c in COLUMNS if c.startswith("moccasin_") and c in r
+            }
+            for r in csv.DictReader(handle)
+        }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--graphs", default=os.environ.get("OPTPLAN_PEER_GRAPHS", ""))
     parser.add_argument("--moccasin", default="")
+    parser.add_argument(
+        "--moccasin-from", default="", help="an earlier CSV to take MOCCASIN's columns from"
+    )
     parser.add_argument("--time-limit", type=float, default=30.0)
+    parser.add_argument(
+        "--in-work",
+        action="store_true",
+        help="optplan's limits (--time-limit, --retry-limit) are units of work, not seconds",
+    )
+    parser.add_argument(
+        "--guard", type=float, default=GUARD_SECONDS, help="with --in-work: the seconds guard"
+    )
     parser.add_argument(
         "--retry-limit",
         type=lambda t: [float(x) for x in t.split(",")],
