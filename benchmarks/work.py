@@ -187,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         cases += [(f"layered_{n}@{s:.0%}", (n, s)) for n, s in REMAT_CASES]
     if "orders" in args.sets.split(","):
         cases += [(f"order_{n}", n) for n in ORDER_CASES]
+    cases = [(label, case) for label, case in cases if not only or label in only]
     for label, case in cases:
         for mode, budget in modes.items():
             first = None
