@@ -149,7 +149,6 @@ BAD_ARGUMENTS = [
     ({"time_limit": 0}, ValueError, "time_limit must be a positive number of seconds, got 0"),
     ({"time_limit": -5}, ValueError, "time_limit must be a positive number of seconds, got -5"),
     ({"time_limit": float("nan")}, ValueError, "time_limit must be a positive number"),
-    ({"planner": "greedy", "time_limit": 5}, ValueError, "the greedy planner has no time limit"),
     ({"planner": "naive", "time_limit": 5}, ValueError, "the naive planner has no time limit"),
     ({"planner": "tokens", "time_limit": 5}, ValueError, "the tokens planner has no time limit"),
     ({"planner": 10}, TypeError, r"a time limit is a keyword: algorithm\(time_limit=10\)"),
@@ -161,7 +160,7 @@ BAD_ARGUMENTS = [
     ({"work": True}, TypeError, "work must be a number of units, got bool"),
     ({"work": 0}, ValueError, "work must be a positive number of units, got 0"),
     ({"work": float("inf")}, ValueError, "work must be a positive number of units, got inf"),
-    ({"planner": "greedy", "work": 5}, ValueError, "work: the greedy planner takes no work"),
+    ({"planner": "naive", "work": 5}, ValueError, "work: the naive planner takes no work"),
 ]
 
 
@@ -177,8 +176,8 @@ def test_positional_number_is_refused_before_any_export() -> None:
         oet.algorithm(10)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         oet.algorithm("cpsat", 10)  # type: ignore[misc]
-    with pytest.raises(ValueError, match="the greedy planner has no time limit"):
-        oet.Algorithm("greedy", 5.0)
+    with pytest.raises(ValueError, match="the naive planner has no time limit"):
+        oet.Algorithm("naive", 5.0)
 
 
 def test_report_is_logged_at_info(caplog: pytest.LogCaptureFixture) -> None:
@@ -336,9 +335,10 @@ def test_the_pte_is_the_same_bytes_whatever_the_clock(monkeypatch: pytest.Monkey
 def test_work_is_one_budget_per_graph_and_checked() -> None:
     assert oet.algorithm().work == oet.DEFAULT_WORK
     assert oet.algorithm(work=3).__name__ == "optplan_cpsat_60s_3w"
-    assert oet.algorithm("greedy").work is None
-    with pytest.raises(ValueError, match="work: the greedy planner takes no work"):
-        oet.algorithm("greedy", work=3)
+    assert oet.algorithm("naive").work is None
+    assert oet.algorithm("greedy", work=3).work == 3  # greedy takes a budget and a guard
+    with pytest.raises(ValueError, match="work: the naive planner takes no work"):
+        oet.algorithm("naive", work=3)
     with pytest.raises(ValueError, match="work must be a positive number"):
         oet.algorithm(work=0)
 

@@ -174,8 +174,8 @@ def test_ctrl_c_on_the_command_line_ends_greedy_with_its_best_plan(tmp_path: Pat
     # Greedy's runs on this trace take many seconds; one Ctrl-C must end them (the
     # loops hold no GIL and poll the flag), print the plan so far and exit 130.
     rng = np.random.default_rng(4)
-    count = 30_000
-    ends = np.arange(count) + rng.integers(2, 6001, count)
+    count = 100_000  # about 10,000 live: a full run takes well past the signal
+    ends = np.arange(count) + rng.integers(2, 20_001, count)
     sizes = rng.integers(1, 1 << 20, count)
     rows = "".join(f"{k},{k},{e},{z}\n" for k, (e, z) in enumerate(zip(ends, sizes)))
     trace = tmp_path / "crowded.csv"
@@ -190,7 +190,7 @@ def test_ctrl_c_on_the_command_line_ends_greedy_with_its_best_plan(tmp_path: Pat
         # A shell's background job ignores SIGINT, and its children inherit that.
         preexec_fn=_default_sigint,  # noqa: PLW1509 - one call, no lock taken, then exec
     )
-    time.sleep(6.0)  # past reading the trace and building the loop
+    time.sleep(10.0)  # past reading the trace and building the loop
     child.send_signal(signal.SIGINT)
     out, err = child.communicate(timeout=60)
     assert child.returncode == 130, err
