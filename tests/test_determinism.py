@@ -27,6 +27,7 @@ from optplan.problem import Buffer, Interval, Problem, read_csv
 from optplan.problem.plan import validate
 from optplan.strategies import problems
 from optplan.strategies.memories import memory_problems
+from tests.loaded import calm_and_loaded, records
 
 ROOT = Path(__file__).resolve().parents[1]
 MINIMALLOC = ROOT.parent / "shared" / "data" / "minimalloc" / "challenging"
@@ -122,18 +123,12 @@ def test_the_command_line_prints_the_same_plan_twice(tmp_path: Path) -> None:
     rows = [f"{b.id},{b.start},{b.end},{b.size}" for b in hard_problem().buffers]
     path.write_text("id,lower,upper,size\n" + "\n".join(rows) + "\n")
     command = [sys.executable, "-m", "optplan", "plan", str(path), "--work", "2", "--json"]
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        loaded = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
-    finally:
-        busy.kill()
-    calm = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
-    records = [json.loads(run.stdout) for run in (calm, loaded)]
-    for record in records:
-        record.pop("seconds")
-    assert records[0] == records[1]
-    assert records[0]["cut_by_time_limit"] is False
-    assert records[0]["versions"]["ortools"] != "unknown"
+    calm, loaded = calm_and_loaded(command)
+    assert calm.returncode == loaded.returncode == 0, loaded.stderr
+    first, second = records(calm, loaded)
+    assert first == second
+    assert first["cut_by_time_limit"] is False
+    assert first["versions"]["ortools"] != "unknown"
 
 
 @settings(deadline=None, max_examples=20)

@@ -9,9 +9,7 @@ count and read the real time for their guard alone.
 from __future__ import annotations
 
 import itertools
-import json
 import math
-import subprocess
 import sys
 import time
 import types
@@ -24,6 +22,7 @@ from hypothesis import strategies as st
 from optplan import budget as budget_module
 from optplan.schedule.graph import Graph, peak_bytes
 from optplan.schedule.remat import Remat, RematSchedule, rematerialise
+from tests.loaded import calm_and_loaded, records
 from tests.test_remat_awkward import awkward_graphs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,14 +104,7 @@ def test_reorder_capacity_prints_the_same_schedule_twice(tmp_path: Path) -> None
     capacity = int(0.7 * peak_bytes(graph, range(graph.ops)))
     command = [sys.executable, "-m", "optplan", "reorder", str(path), "--capacity", str(capacity)]
     command += ["--work", "2", "--json"]
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        loaded = subprocess.run(command, check=False, capture_output=True, text=True, cwd=ROOT)
-    finally:
-        busy.kill()
-    calm = subprocess.run(command, check=False, capture_output=True, text=True, cwd=ROOT)
+    calm, loaded = calm_and_loaded(command)
     assert loaded.returncode == calm.returncode, loaded.stderr
-    records = [json.loads(run.stdout) for run in (calm, loaded)]
-    for record in records:
-        record.pop("seconds", None)
-    assert records[0] == records[1]
+    first, second = records(calm, loaded)
+    assert first == second

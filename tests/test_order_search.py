@@ -4,7 +4,6 @@ brute force over sets of ops, and the same order twice under a work budget."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from optplan.schedule.beam import beam
 from optplan.schedule.bounds import cut_bounds, static_bounds
 from optplan.schedule.graph import Graph, is_valid_order, op_bounds, peak_bytes, step_bytes
 from optplan.schedule.tables import ancestor_masks, descendant_masks, tables
+from tests.loaded import calm_and_loaded, records
 from tests.test_schedule import graphs, topological_orders
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,17 +126,11 @@ def test_the_same_order_twice_under_a_work_budget_in_two_processes(tmp_path: Pat
     """A 500-op graph reordered twice, once beside a busy process: the same order."""
     path = _layered(tmp_path, 500, seed=3)
     command = [sys.executable, "-m", "optplan", "reorder", path, "--work", "1", "--json"]
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        loaded = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
-    finally:
-        busy.kill()
-    calm = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
-    records = [json.loads(run.stdout) for run in (calm, loaded)]
-    for record in records:
-        record.pop("seconds", None)
-    assert records[0] == records[1]
-    assert records[0]["peak_bytes"] <= records[0]["program_order_peak_bytes"]
+    calm, loaded = calm_and_loaded(command)
+    assert calm.returncode == loaded.returncode == 0, loaded.stderr
+    first, second = records(calm, loaded)
+    assert first == second
+    assert first["peak_bytes"] <= first["program_order_peak_bytes"]
 
 
 def test_reorder_a_graph_from_the_command_line_and_read_the_order_back(
