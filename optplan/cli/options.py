@@ -126,7 +126,7 @@ def parse_memory(text: str) -> Memory:
             f"expected NAME=SIZE[:cost=C] with a name of letters, digits and _, got {text!r}"
         )
     try:
-        capacity = parse_bytes(size) if has_size else None
+        capacity = positive_bytes(size) if has_size else None
     except argparse.ArgumentTypeError as error:
         raise argparse.ArgumentTypeError(f"{error} in {text!r}") from None
     settings = {"cost": 1, "alignment": 1}
@@ -138,8 +138,6 @@ def parse_memory(text: str) -> Memory:
                 f"expected cost=C or alignment=A (whole numbers) after ':', got {option!r} in {text!r}"
             )
         settings[key] = int(value)
-    if capacity == 0:
-        raise argparse.ArgumentTypeError(f"a memory of 0 bytes holds nothing, in {text!r}")
     if settings["alignment"] < 1:
         raise argparse.ArgumentTypeError(f"alignment must be at least 1 in {text!r}")
     return Memory(name, capacity, settings["alignment"], settings["cost"])
