@@ -37,6 +37,7 @@ from optplan.budget import Budget
 from optplan.planners import drive, jit
 from optplan.problem import read_csv
 from optplan.problem.plan import validate
+from optplan.schedule.graph import Graph
 
 DATA = ROOT.parent / "shared" / "data"
 SETS: dict[str, tuple[Path, str]] = {
@@ -63,21 +64,28 @@ def instances(sets: list[str], only: set[str]) -> list[tuple[str, Path]]:
     return found
 
 
+def layered(nodes: int) -> Graph:
+    """The seeded layered graph of `nodes` ops that the recomputation and order cases use."""
+    import tempfile
+
+    from benchmarks.graphs.layered import write_layered
+    from optplan.frontends.graphs import read_graph
+
+    with tempfile.TemporaryDirectory() as folder:
+        return read_graph(write_layered(Path(folder) / "g.json", nodes, seed=7)).graph
+
+
 REMAT_CASES = ((250, 0.7), (250, 0.5), (500, 0.7), (500, 0.5))
 
 
 def remat_row(nodes: int, share: float, mode: str, budget: Budget, run: int) -> dict[str, object]:
     """One recomputation case: extra compute % in the arena column, the memory bound."""
     import math
-    import tempfile
 
-    from benchmarks.graphs.layered import write_layered
-    from optplan.frontends.graphs import read_graph
     from optplan.schedule.graph import peak_bytes
     from optplan.schedule.remat import Remat, rematerialise
 
-    with tempfile.TemporaryDirectory() as folder:
-        graph = read_graph(write_layered(Path(folder) / "g.json", nodes, seed=7)).graph
+    graph = layered(nodes)
     capacity = int(share * peak_bytes(graph, range(graph.ops)))
     guard = budget.seconds or math.inf
     started = time.perf_counter()
@@ -102,15 +110,10 @@ ORDER_CASES = (250, 500, 1000)
 
 def order_row(nodes: int, mode: str, budget: Budget, run: int) -> dict[str, object]:
     """One order case: the peak of `auto`'s order, its proven bound and gap."""
-    import tempfile
-
-    from benchmarks.graphs.layered import write_layered
     from optplan.budget import ORDER_STEPS_PER_UNIT
-    from optplan.frontends.graphs import read_graph
     from optplan.schedule import Scheduler
 
-    with tempfile.TemporaryDirectory() as folder:
-        graph = read_graph(write_layered(Path(folder) / "g.json", nodes, seed=7)).graph
+    graph = layered(nodes)
     steps = None if budget.work is None else int(budget.work * ORDER_STEPS_PER_UNIT)
     started = time.perf_counter()
     found = Scheduler("auto", time_limit=budget.seconds or 600.0, work=steps)(graph)
