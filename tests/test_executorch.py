@@ -139,7 +139,7 @@ def test_names_differ_per_configuration() -> None:
         oet.algorithm("tokens").__name__,
     }
     assert len(names) == 5
-    assert oet.algorithm(time_limit=2.5).__name__ == "optplan_cpsat_2.5s"
+    assert oet.algorithm(time_limit=2.5).__name__ == "optplan_cpsat_guard2.5s"
 
 
 BAD_ARGUMENTS = [
@@ -332,9 +332,17 @@ def test_the_pte_is_the_same_bytes_whatever_the_clock(monkeypatch: pytest.Monkey
     assert executorch_models.lower(case, [algo]).buffer == calm
 
 
+def test_names_say_the_work_and_a_guard_only_when_not_the_default() -> None:
+    """The suite's key names what sets the plan (the work), not the default guard."""
+    assert oet.algorithm().__name__ == "optplan_cpsat"
+    assert oet.algorithm("greedy").__name__ == "optplan_greedy"
+    assert oet.algorithm(work=3, time_limit=5).__name__ == "optplan_cpsat_3w_guard5s"
+    assert oet.algorithm("naive").__name__ == "optplan_naive"
+
+
 def test_work_is_one_budget_per_graph_and_checked() -> None:
     assert oet.algorithm().work == oet.DEFAULT_WORK
-    assert oet.algorithm(work=3).__name__ == "optplan_cpsat_60s_3w"
+    assert oet.algorithm(work=3).__name__ == "optplan_cpsat_3w"
     assert oet.algorithm("naive").work is None
     assert oet.algorithm("greedy", work=3).work == 3  # greedy takes a budget and a guard
     with pytest.raises(ValueError, match="work: the naive planner takes no work"):

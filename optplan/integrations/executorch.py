@@ -8,9 +8,9 @@
     edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(
         memory_planning_algo=suite)))
 
-`algorithm(planner, time_limit=, report=)` checks its arguments at once and returns an
-`Algorithm`: a frozen value whose `__name__` names its configuration
-(`optplan_cpsat_10s`, `optplan_greedy`), since ExecuTorch's MemoryPlanningAlgorithmSuite
+`algorithm(planner, work=, time_limit=, report=)` checks its arguments at once and returns
+an `Algorithm`: a frozen value whose `__name__` names its configuration
+(`optplan_cpsat`, `optplan_cpsat_3w`, `optplan_greedy`), since ExecuTorch's MemoryPlanningAlgorithmSuite
 keys each algorithm's result by that name and keeps the smallest. ExecuTorch calls it with
 `(alignment, specs, graph_module, graph_signature, extra_padding)`, once per method and
 once per control-flow submodule (a `cond` branch, a `map` body) before the graph holding
@@ -148,12 +148,13 @@ class Algorithm:
 
     @property
     def __name__(self) -> str:
-        """The suite's key: one name per configuration, so no entry overwrites another."""
+        """The suite's key: one name per configuration, so no entry overwrites another.
+        It names the work and the guard only where they are not the defaults."""
         name = f"optplan_{self.planner}"
-        if self.time_limit is not None:
-            name += f"_{self.time_limit:g}s"
         if self.work is not None and self.work != DEFAULT_WORK:
             name += f"_{self.work:g}w"
+        if self.time_limit is not None and self.time_limit != DEFAULT_TIME_LIMIT_S:
+            name += f"_guard{self.time_limit:g}s"
         if not self.allow_overlapping_allocations:
             name += "_no_overlap"
         for mem_id, memory in self.memories:
