@@ -177,3 +177,36 @@ def test_ctrl_c_during_compare_prints_the_rows_it_finished(tmp_path: Path) -> No
     rows = [line.split()[0] for line in done.stdout.splitlines()[2:]]
     assert rows == ["naive", "greedy", "cpsat"]  # tokens never ran
     assert "Traceback" not in done.stderr
+
+
+class _InterruptedWriter:
+    """A stdout that receives a real SIGINT as the first piece of the answer is written,
+    as when Ctrl-C is pressed a second time while a long record prints."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        if not self.parts:
+            os.kill(os.getpid(), signal.SIGINT)
+        self.parts.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        return None
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT is a POSIX signal")
+@pytest.mark.parametrize("command", ["plan", "compare"])
+def test_ctrl_c_while_the_answer_prints_leaves_it_whole(
+    command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from optplan.cli import main
+
+    writer = _InterruptedWriter()
+    monkeypatch.setattr(sys, "stdout", writer)
+    source = str(ROOT / "examples" / "transformer_block.py")
+    planners = ["--planners", "naive,greedy"] if command == "compare" else ["--planner", "greedy"]
+    status = main([command, source, "--json", *planners])
+    assert status == 130
+    json.loads("".join(writer.parts))  # the whole record, not half of it

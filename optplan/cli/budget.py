@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from optplan.budget import ORDER_STEPS_PER_UNIT
 from optplan.cli.options import guard_seconds
 from optplan.cli.records import counted
+from optplan.cli.terminal import say
 from optplan.errors import InputError
 from optplan.frontends import Loaded
 from optplan.problem import Problem, live_profile, lower_bound, one_arena
@@ -236,7 +237,7 @@ def remat_graph(args: argparse.Namespace, loaded: Loaded) -> int:
 
         write_text(args.output, json.dumps(record, indent=1) + "\n")
     if args.json:
-        print(json.dumps(record, indent=1))
+        say(json.dumps(record, indent=1))
     elif result.steps is None:
         print(f"{loaded.path}: {result.status.value}: {result.reason}{_below_words(result)}")
     else:
@@ -341,7 +342,7 @@ def recompute_program(args: argparse.Namespace, loaded: Loaded) -> int:
         elif not args.json:
             print(text)
     if args.json:
-        print(json.dumps(_program_record(loaded, result, args.capacity), indent=1))
+        say(json.dumps(_program_record(loaded, result, args.capacity), indent=1))
     else:
         print(
             note + (f"; written to {output}" if output else ""),

@@ -26,6 +26,7 @@ from optplan.cli.options import (
     positive_work,
 )
 from optplan.cli.records import memory_record
+from optplan.cli.terminal import say
 from optplan.errors import InputError
 
 if TYPE_CHECKING:
@@ -144,7 +145,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     )
     written = [_write(output, found, args) for output in args.output] if found.best else []
     if args.json:
-        print(json.dumps(record(found), indent=1))
+        say(json.dumps(record(found), indent=1))
         return 0 if found.status == FITS else 1
     print(answer(found))
     for line in written:

@@ -12,6 +12,7 @@ from optplan.cli.inputs import load_input, planner_names, reorder_target
 from optplan.cli.options import Commands, add_input, budget_of
 from optplan.cli.records import bounds_note, plan_record, reasons, summary, table
 from optplan.cli.solving import INTERRUPTED, report_faults, solve_watched
+from optplan.cli.terminal import say
 from optplan.frontends import Loaded
 from optplan.problem.core import Objective
 from optplan.problem.plan import validate
@@ -69,9 +70,9 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     if args.output:
         write_plan(args.output, loaded, plan, record)
     if args.json:
-        print(json.dumps(record, indent=1))
+        say(json.dumps(record, indent=1))
     else:
-        print(summary(loaded, plan, args))
+        say(summary(loaded, plan, args))
         if args.output:
             print(f"plan written to {args.output}")
     if interrupted:
@@ -111,9 +112,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 failed = True
             records.append(plan_record(target, plan, args, reorder=reordered))
     if args.json:
-        print(json.dumps(records, indent=1))
+        say(json.dumps(records, indent=1))
     elif planned := [r for r in records if "arena_bytes" in r]:  # refused rows: on stderr
-        print(bounds_note(loaded) + table(loaded, planned, args) + reasons(planned))
+        say(bounds_note(loaded) + table(loaded, planned, args) + reasons(planned))
     if interrupted:
         print(INTERRUPTED, file=sys.stderr)
         return 130

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from optplan.cli.files import check_output, write_text
 from optplan.cli.inputs import load_input, reorder_note
 from optplan.cli.options import Commands, add_input, guard_seconds, order_steps, parse_dims
+from optplan.cli.terminal import say
 from optplan.errors import InputError
 from optplan.frontends import Loaded
 
@@ -65,7 +66,7 @@ def _cmd_reorder(args: argparse.Namespace) -> int:
         elif not args.json:
             print(text)
     if args.json:
-        print(json.dumps(_reorder_record(loaded, result, scheduler.name), indent=1))
+        say(json.dumps(_reorder_record(loaded, result, scheduler.name), indent=1))
     else:
         note = f"{loaded.path}: {reorder_note(result)}"
         print(

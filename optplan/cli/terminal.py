@@ -10,14 +10,18 @@ Steps of `run_planner`:
    starting stops too) and waits for the best plan so far. A second Ctrl-C gives up on
    the planner and propagates (the command exits 130 with no plan).
 4. The line is finished with a newline before anything else is printed.
+5. The answer itself (`say`) is printed whole: a Ctrl-C pressed while it prints takes
+   effect once it is out, so a JSON record is never cut in half.
 """
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -117,3 +121,27 @@ class _Line:
         if self.drawn:
             self.stream.write("\n")
             self.stream.flush()
+
+
+@contextlib.contextmanager
+def whole_output() -> Iterator[None]:
+    """Hold Ctrl-C while the block runs and raise it (KeyboardInterrupt) once it is done.
+    Only the main thread takes signals; elsewhere the block simply runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed: list[int] = []
+    before = signal.signal(signal.SIGINT, lambda number, _frame: pressed.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+    if pressed:
+        raise KeyboardInterrupt
+
+
+def say(text: str) -> None:
+    """Print the answer (a record, a table) whole, Ctrl-C or not."""
+    with whole_output():
+        print(text)
+        sys.stdout.flush()
