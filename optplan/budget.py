@@ -223,6 +223,15 @@ def now() -> float:
     return clock.started + clock.now()
 
 
+def reading() -> float:
+    """`now()` as a report states it: the clock's start plus the work spent (or the
+    seconds elapsed), with no jump once the guard has run out."""
+    clock = _ACTIVE.get()
+    if clock is None:
+        return time.perf_counter()
+    return clock.started + clock.now()
+
+
 def spend(units: float) -> None:
     """Count `units` of work on the running clock (nothing outside `running`)."""
     clock = _ACTIVE.get()

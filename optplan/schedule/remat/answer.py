@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from optplan.budget import active, now
+from optplan.budget import active, now, reading
 from optplan.problem.plan import Plan, Status
 from optplan.schedule.graph import Graph, peak_bytes
 from optplan.schedule.remat.anytime import Found
@@ -96,7 +96,7 @@ def below_bound(options: Remat, bound: MemoryBound, total: int, began: float) ->
 
 def infeasible(proof: MemoryBound, reason: str, total: int, began: float) -> RematSchedule:
     """No schedule fits, proven by `proof`, for `reason`."""
-    seconds = now() - began
+    seconds = reading() - began
     return RematSchedule(
         None, Status.INFEASIBLE, 0, 0, 0, total, 0, proof, None, "bound", reason, seconds
     )
@@ -107,6 +107,14 @@ def _spent(reading: float) -> str:
     clock = active()
     units = "units of work" if clock is not None and clock.counted else "s"
     return f"{reading:.1f} {units}"
+
+
+def _guard_words() -> str:
+    """`; the guard of 600 s ran out` where the guard, not the work, ended the run."""
+    clock = active()
+    if clock is None or not clock.cut or clock.budget.seconds is None:
+        return ""
+    return f"; the guard of {clock.budget.seconds:g} s ran out"
 
 
 def _nearest_words(graph: Graph, nearest: Nearest | None, total: int) -> str:
@@ -144,13 +152,13 @@ def answer(
         if proof is not None:
             reason = f"no schedule fits {options.budget_bytes} bytes: {proof.reason}"
             return infeasible(proof, reason, total, began)
-    seconds = now() - began
+    seconds = reading() - began
     floor = max(model_bound, lower.cost)
     if best is None:
         reason = (
             f"no schedule within {options.budget_bytes} bytes found in {_spent(seconds)} of "
             f"the limit of {_spent(options.time_limit)} (the proven memory bound is "
-            f"{bound.bytes})"
+            f"{bound.bytes}{_guard_words()})"
         ) + _nearest_words(graph, nearest, total)
         return RematSchedule(
             None, Status.UNKNOWN, 0, 0, 0, total, floor, bound, None, "none", reason, seconds,
