@@ -15,7 +15,9 @@ graph; the step runs the forward, holds what it saves, then runs the backward. S
    forward's outputs that the backward does not read (the loss, the logits) are held
    throughout (`base_bytes`) unless the caller drops them (`outputs_held=False`).
 3. The step's peak is the larger of the two graphs' `peak_bytes`; `where` names the op
-   at that step and the tensors held there.
+   at that step and the tensors held there. A graph that runs inside another's step
+   (after a graph break: the model's body, then its loss) has that graph's saved
+   tensors and outputs under it throughout (`base_bytes` of both).
 4. Compute is counted in FLOPs by torch's own formulas (`torch.utils.flop_counter`);
    an op they do not cover costs one per output element, a view nothing. The extra
    compute of a partition is the forward's and backward's cost less the joint graph's.
@@ -23,6 +25,7 @@ graph; the step runs the forward, holds what it saves, then runs the backward. S
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 from dataclasses import dataclass
 from typing import Any
@@ -40,12 +43,14 @@ from optplan.schedule.remat.bounds import memory_bound
 @dataclass(frozen=True, slots=True)
 class StepPeak:
     """`bytes` at the step's peak, in `graph` ("forward" or "backward"), while op `op`
-    runs, with `held` the (name, bytes) of the largest tensors live there."""
+    runs, with `held` the (name, bytes) of the largest tensors live there;
+    `forward_end_bytes`: what the forward leaves held (saved tensors and outputs)."""
 
     bytes: int
     graph: str
     op: str
     held: tuple[tuple[str, int], ...]
+    forward_end_bytes: int = 0
 
 
 def tensor_bytes(value: object) -> int:
@@ -187,10 +192,23 @@ def graph_peak(built: _Built, which: str) -> StepPeak:
     return StepPeak(per_step[at], which, graph.labels[at], held)
 
 
-def step_peak(fw: fx.GraphModule, bw: fx.GraphModule, outputs_held: bool = True) -> StepPeak:
+def step_peak(
+    fw: fx.GraphModule, bw: fx.GraphModule, outputs_held: bool = True, base_bytes: int = 0
+) -> StepPeak:
     """Steps 2 and 3: the peak of the forward, then the backward; `outputs_held`: the
-    caller keeps the forward's outputs the backward does not read until it ends."""
-    fwd = graph_of(fw, {})
+    caller keeps the forward's outputs the backward does not read until it ends;
+    `base_bytes` are held by others throughout (earlier graphs of the step)."""
+    fwd, bwd = step_graphs(fw, bw, outputs_held, base_bytes)
+    peak = max(graph_peak(fwd, "forward"), graph_peak(bwd, "backward"), key=lambda p: p.bytes)
+    end = sum(fwd.graph.sizes[b] for b in fwd.graph.live_out)
+    return dataclasses.replace(peak, forward_end_bytes=end)
+
+
+def step_graphs(
+    fw: fx.GraphModule, bw: fx.GraphModule, outputs_held: bool = True, base_bytes: int = 0
+) -> tuple[_Built, _Built]:
+    """Step 2: the forward's and the backward's graphs as the step runs them."""
+    fwd = graph_of(fw, {}, base_bytes)
 
     def behind(name: str) -> tuple[tuple[str, int], ...]:
         found = fwd.buffers_of.get(name, ())
@@ -206,8 +224,7 @@ def step_peak(fw: fx.GraphModule, bw: fx.GraphModule, outputs_held: bool = True)
     # Dropped or not, the caller keeps the loss it calls backward on (one element).
     kept = [n for n in _outputs(fw) if outputs_held or _elements(n) <= 1]
     user_out = sum(size for key, size in {k for n in kept for k in behind(n.name)} - passed)
-    bwd = graph_of(bw, held, base_bytes=user_out)
-    return max(graph_peak(fwd, "forward"), graph_peak(bwd, "backward"), key=lambda p: p.bytes)
+    return fwd, graph_of(bw, held, base_bytes=user_out + base_bytes)
 
 
 def _elements(node: fx.Node) -> int:

@@ -71,6 +71,7 @@ class Space:
     node_info: Any
     num_fwd_outputs: int
     outputs_held: bool = True
+    base_bytes: int = 0
     joint_cost: int = 0
     evaluations: int = 0
     cache: dict[tuple[str, ...], Candidate | None] = field(default_factory=dict)
@@ -116,7 +117,9 @@ class Space:
         )
         extra = max(self._cost(fw) + self._cost(bw) - self.joint_cost, 0)
         kept = tuple(n for n in saved if n in set(values) | set(syms) | set(opaque))
-        return Candidate(label, kept, step_peak(fw, bw, self.outputs_held), extra, recomputed)
+        return Candidate(
+            label, kept, step_peak(fw, bw, self.outputs_held, self.base_bytes), extra, recomputed
+        )
 
     def _cost(self, gm: fx.GraphModule) -> int:
         calls = (n for n in gm.graph.nodes if n.op == "call_function")

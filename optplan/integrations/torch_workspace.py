@@ -52,7 +52,7 @@ def signature(node: fx.Node) -> Signature | None:
         return None
     if target.namespace != "aten" or any(r.alias_info is not None for r in target._schema.returns):
         return None
-    unmeasurable = []
+    unmeasurable: list[object] = []
 
     def sign(x: Any) -> Any:
         if isinstance(x, fx.Node):
