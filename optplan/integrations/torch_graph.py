@@ -11,9 +11,10 @@ graph; the step runs the forward, holds what it saves, then runs the backward. S
    one more buffer of the difference that nothing reads: it is live at its step only.
 2. The forward holds its outputs to its end (`live_out`). The backward starts holding
    the saved tensors that the forward made (matched by name) and its tangents
-   (`live_in`), frees each at its last reader, and holds its gradients to its end; the
-   forward's outputs that the backward does not read (the loss, the logits) are held
-   throughout (`base_bytes`) unless the caller drops them (`outputs_held=False`).
+   (`live_in`; a scalar one, the loss's gradient, is held to its end), frees each at
+   its last reader, and holds its gradients to its end; the forward's outputs that
+   the backward does not read (the loss, the logits) are held throughout
+   (`base_bytes`) unless the caller drops them (`outputs_held=False`).
 3. The step's peak is the larger of the two graphs' `peak_bytes`; `where` names the op
    at that step and the tensors held there. A graph that runs inside another's step
    (after a graph break: the model's body, then its loss) has that graph's saved
@@ -215,8 +216,12 @@ def step_graphs(
         return tuple((fwd.graph.names[b], fwd.graph.sizes[b]) for b in found)
 
     held: Held = {}
+    scalars = 0
     for n in (n for n in bw.graph.nodes if n.op == "placeholder"):
-        if n.name.startswith("tangents") and tensor_bytes(n.meta.get("val")) > 0:
+        if n.name.startswith("tangents") and _elements(n) == 1:
+            # The loss's gradient: `backward()` holds it until the whole backward ends.
+            scalars += tensor_bytes(n.meta.get("val"))
+        elif n.name.startswith("tangents") and tensor_bytes(n.meta.get("val")) > 0:
             held[n.name] = ((n.name, tensor_bytes(n.meta.get("val"))),)
         elif behind(n.name):
             held[n.name] = behind(n.name)
@@ -224,7 +229,7 @@ def step_graphs(
     # Dropped or not, the caller keeps the loss it calls backward on (one element).
     kept = [n for n in _outputs(fw) if outputs_held or _elements(n) <= 1]
     user_out = sum(size for key, size in {k for n in kept for k in behind(n.name)} - passed)
-    return fwd, graph_of(bw, held, base_bytes=user_out + base_bytes)
+    return fwd, graph_of(bw, held, base_bytes=user_out + scalars + base_bytes)
 
 
 def _elements(node: fx.Node) -> int:
