@@ -20,6 +20,11 @@ from optplan.schedule.graph import step_bytes
 
 F = torch.nn.functional
 
+
+def _qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return (q * k).tanh() + v
+
+
 # Ops whose CPU kernels allocate beyond their outputs (dropout's float mask, the
 # softmax's mask, a transposed operand made contiguous, convolution's columns) beside
 # ones that should not, each behind a view or two so aliasing is exercised too.
@@ -28,7 +33,7 @@ OPS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "softmax": lambda x: torch.softmax(x, dim=-1) * 2,
     "safe_softmax": lambda x: torch.ops.aten._safe_softmax(x, -1).sum(0),
     "mm_transposed": lambda x: x.t().contiguous().t() @ x.t(),
-    "split": lambda x: sum(p.exp() for p in x.split(max(x.shape[-1] // 3, 1), dim=-1)),
+    "split": lambda x: _qkv(*torch.cat([x, x.exp(), x], -1).split(x.shape[-1], dim=-1)),
     "conv": lambda x: F.conv2d(x[None, None], torch.ones(4, 1, 3, 3), padding=1).sum(1),
     "layer_norm": lambda x: F.layer_norm(x, x.shape[-1:]).tanh(),
 }
@@ -61,8 +66,9 @@ def test_the_plan_of_one_op_is_never_below_its_measured_peak(op: str, rows: int,
 
 
 def test_dropout_backward_is_measured_once_per_signature() -> None:
-    x = torch.randn(32, 48, requires_grad=True)
-    gm = make_fx(lambda x: torch.autograd.grad(F.dropout(x, 0.5).sum(), x)[0])(x)
+    grad, mask = torch.randn(32, 48), torch.rand(32, 48) > 0.5
+    backward = torch.ops.aten.native_dropout_backward.default
+    gm = make_fx(lambda g, m: backward(g, m, 2.0), tracing_mode="fake")(grad, mask)
     nodes = [n for n in gm.graph.nodes if "native_dropout_backward" in str(n.target)]
     assert nodes
     first = footprints(nodes)
