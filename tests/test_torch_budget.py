@@ -7,6 +7,7 @@ compares the planned peak with the peak PyTorch's memory profiler measures.
 from __future__ import annotations
 
 import copy
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -276,3 +277,39 @@ def test_the_measured_peak_of_dropout_and_split_attention_is_within_the_plan() -
     measured = measured_peak(once)
     # Beyond the graph: the loss's gradient, a scalar.
     assert 0.9 * report.peak_bytes <= measured <= report.peak_bytes + 64
+
+
+class Broken(torch.nn.Module):
+    """A body, a graph break, then a loss whose own step is the larger: the second graph
+    runs while the first holds what it saved for its backward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = torch.nn.Sequential(torch.nn.Linear(32, 256), torch.nn.Tanh())
+        self.head = torch.nn.Linear(256, 512)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        hidden = self.body(x)
+        torch._dynamo.graph_break()
+        return torch.log_softmax(self.head(hidden), dim=-1).exp().square().mean()
+
+
+def test_a_graph_after_a_break_is_planned_above_what_the_earlier_one_holds(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    torch.manual_seed(0)
+    model, x = Broken(), torch.randn(128, 32)
+
+    def once() -> None:
+        model.zero_grad(set_to_none=False)
+        compiled(x).backward()
+
+    torch._dynamo.reset()
+    with caplog.at_level("INFO", logger="optplan.torch"), ot.memory_budget(fraction=1.0):
+        compiled = torch.compile(model, backend="aot_eager")
+        once()
+    planned = [int(m) for m in re.findall(r"planned peak (\d+) B", caplog.text)]
+    assert len(planned) == 2  # one report per graph
+    measured = measured_peak(once)
+    # Beyond the graphs: the loss's gradient, a scalar.
+    assert 0.9 * max(planned) <= measured <= max(planned) + 64
