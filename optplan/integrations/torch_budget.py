@@ -211,7 +211,7 @@ def choose(state: _State, original: Any, joint_graph: fx.Graph, node_info: Any) 
         budget = int(default.peak.bytes * (state.fraction or 1.0))
     starts = sorted(found, key=lambda c: c.key(budget))[:STARTS]
     best = improve(space, starts, budget, state.work)
-    bound = joint_bound(joint_graph) + state.held_bytes
+    bound = joint_bound(joint_graph, space.may_run_again) + state.held_bytes
     if best.peak.bytes > budget:
         judged = [c for c in space.cache.values() if c is not None]
         least = min(judged, key=lambda c: c.peak.bytes)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -271,9 +272,12 @@ def graph_cost(gm: fx.GraphModule | fx.Graph) -> int:
     return sum(node_cost(n) for n in graph.nodes)
 
 
-def joint_bound(joint_graph: fx.Graph) -> int:
+def joint_bound(
+    joint_graph: fx.Graph, may_run_again: Callable[[fx.Node], bool] | None = None
+) -> int:
     """optplan's proven lower bound on the peak of any partition of the joint graph,
-    with any recomputation (`memory_bound`), the tangents held from the start."""
+    with any recomputation (`memory_bound`), the tangents held from the start; calls
+    for which `may_run_again` is False run once (the backward's, random ops)."""
     gm = joint_graph.owning_module
     assert isinstance(gm, fx.GraphModule)
     held: Held = {
@@ -281,4 +285,9 @@ def joint_bound(joint_graph: fx.Graph) -> int:
         for n in joint_graph.nodes
         if n.op == "placeholder" and n.name.startswith("tangents")
     }
-    return memory_bound(graph_of(gm, held).graph).bytes
+    graph = graph_of(gm, held).graph
+    if may_run_again is None:
+        return memory_bound(graph).bytes
+    by_name = {n.name: n for n in joint_graph.nodes}
+    again = [may_run_again(by_name[label]) for label in graph.labels]
+    return memory_bound(graph, again).bytes

@@ -126,14 +126,17 @@ class Space:
         return sum(self.costs[n.name] if n.name in self.costs else node_cost(n) for n in calls)
 
     def movable(self, node: fx.Node) -> bool:
-        """Step 1: whether the backward may compute `node` again."""
+        """Step 1: whether the search may have the backward compute `node` again."""
+        return self.may_run_again(node) and isinstance(node.meta.get("val"), torch.Tensor)
+
+    def may_run_again(self, node: fx.Node) -> bool:
+        """Whether any partition may run `node` twice: a forward call the partitioner
+        may recompute (backward calls, random ops, mutations and `MUST_SAVE` run once)."""
         if node not in self.forward or node.op != "call_function":
             return False
         if node.meta.get("recompute") == CheckpointPolicy.MUST_SAVE:
             return False
-        if parts._must_be_in_forward(node) or _is_random(node):
-            return False
-        return isinstance(node.meta.get("val"), torch.Tensor)
+        return not (parts._must_be_in_forward(node) or _is_random(node))
 
     def available(self, saved: set[fx.Node]) -> set[fx.Node]:
         """The forward nodes the backward can compute from `saved` alone."""
