@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 import optplan.torch as ot
 from optplan.budget import Budget
 from optplan.integrations import torch_budget as tb
+from optplan.integrations.torch_graph import joint_bound
 from optplan.integrations.torch_search import Candidate, Space, improve
 
 ACTIVATIONS = {"tanh": torch.nn.Tanh, "gelu": torch.nn.GELU, "sigmoid": torch.nn.Sigmoid}
@@ -107,6 +108,8 @@ def test_the_search_finds_the_least_compute_of_every_saved_set_at_every_budget(
         space, torch_found = captured(lambda: tiny(width, act), monkeypatch)
     every = every_saved_set(space)
     assert torch_found and every
+    # The proven bound (the backward's calls run once) is below every partition's peak.
+    assert joint_bound(space.joint_graph, space.may_run_again) <= min(c.peak.bytes for c in every)
     for budget in sorted({c.peak.bytes for c in every}):
         starts = sorted(torch_found, key=lambda c: c.key(budget))[: tb.STARTS]
         best = improve(space, starts, budget)

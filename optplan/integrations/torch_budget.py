@@ -18,7 +18,8 @@ AOTAutograd's min-cut partitioner (`inductor` and `aot_eager` alike) splits goes
    recomputed, to a lower peak than torch reaches or less compute within the budget;
    it stops on work counted in partitions. The best set found wins; none within the
    budget raises `InputError` naming the op at the least peak found and the tensors
-   held there.
+   held there. A graph compiled later in the block (after a graph break) is judged
+   with what the earlier graphs' forwards leave held under it (`_State.held_bytes`).
 4. The report (`last_report()`, logged at INFO on "optplan.torch") names the saved and
    recomputed tensors, the planned peak and where it sits, and the lower bound on the
    peak that optplan proves for the joint graph with any recomputation
@@ -114,6 +115,9 @@ class _State:
     outputs_held: bool = True
     num_fwd_outputs: int = 0
     report: Report | None = None
+    # What the forwards of the graphs partitioned so far leave held: a graph compiled
+    # later in the block runs inside their steps (a graph break: the body, then the loss).
+    held_bytes: int = 0
 
 
 _ACTIVE: list[_State] = []
@@ -195,7 +199,9 @@ def candidates(original: Any, space: Space) -> list[Candidate]:
 
 def choose(state: _State, original: Any, joint_graph: fx.Graph, node_info: Any) -> list[fx.Node]:
     """Step 3 and 4: the candidate of least extra compute within the budget."""
-    space = Space(joint_graph, node_info, state.num_fwd_outputs, state.outputs_held)
+    space = Space(
+        joint_graph, node_info, state.num_fwd_outputs, state.outputs_held, state.held_bytes
+    )
     found = candidates(original, space)
     for c in found:
         LOG.debug("candidate %s: peak %d B, extra %d FLOPs", c.label, c.peak.bytes, c.extra_flops)
@@ -205,10 +211,11 @@ def choose(state: _State, original: Any, joint_graph: fx.Graph, node_info: Any) 
         budget = int(default.peak.bytes * (state.fraction or 1.0))
     starts = sorted(found, key=lambda c: c.key(budget))[:STARTS]
     best = improve(space, starts, budget, state.work)
-    bound = joint_bound(joint_graph)
+    bound = joint_bound(joint_graph, space.may_run_again) + state.held_bytes
     if best.peak.bytes > budget:
         judged = [c for c in space.cache.values() if c is not None]
-        raise InputError(_infeasible(budget, min(judged, key=lambda c: c.peak.bytes), bound))
+        least = min(judged, key=lambda c: c.peak.bytes)
+        raise InputError(_infeasible(budget, least, bound, state.held_bytes))
     report = Report(
         budget_bytes=budget,
         peak_bytes=best.peak.bytes,
@@ -222,12 +229,18 @@ def choose(state: _State, original: Any, joint_graph: fx.Graph, node_info: Any) 
         recomputed=best.recomputed,
     )
     _LAST[:] = [report]
+    state.held_bytes += best.peak.forward_end_bytes
     LOG.info("optplan.torch: %s", report.summary())
     return list(best.saved)
 
 
-def _infeasible(budget: int, least: Candidate, bound: int) -> str:
+def _infeasible(budget: int, least: Candidate, bound: int, earlier: int) -> str:
     held = ", ".join(f"{name} ({size} B)" for name, size in least.peak.held)
+    if earlier:
+        held += (
+            f", and {earlier} B that graphs compiled before it in the block hold "
+            "while it runs (a graph break in the step)"
+        )
     return (
         f"no partition of this training step fits {budget} bytes: the least peak found is "
         f"{least.peak.bytes} bytes, in the {least.peak.graph} at op '{least.peak.op}' "

@@ -5,15 +5,20 @@ graph; the step runs the forward, holds what it saves, then runs the backward. S
 
 1. Each fx graph becomes a `schedule.graph.Graph` in its own node order: one buffer per
    tensor a call makes (a tuple-valued call one per element), views and `getitem` make
-   none and read their source's buffers, placeholders the caller owns (parameters,
-   inputs) are not counted.
+   none and read their source's buffers (every item of a tuple of views reads the whole
+   source), placeholders the caller owns (parameters, inputs) are not counted. A call
+   whose kernel allocates more than its outputs while it runs (`torch_workspace`) makes
+   one more buffer of the difference that nothing reads: it is live at its step only.
 2. The forward holds its outputs to its end (`live_out`). The backward starts holding
    the saved tensors that the forward made (matched by name) and its tangents
-   (`live_in`), frees each at its last reader, and holds its gradients to its end; the
-   forward's outputs that the backward does not read (the loss, the logits) are held
-   throughout (`base_bytes`) unless the caller drops them (`outputs_held=False`).
+   (`live_in`; a scalar one, the loss's gradient, is held to its end), frees each at
+   its last reader, and holds its gradients to its end; the forward's outputs that
+   the backward does not read (the loss, the logits) are held throughout
+   (`base_bytes`) unless the caller drops them (`outputs_held=False`).
 3. The step's peak is the larger of the two graphs' `peak_bytes`; `where` names the op
-   at that step and the tensors held there.
+   at that step and the tensors held there. A graph that runs inside another's step
+   (after a graph break: the model's body, then its loss) has that graph's saved
+   tensors and outputs under it throughout (`base_bytes` of both).
 4. Compute is counted in FLOPs by torch's own formulas (`torch.utils.flop_counter`);
    an op they do not cover costs one per output element, a view nothing. The extra
    compute of a partition is the forward's and backward's cost less the joint graph's.
@@ -21,8 +26,9 @@ graph; the step runs the forward, holds what it saves, then runs the backward. S
 
 from __future__ import annotations
 
+import dataclasses
 import operator
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +37,7 @@ from torch import fx
 from torch.utils._pytree import tree_flatten, tree_map
 from torch.utils.flop_counter import flop_registry
 
+from optplan.integrations.torch_workspace import footprints
 from optplan.schedule.graph import Graph, live_spans, step_bytes
 from optplan.schedule.remat.bounds import memory_bound
 
@@ -38,12 +45,14 @@ from optplan.schedule.remat.bounds import memory_bound
 @dataclass(frozen=True, slots=True)
 class StepPeak:
     """`bytes` at the step's peak, in `graph` ("forward" or "backward"), while op `op`
-    runs, with `held` the (name, bytes) of the largest tensors live there."""
+    runs, with `held` the (name, bytes) of the largest tensors live there;
+    `forward_end_bytes`: what the forward leaves held (saved tensors and outputs)."""
 
     bytes: int
     graph: str
     op: str
     held: tuple[tuple[str, int], ...]
+    forward_end_bytes: int = 0
 
 
 def tensor_bytes(value: object) -> int:
@@ -70,9 +79,14 @@ class _Built:
     buffers_of: dict[str, tuple[int, ...]]
 
 
-def graph_of(gm: fx.GraphModule, held_in: dict[str, int], base_bytes: int = 0) -> _Built:
+# What a placeholder the step holds is: the (name, bytes) of the buffers behind it.
+Held = dict[str, tuple[tuple[str, int], ...]]
+
+
+def graph_of(gm: fx.GraphModule, held_in: Held, base_bytes: int = 0) -> _Built:
     """Step 1 and 2 for one fx graph; `held_in` maps placeholder names that the step
-    holds (saved tensors, tangents) to their bytes."""
+    holds (saved tensors, tangents) to the buffers behind them: placeholders that are
+    views of one buffer (q, k and v of one projection) share it."""
     sizes: list[int] = []
     names: list[str] = []
     bufs: dict[str, tuple[int, ...]] = {}
@@ -80,6 +94,10 @@ def graph_of(gm: fx.GraphModule, held_in: dict[str, int], base_bytes: int = 0) -
     reads: list[tuple[int, ...]] = []
     labels: list[str] = []
     live_in: list[int] = []
+    views: set[str] = set()
+    behind: dict[str, int] = {}
+    # Bytes each kernel takes at once while it runs (outputs included): `torch_workspace`.
+    footprint = footprints(n for n in gm.graph.nodes if n.op == "call_function")
 
     def new(name: str, size: int) -> int:
         sizes.append(size)
@@ -88,22 +106,25 @@ def graph_of(gm: fx.GraphModule, held_in: dict[str, int], base_bytes: int = 0) -
 
     for node in gm.graph.nodes:
         if node.op == "placeholder":
-            if held_in.get(node.name, 0) > 0:
-                bufs[node.name] = (new(node.name, held_in[node.name]),)
-                live_in.append(bufs[node.name][0])
-            else:
-                bufs[node.name] = ()
+            for key, size in held_in.get(node.name, ()):
+                if key not in behind:
+                    behind[key] = new(key, size)
+                    live_in.append(behind[key])
+            bufs[node.name] = tuple(behind[key] for key, _ in held_in.get(node.name, ()))
             continue
         if node.op != "call_function":
             continue
         read = tuple(dict.fromkeys(b for a in node.all_input_nodes for b in bufs.get(a.name, ())))
         if node.target is operator.getitem and isinstance(node.args[1], int):
-            source = bufs.get(node.args[0].name, ())  # type: ignore[union-attr]
-            index = node.args[1]
-            bufs[node.name] = (source[index],) if index < len(source) else ()
+            # An item of a tuple of views (split, unbind) is a view of their source.
+            source_name = node.args[0].name  # type: ignore[union-attr]
+            source, index = bufs.get(source_name, ()), node.args[1]
+            picked = source if source_name in views else source[index : index + 1]
+            bufs[node.name] = picked
             continue
         if _is_view(node):
             bufs[node.name] = read
+            views.add(node.name)
             continue
         value = node.meta.get("val")
         parts = value if isinstance(value, list | tuple) else [value]
@@ -112,6 +133,9 @@ def graph_of(gm: fx.GraphModule, held_in: dict[str, int], base_bytes: int = 0) -
             for i, p in enumerate(parts)
         )
         bufs[node.name] = made
+        scratch = footprint.get(node, 0) - sum(sizes[b] for b in made)
+        if scratch > 0:  # live only while the op runs: made, never read
+            made = (*made, new(f"{node.name}(workspace)", scratch))
         creates.append(made)
         reads.append(read)
         labels.append(node.name)
@@ -170,33 +194,48 @@ def graph_peak(built: _Built, which: str) -> StepPeak:
     return StepPeak(per_step[at], which, graph.labels[at], held)
 
 
-def step_peak(fw: fx.GraphModule, bw: fx.GraphModule, outputs_held: bool = True) -> StepPeak:
+def step_peak(
+    fw: fx.GraphModule, bw: fx.GraphModule, outputs_held: bool = True, base_bytes: int = 0
+) -> StepPeak:
     """Steps 2 and 3: the peak of the forward, then the backward; `outputs_held`: the
-    caller keeps the forward's outputs the backward does not read until it ends."""
-    fwd = graph_of(fw, {})
-    made = {name: sum(built_size(fwd, name)) for name in fwd.buffers_of}
-    bw_places = [n for n in bw.graph.nodes if n.op == "placeholder"]
-    held = {}
-    for n in bw_places:
-        if n.name.startswith("tangents"):
-            held[n.name] = tensor_bytes(n.meta.get("val"))
-        elif made.get(n.name, 0) > 0:
-            held[n.name] = made[n.name]
-    passed = {n.name for n in bw_places}
+    caller keeps the forward's outputs the backward does not read until it ends;
+    `base_bytes` are held by others throughout (earlier graphs of the step)."""
+    fwd, bwd = step_graphs(fw, bw, outputs_held, base_bytes)
+    peak = max(graph_peak(fwd, "forward"), graph_peak(bwd, "backward"), key=lambda p: p.bytes)
+    end = sum(fwd.graph.sizes[b] for b in fwd.graph.live_out)
+    return dataclasses.replace(peak, forward_end_bytes=end)
+
+
+def step_graphs(
+    fw: fx.GraphModule, bw: fx.GraphModule, outputs_held: bool = True, base_bytes: int = 0
+) -> tuple[_Built, _Built]:
+    """Step 2: the forward's and the backward's graphs as the step runs them."""
+    fwd = graph_of(fw, {}, base_bytes)
+
+    def behind(name: str) -> tuple[tuple[str, int], ...]:
+        found = fwd.buffers_of.get(name, ())
+        return tuple((fwd.graph.names[b], fwd.graph.sizes[b]) for b in found)
+
+    held: Held = {}
+    scalars = 0
+    for n in (n for n in bw.graph.nodes if n.op == "placeholder"):
+        if n.name.startswith("tangents") and _elements(n) == 1:
+            # The loss's gradient: `backward()` holds it until the whole backward ends.
+            scalars += tensor_bytes(n.meta.get("val"))
+        elif n.name.startswith("tangents") and tensor_bytes(n.meta.get("val")) > 0:
+            held[n.name] = ((n.name, tensor_bytes(n.meta.get("val"))),)
+        elif behind(n.name):
+            held[n.name] = behind(n.name)
+    passed = {key for keys in held.values() for key in keys}
     # Dropped or not, the caller keeps the loss it calls backward on (one element).
     kept = [n for n in _outputs(fw) if outputs_held or _elements(n) <= 1]
-    user_out = sum(made.get(n.name, 0) for n in kept if n.name not in passed)
-    bwd = graph_of(bw, held, base_bytes=user_out)
-    return max(graph_peak(fwd, "forward"), graph_peak(bwd, "backward"), key=lambda p: p.bytes)
+    user_out = sum(size for key, size in {k for n in kept for k in behind(n.name)} - passed)
+    return fwd, graph_of(bw, held, base_bytes=user_out + scalars + base_bytes)
 
 
 def _elements(node: fx.Node) -> int:
     value = node.meta.get("val")
     return int(value.numel()) if isinstance(value, torch.Tensor) else 0
-
-
-def built_size(built: _Built, name: str) -> Iterable[int]:
-    return (built.graph.sizes[b] for b in built.buffers_of[name])
 
 
 def _outputs(gm: fx.GraphModule) -> list[fx.Node]:
@@ -233,14 +272,22 @@ def graph_cost(gm: fx.GraphModule | fx.Graph) -> int:
     return sum(node_cost(n) for n in graph.nodes)
 
 
-def joint_bound(joint_graph: fx.Graph) -> int:
+def joint_bound(
+    joint_graph: fx.Graph, may_run_again: Callable[[fx.Node], bool] | None = None
+) -> int:
     """optplan's proven lower bound on the peak of any partition of the joint graph,
-    with any recomputation (`memory_bound`), the tangents held from the start."""
+    with any recomputation (`memory_bound`), the tangents held from the start; calls
+    for which `may_run_again` is False run once (the backward's, random ops)."""
     gm = joint_graph.owning_module
     assert isinstance(gm, fx.GraphModule)
-    held = {
-        n.name: tensor_bytes(n.meta.get("val"))
+    held: Held = {
+        n.name: ((n.name, tensor_bytes(n.meta.get("val"))),)
         for n in joint_graph.nodes
         if n.op == "placeholder" and n.name.startswith("tangents")
     }
-    return memory_bound(graph_of(gm, held).graph).bytes
+    graph = graph_of(gm, held).graph
+    if may_run_again is None:
+        return memory_bound(graph).bytes
+    by_name = {n.name: n for n in joint_graph.nodes}
+    again = [may_run_again(by_name[label]) for label in graph.labels]
+    return memory_bound(graph, again).bytes

@@ -71,6 +71,7 @@ class Space:
     node_info: Any
     num_fwd_outputs: int
     outputs_held: bool = True
+    base_bytes: int = 0
     joint_cost: int = 0
     evaluations: int = 0
     cache: dict[tuple[str, ...], Candidate | None] = field(default_factory=dict)
@@ -116,21 +117,26 @@ class Space:
         )
         extra = max(self._cost(fw) + self._cost(bw) - self.joint_cost, 0)
         kept = tuple(n for n in saved if n in set(values) | set(syms) | set(opaque))
-        return Candidate(label, kept, step_peak(fw, bw, self.outputs_held), extra, recomputed)
+        return Candidate(
+            label, kept, step_peak(fw, bw, self.outputs_held, self.base_bytes), extra, recomputed
+        )
 
     def _cost(self, gm: fx.GraphModule) -> int:
         calls = (n for n in gm.graph.nodes if n.op == "call_function")
         return sum(self.costs[n.name] if n.name in self.costs else node_cost(n) for n in calls)
 
     def movable(self, node: fx.Node) -> bool:
-        """Step 1: whether the backward may compute `node` again."""
+        """Step 1: whether the search may have the backward compute `node` again."""
+        return self.may_run_again(node) and isinstance(node.meta.get("val"), torch.Tensor)
+
+    def may_run_again(self, node: fx.Node) -> bool:
+        """Whether any partition may run `node` twice: a forward call the partitioner
+        may recompute (backward calls, random ops, mutations and `MUST_SAVE` run once)."""
         if node not in self.forward or node.op != "call_function":
             return False
         if node.meta.get("recompute") == CheckpointPolicy.MUST_SAVE:
             return False
-        if parts._must_be_in_forward(node) or _is_random(node):
-            return False
-        return isinstance(node.meta.get("val"), torch.Tensor)
+        return not (parts._must_be_in_forward(node) or _is_random(node))
 
     def available(self, saved: set[fx.Node]) -> set[fx.Node]:
         """The forward nodes the backward can compute from `saved` alone."""
