@@ -3,9 +3,12 @@ their schedules packed for real offsets, and the orders drawn at random after th
 
 From one order (`fit`): the peak heuristic meets the live-bytes target under its ranks
 (and the walk evicts on demand); the schedule met is packed (`packing.packed`). Where
-it does not pack, the whole target is tightened (`_tightened`), and where that finds
-nothing, the packing rounds lower it only at the steps where the packing overflowed
-(`packing.relieve`). Every packing that did not fit, every start order's own packing and
+it does not pack, the whole target is tightened (`_tightened`; where no rank meets a
+lower target, the tabu rank and ruin and recreate (`recreate`) do, once), and where
+that finds nothing, the packing rounds lower it only at the steps where the packing
+overflowed (`packing.relieve`). A schedule that packs is made cheaper by ruin and
+recreate within its live bytes, kept where that packs too (`cheaper`). Every packing
+that did not fit, every start order's own packing and
 every schedule the peak heuristic gave up on is offered to `Call.nearest`: where nothing
 fits, the caller reports how much memory the nearest schedule found needs. Where nothing
 packs by half the time left for the orders drawn at random, the deep pass (`deep`): the
