@@ -103,6 +103,10 @@ COLUMNS = (
 )  # fmt: skip
 
 
+# What an infeasible row says in `lower_reason`: no bound on extra compute exists there.
+INFEASIBLE_LOWER = "none: no schedule fits the budget (reason), so no extra compute to bound"
+
+
 def networkx_order(data: dict) -> list[object]:  # type: ignore[type-arg]
     """networkx 3.1's `topological_sort` of a node-link graph: generations of nodes with
     no unvisited predecessor, each in the order the file lists nodes and links."""
@@ -159,6 +163,8 @@ def run_optplan(
     }
     if result.status is not Status.INFEASIBLE and result.total_cost:
         row["optplan_lower_pct"] = f"{100 * result.lower_bound / result.total_cost:.3f}"
+    if result.status is Status.INFEASIBLE:
+        row["lower_reason"] = INFEASIBLE_LOWER
     if result.steps is None or result.plan is None:
         return row
     row["optplan_gap_pct"] = f"{result.gap_percent:.1f}"

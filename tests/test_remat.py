@@ -306,7 +306,7 @@ def test_packing_rounds_give_offsets_the_judge_accepts(
     )
     if found is None:
         return
-    steps, plan = found
+    steps, plan, _ = found
     assert is_valid_steps(graph, steps)
     problem = Problem(problem_of(graph, steps, alignment).buffers, memories=one_arena(budget))
     assert validate(problem, plan) == []

@@ -25,7 +25,10 @@ extra compute (the cost of every run after an op's first). Steps:
    placement sequence, CP-SAT on the smaller ones). Where a packing exceeds the
    budget, the heuristic goes on with the whole live-bytes target tightened, and where
    that finds nothing, from the first schedule that did not pack with the target
-   lowered only at the steps where its packing overflowed (`packing.relieve`). Then
+   lowered only at the steps where its packing overflowed (`packing.relieve`); where
+   no rank meets a lower target, the tabu rank does, once. Every schedule that packs
+   is made cheaper by ruin and recreate within its live bytes (`recreate`) where the
+   cheaper one packs too. Then
    the heuristics go on from first-run orders drawn at random (`restarts`) until their
    share of the time is spent, keeping the cheapest (`anytime`); where they find
    nothing by half of it, the tabu rank runs from each start order at targets below the

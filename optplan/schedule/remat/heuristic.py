@@ -44,9 +44,10 @@ from optplan.schedule.remat.kernel import Flat, chain_key, distance, levels, mov
 
 # The work of one candidate move, per step of the schedule it is tried on (its chain's
 # key over the profile), and of evaluating the schedule a move gives, per step: about a
-# second of one core a unit on a 250-node layered graph at 70 % (benchmarks/work.py).
-CANDIDATE_WORK = 2e-6
-MOVE_WORK = 2e-6
+# second of one core a unit with the compiled kernels (one run on MOCCASIN's 500- and
+# 1,000-node graphs at 50-60 %: 0.05-1.2 s of one core, which 2e-6 counted as 1-46 units).
+CANDIDATE_WORK = 1e-7
+MOVE_WORK = 1e-7
 
 
 @dataclass(frozen=True, slots=True)

@@ -116,7 +116,7 @@ def relieve(
     allowed: list[bool],
     deadline: float,
     nearest: Nearest | None = None,
-) -> tuple[tuple[int, ...], Plan] | None:
+) -> tuple[tuple[int, ...], Plan, np.ndarray] | None:
     """Step 3's packing rounds from a schedule met at a target that did not pack: where
     a packing of it exceeds the budget at a step, that step's target is
     lowered by as much and a little more (`heuristic.relieved`), and the heuristic that
@@ -125,7 +125,8 @@ def relieve(
     A step's target never goes below what its op needs at once (the search would fail
     on it). On MOCCASIN's 1,000-node graph at 50 %, no lower target everywhere brings a
     schedule that packs; the rounds from the first one met (2,996 steps, 10,051 bytes
-    over) bring one in 14 rounds. The schedule that packs and its plan, or None."""
+    over) bring one in 14 rounds. The schedule that packs, its plan and the relief of
+    its steps, or None."""
     (steps, rank), tops, target = unpacked.found, unpacked.tops, unpacked.target
     room = budget - graph.base_bytes
     need = graph.base_bytes + np.array(
@@ -147,7 +148,7 @@ def relieve(
             graph, steps, budget, alignment, deadline, near=RELIEF_NEAR, nearest=nearest
         )
         if plan is not None:
-            return steps, plan
+            return steps, plan, relief
         lowest, idle = (excess, 0) if lowest is None or excess < lowest else (lowest, idle + 1)
     return None
 
