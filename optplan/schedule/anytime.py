@@ -19,7 +19,8 @@ optimal). Each step gets a share of the time and, with `work`, of the work:
 
     step        share of the time   share of `work` (its unit)
     bound       15 %                1/4  (arcs the max-flows scan)
-    key order   5 % then the rest   1/8, then up to 1/4 in all (arcs)
+    key order   5 % then the rest   1/16, then up to 1/4 in all (arcs the max-flows
+                                         scan, `keyorder.ARCS_PER_STEP` a step)
     beam        15 % then 25 %      1/4, then up to 1/2 in all (states the beam makes)
     exact       30 % (10 % beyond   1/64 (states expanded: one costs about as much
                 EXACT_OPS ops)           as a few dozen beam states)
@@ -79,7 +80,7 @@ def anytime(
         run.beam([4**k for k in range(6)], run.budget(1 / 4), run.until(0.15))  # 1 .. FIRST_WIDTH
         if run.done():
             return run.outcome()
-    if run.key_bound(1 / 8, run.until(0.05)):
+    if run.key_bound(1 / 16, run.until(0.05)):
         return run.outcome()
     if use_exact and run.exact(0.30 if graph.ops <= EXACT_OPS else 0.10):
         return run.outcome()

@@ -7,8 +7,8 @@ K are ordered among themselves, and at each of their steps the cut must agree wi
 order:
 
 1. Pick K: the ops with the largest per-op bounds, and the ops at the incumbent order's
-   fullest steps (ties by op number); the caller tries 8, 16, 24 and 32 of them in
-   turn (`KEY_COUNTS`) and keeps the largest bound.
+   fullest steps (ties by op number); the caller tries 8, 16, 24, 32 and 48 of them
+   in turn (`KEY_COUNTS`) and keeps the largest bound.
 2. In every order, the key ops run one after another; let P be the key ops run before
    key op v. At v's step D holds v's predecessors and every op of P, and none of v or
    the other key ops (nor their descendants), so the step holds at least
@@ -47,13 +47,15 @@ import numpy as np
 from optplan.schedule.bounds import Network
 from optplan.schedule.tables import Tables, ancestor_masks
 
-KEY_COUNTS = (8, 16, 24, 32)  # key ops tried in turn: the tuning half (reorder_heldout.csv)
+KEY_COUNTS = (8, 16, 24, 32, 48)  # key ops tried in turn: the tuning half (reorder_heldout.csv)
+ARCS_PER_STEP = 16  # arcs a max-flow scans in the time the beam makes one state (profiles)
 
 
 @dataclass(frozen=True, slots=True)
 class KeyBound:
     """The key-order bound, whether its search ended (else it stopped on work), the
-    key ops and the work spent (arcs the max-flows scanned)."""
+    key ops and the work spent (search steps: arcs the max-flows scanned over
+    `ARCS_PER_STEP`)."""
 
     bound: int
     complete: bool
@@ -82,7 +84,8 @@ def key_order_bound(
     t: Tables, keys: Sequence[int], *, cap: int, work: int, deadline: float = math.inf
 ) -> KeyBound:
     """Steps 2 and 3 for the key ops `keys`: a proven lower bound on every order's
-    peak, at most `cap`. The search stops on `work`; `deadline` is an outer guard."""
+    peak, at most `cap`. The search stops on `work` (steps, `ARCS_PER_STEP` arcs
+    each); `deadline` is an outer guard."""
     keys = list(keys)
     if not keys:
         return KeyBound(min(cap, t.start_held), True, (), 0)
@@ -98,9 +101,9 @@ def key_order_bound(
         if cost > best.get(mask, cost):
             continue
         if mask == full:
-            return KeyBound(min(cap, cost), True, tuple(keys), spent)
-        if spent >= work or time.perf_counter() > deadline:
-            return KeyBound(min(cap, cost), False, tuple(keys), spent)
+            return KeyBound(min(cap, cost), True, tuple(keys), spent // ARCS_PER_STEP)
+        if spent >= work * ARCS_PER_STEP or time.perf_counter() > deadline:
+            return KeyBound(min(cap, cost), False, tuple(keys), spent // ARCS_PER_STEP)
         for i, v in enumerate(keys):
             if mask >> i & 1 or key_preds[i] & mask != key_preds[i]:
                 continue
@@ -110,7 +113,7 @@ def key_order_bound(
             if new < cap and new < best.get(after, cap):
                 best[after] = new
                 heapq.heappush(heap, (new, after))
-    return KeyBound(cap, True, tuple(keys), spent)
+    return KeyBound(cap, True, tuple(keys), spent // ARCS_PER_STEP)
 
 
 def _step(t: Tables, network: Network, keys: list[int], mask: int, i: int) -> int:
