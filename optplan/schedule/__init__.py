@@ -14,9 +14,10 @@ bound on the best order's peak. Like the planners, schedulers know no IR.
   (`beam`).
 - `cpsat`: order and placement in one CP-SAT model (`cpsat`).
 - `improve`: windowed exact re-solves around the peak (`improve`), for large graphs.
-- `auto`: the min-cut bound, beam, the exact search, wider beams, then `improve`, each
-  with a share of the time (and of `work`), ending as soon as the order meets the bound
-  (`anytime`).
+- `auto`: the min-cut bound, beam, the key-order bound (`keyorder`: min cuts that agree
+  on the order of a few key ops), the exact search, wider beams, then `improve` and the
+  key-order bound again, each with a share of the time (and of `work`), ending as soon
+  as the order meets the bound (`anytime`).
 
 `work`, when given, is a budget of search steps (`anytime` says what a step is): the
 searches stop on it, not on the clock, so the same graph gives the same order on any

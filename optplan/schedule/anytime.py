@@ -5,11 +5,13 @@ within a time limit and, if given, a budget of work.
 2. The bound (`bounds.cut_bounds`): a min-cut bound per op; the largest is proven. The
    tables and bit sets it needs are built once, in O(edges x words), inside the limit.
 3. Beam search (`beam`), backwards and forwards, widths 1, 4, ... up to `FIRST_WIDTH`.
-4. The exact search (`split`), window by window between cut ops, from the beam's order
+4. The key-order bound (`keyorder`): min cuts that agree on the order of a few key
+   ops, chosen from the per-op bounds and the incumbent's fullest steps.
+5. The exact search (`split`), window by window between cut ops, from the beam's order
    and ranked by the per-op bounds: it proves the optimum where the sets of ops it must
    visit are few, and where it stops it may still raise the bound.
-5. Beam search again, wider, then windowed re-solves around the peak (`improve`) with
-   what is left.
+6. Beam search again, wider, then windowed re-solves around the peak (`improve`) with
+   what is left; then the key-order bound again, from the final order.
 
 The beam's kernels are compiled by numba once per environment (`beam_ready`). Every
 step ends the run as soon as the incumbent meets the bound (it is then proven
@@ -17,6 +19,8 @@ optimal). Each step gets a share of the time and, with `work`, of the work:
 
     step        share of the time   share of `work` (its unit)
     bound       15 %                1/4  (arcs the max-flows scan)
+    key order   5 % then the rest   1/16, then up to 1/4 in all (arcs the max-flows
+                                         scan, `keyorder.ARCS_PER_STEP` a step)
     beam        15 % then 25 %      1/4, then up to 1/2 in all (states the beam makes)
     exact       30 % (10 % beyond   1/64 (states expanded: one costs about as much
                 EXACT_OPS ops)           as a few dozen beam states)
@@ -36,8 +40,9 @@ from dataclasses import dataclass
 from optplan.planners import jit
 from optplan.schedule.beam import UNLIMITED, beam_orders, warm_kernels
 from optplan.schedule.bounds import Bounds, cut_bounds
-from optplan.schedule.graph import Graph, peak_bytes
+from optplan.schedule.graph import Graph, peak_bytes, step_bytes
 from optplan.schedule.improve import improve
+from optplan.schedule.keyorder import KEY_COUNTS, key_ops, key_order_bound
 from optplan.schedule.split import exact_split
 from optplan.schedule.tables import tables
 
@@ -75,6 +80,8 @@ def anytime(
         run.beam([4**k for k in range(6)], run.budget(1 / 4), run.until(0.15))  # 1 .. FIRST_WIDTH
         if run.done():
             return run.outcome()
+    if run.key_bound(1 / 16, run.until(0.05)):
+        return run.outcome()
     if use_exact and run.exact(0.30 if graph.ops <= EXACT_OPS else 0.10):
         return run.outcome()
     if compiled:
@@ -85,6 +92,7 @@ def anytime(
         graph, run.order, time_limit=run.left(), work=run.budget(1 / 64) if work else None
     )
     run.offer(improved, peak_bytes(graph, improved), "improve")
+    run.key_bound(1 / 4, run.deadline)
     return run.outcome()
 
 
@@ -122,6 +130,9 @@ class _Run:
         self.pace = 0.0
         self.widest = 0
         self.directions: tuple[bool, ...] = (False, True)
+        self.keyed: tuple[int, ...] = ()  # the order the key-order bound last read
+        self.key_counts: set[int] = set()  # the key counts asked of that order
+        self.key_work = 0
 
     def until(self, share: float) -> float:
         """The deadline of a step given `share` of the time; with a work budget the
@@ -169,6 +180,27 @@ class _Run:
         self.bound = max(self.bound, min(found.bound, self.peak))
         if found.proven:
             self.bound = self.peak
+        return self.done()
+
+    def key_bound(self, fraction: float, deadline: float) -> bool:
+        """The key-order bound (`keyorder`) from the incumbent's fullest steps, with
+        more key ops while its share of the work (arcs scanned) lasts; whether the run
+        is settled. Each call takes up to `fraction` of `work` less what the earlier
+        calls spent."""
+        if self.order != self.keyed:
+            self.keyed, self.key_counts = self.order, set()
+        steps = step_bytes(self.graph, self.order)
+        for count in KEY_COUNTS:
+            left = self.budget(fraction) - self.key_work
+            if left <= 0 or self.done() or time.perf_counter() > deadline:
+                break
+            if count in self.key_counts:
+                continue
+            self.key_counts.add(count)
+            keys = key_ops(self.bounds.per_op, steps, self.order, count)
+            found = key_order_bound(self.tables, keys, cap=self.peak, work=left, deadline=deadline)
+            self.key_work += found.work
+            self.bound = max(self.bound, found.bound)
         return self.done()
 
     def outcome(self) -> Outcome:

@@ -84,7 +84,7 @@ def cut_bounds(t: Tables, *, budget: int, deadline: float) -> Bounds:
     per_op = static.copy()
     if t.ops == 0:
         return Bounds((), t.start_held, 0, True, 0)
-    network: _Network | None = None  # built at the first cut: budget 0 asks none
+    network: Network | None = None  # built at the first cut: budget 0 asks none
     upper = _upper_estimates(t, ancestors, descendants)
     best = int(static.max())
     known: list[np.ndarray] = []  # cut sets found, as bit sets, with their held bytes
@@ -97,7 +97,7 @@ def cut_bounds(t: Tables, *, budget: int, deadline: float) -> Bounds:
             complete = False
             break
         if network is None:
-            network = _Network(t)
+            network = Network(t)
         held, side = network.cut(v, t)
         work += network.arcs
         asked += 1
@@ -108,7 +108,7 @@ def cut_bounds(t: Tables, *, budget: int, deadline: float) -> Bounds:
     return Bounds(tuple(int(x) for x in per_op), best, asked, complete, work)
 
 
-class _Network:
+class Network:
     """The cut network of a graph, built once (module docstring, 2)."""
 
     __slots__ = ("arcs", "flow", "sink", "sink_arcs", "source", "source_arcs")
@@ -159,6 +159,18 @@ class _Network:
             ops, np.full(n, self.sink, dtype=np.int32), zero
         )
         self.arcs = len(tails) + 2 * n
+
+    def held(self, t: Tables, sources: np.ndarray, sinks: np.ndarray) -> int:
+        """The least held(D) over the sets D closed under predecessors that hold every
+        op of `sources` and no op of `sinks` (nor, so, their descendants)."""
+        infinite = int(t.sizes.sum()) + 1
+        ties = np.concatenate([self.source_arcs[sources], self.sink_arcs[sinks]])
+        self.flow.set_arcs_capacity(ties, np.full(len(ties), infinite, dtype=np.int64))
+        status = self.flow.solve(self.source, self.sink)
+        self.flow.set_arcs_capacity(ties, np.zeros(len(ties), dtype=np.int64))
+        if status != self.flow.OPTIMAL:
+            raise AssertionError(f"max-flow failed: status {status}")
+        return int(self.flow.optimal_flow())
 
     def cut(self, v: int, t: Tables) -> tuple[int, np.ndarray]:
         """(held bytes of the least D for v, D's ops as a bit set)."""
