@@ -415,18 +415,24 @@ def prune(
     ]
 
 
-def _pruned(
-    graph: Graph, steps: Sequence[int], target: int, flat: Flat, relief: np.ndarray
-) -> tuple[tuple[int, ...], np.ndarray]:
-    """`prune` with each step's relief counted: the steps kept, and theirs."""
-    array = np.array(steps, dtype=np.int64)
-    kept = np.ones(len(array), dtype=np.bool_)
+def runs_again(steps: Sequence[int]) -> list[int]:
+    """The steps that run an op after its first run."""
     seen: set[int] = set()
     again = []
     for t, v in enumerate(steps):
         if v in seen:
             again.append(t)
         seen.add(v)
+    return again
+
+
+def _pruned(
+    graph: Graph, steps: Sequence[int], target: int, flat: Flat, relief: np.ndarray
+) -> tuple[tuple[int, ...], np.ndarray]:
+    """`prune` with each step's relief counted: the steps kept, and theirs."""
+    array = np.array(steps, dtype=np.int64)
+    kept = np.ones(len(array), dtype=np.bool_)
+    again = runs_again(steps)
     for t in sorted(again, key=lambda t: -(graph.costs[steps[t]] if graph.costs else 1)):
         kept[t] = False
         if int((flat(array[kept]) + relief[kept]).max(initial=0)) > target:

@@ -35,7 +35,7 @@ import numpy as np
 
 from optplan.budget import now
 from optplan.schedule.graph import Graph
-from optplan.schedule.remat.heuristic import extra_cost, relieved
+from optplan.schedule.remat.heuristic import extra_cost, relieved, runs_again
 
 RUIN_LOW = 0.05  # the least share of the runs again one round drops
 RUIN_HIGH = 0.3  # the most
@@ -80,7 +80,7 @@ def relieved_again(
     cost = extra_cost(graph, kept)
     idle = 0
     for _ in range(rounds):
-        again = _runs_again(kept)
+        again = runs_again(kept)
         if not again or idle >= IDLE or now() > deadline:
             break
         drop = set(rng.sample(again, max(1, int(len(again) * rng.uniform(RUIN_LOW, RUIN_HIGH)))))
@@ -96,14 +96,3 @@ def relieved_again(
             (kept, relief), idle = found, (0 if extra < cost else idle)
             cost = extra
     return kept, relief
-
-
-def _runs_again(steps: Sequence[int]) -> list[int]:
-    """The steps that run an op after its first run."""
-    seen: set[int] = set()
-    again = []
-    for t, v in enumerate(steps):
-        if v in seen:
-            again.append(t)
-        seen.add(v)
-    return again
