@@ -20,8 +20,8 @@ Prints a table and writes `benchmarks/results/reorder.csv`.
 `--graphs` runs the computation-graph set instead (`graph_set.py`): the peers' graphs
 (Checkmate's 14 and MOCCASIN's random layered graphs, from a fetched copy named by
 `--peers DIR` or `$OPTPLAN_PEER_GRAPHS`; skipped, saying why, when absent) and our own
-random layered graphs of 1,000 and 3,000 ops, 60 s each, into
-`benchmarks/results/reorder_graphs.csv`.
+random layered graphs of 1,000 and 3,000 ops, each on the default work (60 units, as
+`optplan reorder G.json` runs it), into `benchmarks/results/reorder_graphs.csv`.
 """
 
 from __future__ import annotations
