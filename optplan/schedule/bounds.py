@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from optplan.schedule.tables import Tables, ancestor_masks, descendant_masks
+from optplan.schedule.tables import Tables, ancestor_masks, descendant_masks, unpack
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,13 +63,13 @@ def static_bounds(t: Tables, ancestors: np.ndarray, descendants: np.ndarray) -> 
     n = t.ops
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    made_in = _made_before(t, _unpack(ancestors, n))
+    made_in = _made_before(t, unpack(ancestors, n))
     # Buffer b is read after v when v is an ancestor of one of b's readers.
     read_after = np.zeros_like(t.reader_mask)
     for b in range(len(t.sizes)):
         for r in _bits(t.reader_mask[b]):
             read_after[b] |= ancestors[r]
-    needed = t.live_out[None, :] | _unpack(read_after, n).T
+    needed = t.live_out[None, :] | unpack(read_after, n).T
     held = made_in & needed
     for v in range(n):
         held[v, t.reads_idx[t.reads_ptr[v] : t.reads_ptr[v + 1]]] = True
@@ -202,8 +202,8 @@ def _upper_estimates(t: Tables, ancestors: np.ndarray, descendants: np.ndarray) 
         readers = _bits(t.reader_mask[b])
         if readers:
             freed_at[b] = np.bitwise_and.reduce(descendants[readers], axis=0)
-    waiting = t.live_out[None, :] | ~_unpack(freed_at, n).T
-    held = _made_before(t, _unpack(ancestors, n)) & waiting
+    waiting = t.live_out[None, :] | ~unpack(freed_at, n).T
+    held = _made_before(t, unpack(ancestors, n)) & waiting
     return t.base_bytes + held.astype(np.int64) @ t.sizes + t.made
 
 
@@ -234,13 +234,5 @@ def _creators(t: Tables) -> np.ndarray:
     return creator
 
 
-def _unpack(masks: np.ndarray, n: int) -> np.ndarray:
-    """Bit sets (rows of uint64 words) as a bool matrix of `n` columns."""
-    if masks.shape[0] == 0:
-        return np.zeros((0, n), dtype=bool)
-    as_bytes = masks.astype("<u8").view(np.uint8).reshape(masks.shape[0], -1)
-    return np.unpackbits(as_bytes, axis=1, bitorder="little")[:, :n].astype(bool)
-
-
 def _bits(mask: np.ndarray) -> list[int]:
-    return [int(i) for i in np.flatnonzero(_unpack(mask[None, :], mask.shape[0] * 64)[0])]
+    return [int(i) for i in np.flatnonzero(unpack(mask[None, :], mask.shape[0] * 64)[0])]

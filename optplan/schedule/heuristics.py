@@ -19,7 +19,7 @@ import heapq
 import numpy as np
 
 from optplan.schedule.graph import Graph
-from optplan.schedule.tables import ancestor_masks, tables
+from optplan.schedule.tables import ancestor_masks, tables, unpack
 
 
 def program_order(graph: Graph) -> tuple[int, ...]:
@@ -95,9 +95,7 @@ def _subgraph_bytes(graph: Graph) -> list[int]:
     t = tables(graph)
     if t.ops == 0:
         return []
-    masks = ancestor_masks(t)
-    as_bytes = masks.astype("<u8").view(np.uint8).reshape(t.ops, -1)
-    ancestors = np.unpackbits(as_bytes, axis=1, bitorder="little")[:, : t.ops]
+    ancestors = unpack(ancestor_masks(t), t.ops)
     return [int(x) for x in t.made + ancestors.astype(np.int64) @ t.made]
 
 

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from optplan.schedule.bounds import Network
-from optplan.schedule.tables import Tables, ancestor_masks
+from optplan.schedule.tables import Tables, ancestor_masks, unpack
 
 KEY_COUNTS = (8, 16, 24, 32, 48)  # key ops tried in turn: the tuning half (reorder_heldout.csv)
 ARCS_PER_STEP = 16  # arcs a max-flow scans in the time the beam makes one state (profiles)
@@ -90,7 +90,7 @@ def key_order_bound(
     if not keys:
         return KeyBound(min(cap, t.start_held), True, (), 0)
     network = Network(t)
-    ancestors = _unpack_rows(ancestor_masks(t), t.ops)
+    ancestors = unpack(ancestor_masks(t), t.ops)
     key_preds = [sum(1 << j for j, u in enumerate(keys) if ancestors[v, u]) for v in keys]
     full = (1 << len(keys)) - 1
     spent = 0
@@ -125,9 +125,3 @@ def _step(t: Tables, network: Network, keys: list[int], mask: int, i: int) -> in
     sources = np.array(sorted(set(preds) | set(before)), dtype=np.int64)
     sinks = np.array(after, dtype=np.int64)
     return t.base_bytes + int(t.made[v]) + network.held(t, sources, sinks)
-
-
-def _unpack_rows(masks: np.ndarray, n: int) -> np.ndarray:
-    """Bit sets (rows of uint64 words) as a bool matrix of `n` columns."""
-    as_bytes = masks.astype("<u8").view(np.uint8).reshape(masks.shape[0], -1)
-    return np.unpackbits(as_bytes, axis=1, bitorder="little")[:, :n].astype(bool)

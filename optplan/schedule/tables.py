@@ -160,3 +160,11 @@ def _ptr(rows: Sequence[Sequence[int]]) -> np.ndarray:
 
 def _idx(rows: Sequence[Sequence[int]]) -> np.ndarray:
     return np.array([x for r in rows for x in r], dtype=np.int64)
+
+
+def unpack(masks: np.ndarray, n: int) -> np.ndarray:
+    """Bit sets (rows of uint64 words) as a bool matrix of `n` columns."""
+    if masks.shape[0] == 0:
+        return np.zeros((0, n), dtype=bool)
+    as_bytes = masks.astype("<u8").view(np.uint8).reshape(masks.shape[0], -1)
+    return np.unpackbits(as_bytes, axis=1, bitorder="little")[:, :n].astype(bool)
