@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from benchmarks.graphs.layered import write_layered
-from optplan.budget import DEFAULT_WORK, GUARD_SECONDS, ORDER_STEPS_PER_UNIT
+from optplan.budget import DEFAULT_WORK, GUARD_SECONDS, order_steps
 from optplan.frontends.graphs import read_graph
 from optplan.planners import jit
 from optplan.schedule import Scheduler
@@ -67,8 +67,7 @@ def measure(name: str, path: Path, work: float) -> dict[str, object]:
     graph = read_graph(path).graph
     peaks = {s: Scheduler(s)(graph).peak_bytes for s in ("program", "lpmf", "bfs", "dfs")}
     began = time.perf_counter()
-    steps = max(1, int(work * ORDER_STEPS_PER_UNIT))
-    best = Scheduler("auto", time_limit=GUARD_SECONDS, work=steps)(graph)
+    best = Scheduler("auto", time_limit=GUARD_SECONDS, work=order_steps(work))(graph)
     seconds = time.perf_counter() - began
     t = tables(graph)
     static = int(static_bounds(t, ancestor_masks(t), descendant_masks(t)).max())

@@ -32,7 +32,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from benchmarks.graphs.layered import write_layered
-from optplan.budget import ORDER_STEPS_PER_UNIT
+from optplan.budget import order_steps
 from optplan.frontends.graphs import read_graph
 from optplan.schedule import Scheduler
 from optplan.schedule.graph import Graph, peak_bytes, step_bytes
@@ -48,7 +48,7 @@ def layered(nodes: int, seed: int) -> Graph:
 
 
 def order_profile(graph: Graph, work: float) -> None:
-    schedule = Scheduler("auto", time_limit=600, work=int(work * ORDER_STEPS_PER_UNIT))(graph)
+    schedule = Scheduler("auto", time_limit=600, work=order_steps(work))(graph)
     program = step_bytes(graph, range(graph.ops))
     found = step_bytes(graph, schedule.order)
     figure, axes = plt.subplots(figsize=(8, 3.6))

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.graphs.layered import write_layered
-from optplan.budget import DEFAULT_WORK, GUARD_SECONDS, ORDER_STEPS_PER_UNIT
+from optplan.budget import DEFAULT_WORK, GUARD_SECONDS, order_steps
 from optplan.frontends.graphs import read_graph
 from optplan.planners import jit
 from optplan.schedule import Scheduler
@@ -67,9 +67,8 @@ def measure(
         folder / f"{name}.json", nodes, seed, width=WIDTHS[nodes], moccasin_like=True
     )
     graph = read_graph(path).graph
-    steps = max(1, int(work * ORDER_STEPS_PER_UNIT))
     began = time.perf_counter()
-    found = Scheduler("auto", time_limit=guard, work=steps)(graph)
+    found = Scheduler("auto", time_limit=guard, work=order_steps(work))(graph)
     seconds = time.perf_counter() - began
     gap = 1 - found.bound_bytes / found.peak_bytes if found.peak_bytes else 0.0
     return {

@@ -110,11 +110,11 @@ ORDER_CASES = (250, 500, 1000)
 
 def order_row(nodes: int, mode: str, budget: Budget, run: int) -> dict[str, object]:
     """One order case: the peak of `auto`'s order, its proven bound and gap."""
-    from optplan.budget import ORDER_STEPS_PER_UNIT
+    from optplan.budget import order_steps
     from optplan.schedule import Scheduler
 
     graph = layered(nodes)
-    steps = None if budget.work is None else int(budget.work * ORDER_STEPS_PER_UNIT)
+    steps = None if budget.work is None else order_steps(budget.work)
     started = time.perf_counter()
     found = Scheduler("auto", time_limit=budget.seconds or 600.0, work=steps)(graph)
     seconds = time.perf_counter() - started

@@ -51,6 +51,12 @@ MODEL_SCALE = 4.0
 # 500-node layered graph: 10,000,000 in 12 s, 50,000,000 in 62 s).
 ORDER_STEPS_PER_UNIT = 1_000_000
 
+
+def order_steps(units: float) -> int:
+    """`units` of work as steps of the order search (at least one)."""
+    return max(1, int(units * ORDER_STEPS_PER_UNIT))
+
+
 # The skyline search walks about this many nodes in a second of one core; the rate moves
 # with the instance (MiniMalloc's D 21,000 a second, I 26,000, J 5,700, K 38,000), and K
 # needs 213,000 nodes to reach its optimum (benchmarks/results/work.csv).
@@ -216,11 +222,9 @@ def now() -> float:
     scale: its start plus the work spent (or the seconds elapsed). Once the clock's guard
     has run out, a reading past every deadline its run can have set."""
     clock = _ACTIVE.get()
-    if clock is None:
-        return time.perf_counter()
-    if clock.guarded():
+    if clock is not None and clock.guarded():
         return clock.started + clock.end + PAST + clock.spent
-    return clock.started + clock.now()
+    return reading()
 
 
 def reading() -> float:

@@ -7,7 +7,8 @@ import math
 import re
 from typing import NoReturn
 
-from optplan.budget import DEFAULT_WORK, GUARD_SECONDS, ORDER_STEPS_PER_UNIT, Budget
+from optplan.budget import DEFAULT_WORK, GUARD_SECONDS, Budget
+from optplan.budget import order_steps as budget_order_steps
 from optplan.errors import InputError
 from optplan.problem import Memory
 
@@ -62,7 +63,7 @@ def budget_of(args: argparse.Namespace) -> Budget:
 
 def order_steps(args: argparse.Namespace) -> int:
     """`--work` as steps of the order search (`schedule.anytime`)."""
-    return max(1, int(args.work * ORDER_STEPS_PER_UNIT))
+    return budget_order_steps(args.work)
 
 
 def guard_seconds(args: argparse.Namespace) -> float:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from optplan.budget import ORDER_STEPS_PER_UNIT, callee
+from optplan.budget import callee, order_steps
 from optplan.fitting.levers import COMPUTE, FREE, TRAFFIC, Form, Setting, with_fast_memory
 from optplan.ir import Program
 from optplan.passes import use_inplace_calls
@@ -41,7 +41,7 @@ def free_forms(program: Program, setting: Setting) -> tuple[list[Form], int]:
     order search's proven bound on the live bytes of every order."""
     inplace = use_inplace_calls(program)
     work, seconds = callee(setting.seconds)
-    steps = None if work is None else max(1, int(work * ORDER_STEPS_PER_UNIT))
+    steps = None if work is None else order_steps(work)
     scheduler = Scheduler("auto", time_limit=seconds, work=steps)
     reordered = reorder(program, scheduler, plan_outputs=setting.plan_outputs)
     both = use_inplace_calls(reordered.program)
