@@ -219,13 +219,14 @@ def step_graphs(
     held: Held = {}
     scalars = 0
     for n in (n for n in bw.graph.nodes if n.op == "placeholder"):
+        size, saved = tensor_bytes(n.meta.get("val")), behind(n.name)
         if n.name.startswith("tangents") and _elements(n) == 1:
             # The loss's gradient: `backward()` holds it until the whole backward ends.
-            scalars += tensor_bytes(n.meta.get("val"))
-        elif n.name.startswith("tangents") and tensor_bytes(n.meta.get("val")) > 0:
-            held[n.name] = ((n.name, tensor_bytes(n.meta.get("val"))),)
-        elif behind(n.name):
-            held[n.name] = behind(n.name)
+            scalars += size
+        elif n.name.startswith("tangents") and size > 0:
+            held[n.name] = ((n.name, size),)
+        elif saved:
+            held[n.name] = saved
     passed = {key for keys in held.values() for key in keys}
     # Dropped or not, the caller keeps the loss it calls backward on (one element).
     kept = [n for n in _outputs(fw) if outputs_held or _elements(n) <= 1]

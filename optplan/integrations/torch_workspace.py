@@ -15,8 +15,8 @@ on top of everything the step holds there. Steps:
    for embeddings, gathers and losses), then the op runs inside its own
    `record_function` range while the random state is put back after.
 3. Its footprint is the most bytes its range allocated at any moment (its outputs still
-   held at the range's end); the workspace is that less the bytes the plan already gives
-   its outputs (`workspace_bytes`). An op that fails on these inputs counts 0.
+   held at the range's end); the plan counts that less the bytes it already gives the
+   op's outputs (`torch_graph.graph_of`). An op that fails on these inputs counts 0.
 
 The cache holds a signature's footprint for the whole process, so each distinct op is
 run once however many partitions are judged.
@@ -33,7 +33,7 @@ from torch import fx
 from torch._C._profiler import _EventType
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.profiler import ProfilerActivity, profile, record_function
-from torch.utils._pytree import tree_flatten, tree_map
+from torch.utils._pytree import tree_map
 
 LOG = logging.getLogger("optplan.torch")
 
@@ -143,9 +143,3 @@ def _allocations(event: Any) -> list[Any]:
             found.append(e)
         stack.extend(e.children)
     return found
-
-
-def output_bytes(node: fx.Node) -> int:
-    """The bytes a plan gives an op's outputs (as `torch_graph.graph_of` does)."""
-    leaves, _ = tree_flatten(node.meta.get("val"))
-    return sum(int(v.numel()) * v.element_size() for v in leaves if isinstance(v, torch.Tensor))
