@@ -9,7 +9,9 @@ from the best of them one node at a time, each neighbour partitioned for real:
 2. `Space.judge(saved)` partitions the joint graph with that saved set
    (`_extract_fwd_bwd_modules`, then the backward reordered as the partitioner does),
    and returns its step peak (`torch_graph.step_peak`) and extra FLOPs; a saved set the
-   partitioner cannot extract is None. Results are cached by the saved names, and every
+   partitioner cannot extract is None. A backward that would run a random op again
+   (dropout: on CPU a new mask, gradients unlike eager's; torch's own knapsack sets at
+   low budgets do it) saves what it reads of that op instead, and is split again. Results are cached by the saved names, and every
    partition (cache misses only) counts one evaluation.
 3. Moves from a saved set: *recompute* a saved tensor (drop it; whichever of its inputs
    the backward cannot already compute is saved instead, or in a second pass computed
@@ -25,6 +27,7 @@ from the best of them one node at a time, each neighbour partitioned for real:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +43,9 @@ from optplan.integrations.torch_graph import StepPeak, graph_cost, node_cost, st
 # Partitions judged in a unit of work: one took 0.4 to 0.65 s on a loaded core for the
 # 2-layer Llama-style step of benchmarks/torch_training.py (237 in 153 s).
 EVALS_PER_UNIT = 4
+
+# Rounds of saving what a random op run again would have drawn (step 2).
+_ROUNDS = 4
 
 # The search's default work and its guard.
 SEARCH_WORK = 30.0
@@ -94,9 +100,31 @@ class Space:
         return self.cache[names]
 
     def _partition(self, saved: tuple[fx.Node, ...], label: str) -> Candidate | None:
-        values = [n for n in saved if not parts.is_sym_node(n) and not parts.is_opaque_node(n)]
-        syms = [n for n in saved if parts.is_sym_node(n) and not parts._is_assert_only_symbool(n)]
-        opaque = [n for n in saved if parts.is_opaque_node(n)]
+        split = self._split(saved)
+        for _ in range(_ROUNDS):
+            if split is None:
+                return None  # a saved set the partitioner cannot split the step with
+            drawn = self._drawn_again(split[1], saved)
+            if not drawn:
+                break
+            saved = tuple(sorted(set(saved) | drawn, key=self.order.__getitem__))
+            split = self._split(saved)
+        else:
+            return None
+        fw, bw = split
+        fw_calls = {n.name for n in fw.graph.nodes if n.op == "call_function"}
+        recomputed = tuple(
+            n.name for n in bw.graph.nodes if n.op == "call_function" and n.name in fw_calls
+        )
+        extra = max(self._cost(fw) + self._cost(bw) - self.joint_cost, 0)
+        kept = tuple(n for n in saved if n in {x for kind in _kinds(saved) for x in kind})
+        return Candidate(
+            label, kept, step_peak(fw, bw, self.outputs_held, self.base_bytes), extra, recomputed
+        )
+
+    def _split(self, saved: tuple[fx.Node, ...]) -> tuple[fx.GraphModule, fx.GraphModule] | None:
+        """The forward and the backward the partitioner makes of `saved` (None: none)."""
+        values, syms, opaque = _kinds(saved)
         owner = self.joint_graph.owning_module
         assert owner is not None  # the partitioner's joint graph belongs to its module
         try:
@@ -108,18 +136,25 @@ class Space:
                 num_fwd_outputs=self.num_fwd_outputs,
                 static_lifetime_input_nodes=self.node_info.static_lifetime_input_nodes,
             )
-            bw = parts.reordering_to_mimic_autograd_engine(bw)
+            return fw, parts.reordering_to_mimic_autograd_engine(bw)
         except (AssertionError, RuntimeError, KeyError):
-            return None  # a saved set the partitioner cannot split the step with
-        fw_calls = {n.name for n in fw.graph.nodes if n.op == "call_function"}
-        recomputed = tuple(
-            n.name for n in bw.graph.nodes if n.op == "call_function" and n.name in fw_calls
-        )
-        extra = max(self._cost(fw) + self._cost(bw) - self.joint_cost, 0)
-        kept = tuple(n for n in saved if n in set(values) | set(syms) | set(opaque))
-        return Candidate(
-            label, kept, step_peak(fw, bw, self.outputs_held, self.base_bytes), extra, recomputed
-        )
+            return None
+
+    def _drawn_again(self, bw: fx.GraphModule, saved: tuple[fx.Node, ...]) -> set[fx.Node]:
+        """Step 2: what to save instead of running a random op again in the backward
+        (on CPU it would draw a new mask): the op's tensor, or the items of it the
+        backward reads; empty when the backward runs no random op."""
+        drawn = {n.name for n in bw.graph.nodes if n.op == "call_function" and _is_random(n)}
+        if not drawn:
+            return set()
+        items = {
+            self.by_name[n.name]
+            for n in bw.graph.nodes
+            if n.target is operator.getitem and n.args[0].name in drawn  # type: ignore[union-attr]
+        }
+        tensors = {self.by_name[d] for d in drawn} - {i.args[0] for i in items}
+        more = items | {t for t in tensors if isinstance(t.meta.get("val"), torch.Tensor)}
+        return more - set(saved) or set()
 
     def _cost(self, gm: fx.GraphModule) -> int:
         calls = (n for n in gm.graph.nodes if n.op == "call_function")
@@ -149,6 +184,14 @@ class Space:
             if all(a in have for a in node.all_input_nodes):
                 have.add(node)
         return have
+
+
+def _kinds(saved: tuple[fx.Node, ...]) -> tuple[list[fx.Node], list[fx.Node], list[fx.Node]]:
+    """A saved set as the partitioner takes it: tensors, symbolic sizes, opaque values."""
+    values = [n for n in saved if not parts.is_sym_node(n) and not parts.is_opaque_node(n)]
+    syms = [n for n in saved if parts.is_sym_node(n) and not parts._is_assert_only_symbool(n)]
+    opaque = [n for n in saved if parts.is_opaque_node(n)]
+    return values, syms, opaque
 
 
 def _is_forward(node: fx.Node, node_info: Any) -> bool:
