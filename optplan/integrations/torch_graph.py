@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +38,6 @@ from torch.utils.flop_counter import flop_registry
 
 from optplan.integrations.torch_workspace import footprints
 from optplan.schedule.graph import Graph, live_spans, step_bytes
-from optplan.schedule.remat.bounds import memory_bound
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +64,8 @@ def tensor_bytes(value: object) -> int:
 UNSAFE_VIEWS = frozenset({torch.ops.aten._unsafe_view.default})
 
 
-def _is_view(node: fx.Node) -> bool:
+def is_view(node: fx.Node) -> bool:
+    """Whether `node` makes no storage of its own: a view, an item of a tuple."""
     if node.target is operator.getitem or node.target in UNSAFE_VIEWS:
         return True
     schema = getattr(node.target, "_schema", None)
@@ -122,7 +121,7 @@ def graph_of(gm: fx.GraphModule, held_in: Held, base_bytes: int = 0) -> _Built:
             picked = source if source_name in views else source[index : index + 1]
             bufs[node.name] = picked
             continue
-        if _is_view(node):
+        if is_view(node):
             bufs[node.name] = read
             views.add(node.name)
             continue
@@ -195,19 +194,28 @@ def graph_peak(built: _Built, which: str) -> StepPeak:
 
 
 def step_peak(
-    fw: fx.GraphModule, bw: fx.GraphModule, outputs_held: bool = True, base_bytes: int = 0
+    fw: fx.GraphModule,
+    bw: fx.GraphModule,
+    users: int,
+    outputs_held: bool = True,
+    base_bytes: int = 0,
 ) -> StepPeak:
-    """Steps 2 and 3: the peak of the forward, then the backward; `outputs_held`: the
-    caller keeps the forward's outputs the backward does not read until it ends;
-    `base_bytes` are held by others throughout (earlier graphs of the step)."""
-    fwd, bwd = step_graphs(fw, bw, outputs_held, base_bytes)
+    """Steps 2 and 3: the peak of the forward, then the backward; the forward's first
+    `users` outputs are the caller's (the rest are saved for the backward), and with
+    `outputs_held` the caller keeps them until the backward ends; `base_bytes` are held
+    by others throughout (earlier graphs of the step)."""
+    fwd, bwd = step_graphs(fw, bw, users, outputs_held, base_bytes)
     peak = max(graph_peak(fwd, "forward"), graph_peak(bwd, "backward"), key=lambda p: p.bytes)
     end = sum(fwd.graph.sizes[b] for b in fwd.graph.live_out)
     return dataclasses.replace(peak, forward_end_bytes=end)
 
 
 def step_graphs(
-    fw: fx.GraphModule, bw: fx.GraphModule, outputs_held: bool = True, base_bytes: int = 0
+    fw: fx.GraphModule,
+    bw: fx.GraphModule,
+    users: int,
+    outputs_held: bool = True,
+    base_bytes: int = 0,
 ) -> tuple[_Built, _Built]:
     """Step 2: the forward's and the backward's graphs as the step runs them."""
     fwd = graph_of(fw, {}, base_bytes)
@@ -216,6 +224,10 @@ def step_graphs(
         found = fwd.buffers_of.get(name, ())
         return tuple((fwd.graph.names[b], fwd.graph.sizes[b]) for b in found)
 
+    # The caller's outputs it keeps are held throughout, saved for the backward or not;
+    # dropped or not, it keeps the loss it calls backward on (one element).
+    kept = [n for n in _outputs(fw, users) if outputs_held or _elements(n) <= 1]
+    caller = {key for n in kept for key in behind(n.name)}
     held: Held = {}
     scalars = 0
     for n in (n for n in bw.graph.nodes if n.op == "placeholder"):
@@ -225,13 +237,10 @@ def step_graphs(
             scalars += size
         elif n.name.startswith("tangents") and size > 0:
             held[n.name] = ((n.name, size),)
-        elif saved:
-            held[n.name] = saved
-    passed = {key for keys in held.values() for key in keys}
-    # Dropped or not, the caller keeps the loss it calls backward on (one element).
-    kept = [n for n in _outputs(fw) if outputs_held or _elements(n) <= 1]
-    user_out = sum(size for key, size in {k for n in kept for k in behind(n.name)} - passed)
-    return fwd, graph_of(bw, held, base_bytes=user_out + scalars + base_bytes)
+        elif saved and set(saved) - caller:
+            held[n.name] = tuple(key for key in saved if key not in caller)
+    throughout = sum(size for _, size in caller) + scalars + base_bytes
+    return fwd, graph_of(bw, held, base_bytes=throughout)
 
 
 def _elements(node: fx.Node) -> int:
@@ -239,17 +248,18 @@ def _elements(node: fx.Node) -> int:
     return int(value.numel()) if isinstance(value, torch.Tensor) else 0
 
 
-def _outputs(gm: fx.GraphModule) -> list[fx.Node]:
+def _outputs(gm: fx.GraphModule, first: int | None = None) -> list[fx.Node]:
+    """The graph's outputs (its `first` ones), each once."""
     for node in gm.graph.nodes:
         if node.op == "output":
-            leaves, _ = tree_flatten(node.args)
+            leaves, _ = tree_flatten(node.args[0][:first] if first is not None else node.args)
             return list(dict.fromkeys(x for x in leaves if isinstance(x, fx.Node)))
     return []
 
 
 def node_cost(node: fx.Node) -> int:
     """Step 4 for one node: FLOPs, or one per output element."""
-    if node.op != "call_function" or _is_view(node):
+    if node.op != "call_function" or is_view(node):
         return 0
     value = node.meta.get("val")
     packet = getattr(node.target, "overloadpacket", None)
@@ -271,24 +281,3 @@ def graph_cost(gm: fx.GraphModule | fx.Graph) -> int:
     """The cost of running every call of a graph once."""
     graph = gm.graph if isinstance(gm, fx.GraphModule) else gm
     return sum(node_cost(n) for n in graph.nodes)
-
-
-def joint_bound(
-    joint_graph: fx.Graph, may_run_again: Callable[[fx.Node], bool] | None = None
-) -> int:
-    """optplan's proven lower bound on the peak of any partition of the joint graph,
-    with any recomputation (`memory_bound`), the tangents held from the start; calls
-    for which `may_run_again` is False run once (the backward's, random ops)."""
-    gm = joint_graph.owning_module
-    assert isinstance(gm, fx.GraphModule)
-    held: Held = {
-        n.name: ((n.name, tensor_bytes(n.meta.get("val"))),)
-        for n in joint_graph.nodes
-        if n.op == "placeholder" and n.name.startswith("tangents")
-    }
-    graph = graph_of(gm, held).graph
-    if may_run_again is None:
-        return memory_bound(graph).bytes
-    by_name = {n.name: n for n in joint_graph.nodes}
-    again = [may_run_again(by_name[label]) for label in graph.labels]
-    return memory_bound(graph, again).bytes

@@ -119,7 +119,11 @@ class Space:
         extra = max(self._cost(fw) + self._cost(bw) - self.joint_cost, 0)
         kept = tuple(n for n in saved if n in {x for kind in _kinds(saved) for x in kind})
         return Candidate(
-            label, kept, step_peak(fw, bw, self.outputs_held, self.base_bytes), extra, recomputed
+            label,
+            kept,
+            step_peak(fw, bw, self.num_fwd_outputs, self.outputs_held, self.base_bytes),
+            extra,
+            recomputed,
         )
 
     def _split(self, saved: tuple[fx.Node, ...]) -> tuple[fx.GraphModule, fx.GraphModule] | None:
