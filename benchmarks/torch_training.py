@@ -8,7 +8,7 @@ For each model (built locally from a config, no downloads), on CPU with torch's 
    always, pytorch#197838's pair); each compiled, warmed up one step, then one step
    measured with PyTorch's memory profiler (`measured_peak`) and one timed.
 2. optplan at 90/75/60/50/40 % of the measured peak of torch's default partition
-   (budget 1.0), with `BENCH_WORK` units of search and `outputs_held=False` (each
+   (budget 1.0), with `BENCH_WORK` units of work (model and search) and `outputs_held=False` (each
    step keeps only its loss), measured the same way; "met" is
    measured peak <= budget. The first budget optplan cannot meet gives the least peak
    it found: it runs again at that peak (budget "lowest"), and the smaller shares are
@@ -38,20 +38,32 @@ import torch
 from torch._dynamo.backends.debugging import aot_eager, boxed_nop
 
 import optplan.torch as ot
+from optplan.integrations.torch_budget import WORK
 from optplan.integrations.torch_graph import graph_cost
 from optplan.integrations.torch_measure import measured_peak
-from optplan.integrations.torch_search import SEARCH_WORK
 
 RESULTS = Path(__file__).parent / "results"
 PICTURE = Path(__file__).parent.parent / "docs" / "torch_training.svg"
-FIELDS = ["model", "budget", "solver", "measured_peak", "extra_flops", "step_ms", "met"]
+FIELDS = [
+    "model",
+    "budget",
+    "solver",
+    "measured_peak",
+    "extra_flops",
+    "step_ms",
+    "met",
+    "bound",
+    "draws_again",
+]
 SHARES = (0.9, 0.75, 0.6, 0.5, 0.4)
-# Units of optplan's search per compile: the default that users get (120 partitions).
-BENCH_WORK = SEARCH_WORK
+# Units of optplan's work per compile: the default that users get (the model, then 120
+# partitions of search).
+BENCH_WORK = WORK
 # Every step here keeps only the loss: the logits die with the model's output, or (ViT,
 # CNN) with the square's backward, before the compiled backward runs.
 OURS = {"work": BENCH_WORK, "outputs_held": False}
 LEAST = re.compile(r"the least peak found is (\d+) bytes")
+BOUND = re.compile(r"(?:holds at least|proven lower bound) (\d+) bytes")
 
 
 def _hf(kind: str) -> tuple[torch.nn.Module, Callable[[torch.nn.Module], torch.Tensor]]:
@@ -145,8 +157,9 @@ def run(
     make: Callable[[], tuple[torch.nn.Module, Callable[[torch.nn.Module], torch.Tensor]]],
     settings: dict[str, object],
     budget: dict[str, object] | None,
-) -> tuple[int, int, float]:
-    """(measured peak, FLOPs of fw+bw, step ms) of one compile."""
+) -> tuple[int, int, float, int]:
+    """(measured peak, FLOPs of fw+bw, step ms, random ops the backward runs again) of
+    one compile: a random op run again draws anew on CPU, its gradients unlike eager's."""
     model, loss_of = make()
     graphs: list[torch.fx.GraphModule] = []
 
@@ -174,18 +187,32 @@ def run(
     peak = measured_peak(step)
     start = time.perf_counter()
     step()
-    return peak, sum(graph_cost(g) for g in graphs), 1000 * (time.perf_counter() - start)
+    ms = 1000 * (time.perf_counter() - start)
+    return peak, sum(graph_cost(g) for g in graphs), ms, _drawn_again(graphs)
+
+
+def _drawn_again(graphs: list[torch.fx.GraphModule]) -> int:
+    """Random calls that a forward and the backward after it both run."""
+    seeded = torch.Tag.nondeterministic_seeded
+
+    def random(gm: torch.fx.GraphModule) -> set[str]:
+        calls = (n for n in gm.graph.nodes if n.op == "call_function")
+        return {n.name for n in calls if seeded in getattr(n.target, "tags", ())}
+
+    pairs = zip(graphs[0::2], graphs[1::2], strict=False)
+    return sum(len(random(fw) & random(bw)) for fw, bw in pairs)
 
 
 def _row(
     name: str,
     budget: object,
     solver: str,
-    result: tuple[int, int, float] | None,
+    result: tuple[int, int, float, int] | None,
     base_flops: int,
     met: object,
+    bound: int | None = None,
 ) -> dict[str, object]:
-    peak, flops, ms = result if result is not None else ("", None, None)
+    peak, flops, ms, drawn = result if result is not None else ("", None, None, "")
     return {
         "model": name,
         "budget": budget,
@@ -194,6 +221,8 @@ def _row(
         "extra_flops": "" if flops is None else flops - base_flops,
         "step_ms": "" if ms is None else f"{ms:.1f}",
         "met": met,
+        "bound": "" if bound is None else bound,
+        "draws_again": drawn,
     }
 
 
@@ -202,7 +231,7 @@ def bench(
 ) -> None:
     """Steps 1 to 4 for one model: torch's `solvers`, then optplan's if listed."""
     make = MODELS[name]
-    base_peak, base_flops, _ = run(make, {"activation_memory_budget": 1.0}, None)
+    base_peak, base_flops, _, _ = run(make, {"activation_memory_budget": 1.0}, None)
     torch_peaks = {}
     for solver in (s for s in solvers if not s.startswith("optplan")):
         for b in torch_budgets:
@@ -227,25 +256,29 @@ def ours(
     make = MODELS[name]
     options = {**OURS, "outputs_held": solver == "optplan-held"}
     targets: list[tuple[object, int]] = [(int(s * base_peak), int(s * base_peak)) for s in SHARES]
-    least = None
+    least = bound = None
     while targets:
         label, target = targets.pop(0)
         if least is not None and label != "lowest":
-            met = f"not met: below the least peak optplan found, {least} bytes"
-            writer.writerow(_row(name, label, solver, None, base_flops, met))
+            met = _unmet(target, least, bound)
+            writer.writerow(_row(name, label, solver, None, base_flops, met, bound))
             continue
         try:
             result = run(make, {}, {"peak_bytes": target, **options})
         except torch._dynamo.exc.BackendCompilerFailed as error:
-            found = LEAST.search(str(error))
-            least = int(found.group(1)) if found else None
-            met = f"infeasible: {str(error).splitlines()[1][:160]}"
+            text = str(error)
+            least = int(m.group(1)) if (m := LEAST.search(text)) else None
+            bound = int(m.group(1)) if (m := BOUND.search(text)) else bound
             if label != "probe":
-                writer.writerow(_row(name, label, solver, None, base_flops, met))
+                met = f"infeasible: {text.splitlines()[1][:160]}; " + _unmet(target, least, bound)
+                writer.writerow(_row(name, label, solver, None, base_flops, met, bound))
             if least is not None:
                 targets.insert(0, ("lowest", least))
             continue
-        writer.writerow(_row(name, label, solver, result, base_flops, result[0] <= target))
+        report = ot.last_report()
+        bound = report.bound_bytes if report is not None else bound
+        row = _row(name, label, solver, result, base_flops, result[0] <= target, bound)
+        writer.writerow(row)
         print(name, solver, label, target, result[0], result[1] - base_flops, flush=True)
         if label == "lowest":
             least = target
@@ -261,6 +294,13 @@ def ours(
             label = f"torch-dp {b:.2f} peak"
             writer.writerow(_row(name, label, solver, result, base_flops, result[0] <= target))
             print(name, solver, "at", label, result, flush=True)
+
+
+def _unmet(target: int, least: int | None, bound: int | None) -> str:
+    """Why a budget is not met: proven out of reach, or below the least peak found."""
+    if bound is not None and bound > target:
+        return f"proven out of reach: every saved set holds at least {bound} bytes"
+    return f"not met: below the least peak optplan found, {least} bytes (bound {bound})"
 
 
 def main() -> None:
@@ -311,6 +351,8 @@ def table(csv_path: Path = RESULTS / "torch_training.csv") -> str:
         label = f"{100 * target / base:.0f} %" if r["budget"].isdigit() else r["budget"]
         if r["measured_peak"]:
             ours = f"{int(r['measured_peak']):,} | {int(r['extra_flops']) / 1e6:.1f}"
+        elif r.get("bound") and int(r["bound"]) > target:
+            ours = f"proven out of reach (bound {int(r['bound']):,}) | -"
         else:
             found = re.search(r"(\d+) bytes", r["met"].replace(str(target), ""))
             ours = f"not met (least planned {int(found.group(1)):,})" if found else "not met"
@@ -340,15 +382,22 @@ def _target(row: dict[str, str], rows: list[dict[str, str]]) -> int:
 
 
 def _least(theirs: list[dict[str, str]], target: int) -> str:
-    meets = [t for t in theirs if t["measured_peak"] and int(t["measured_peak"]) <= target]
+    """torch's least extra compute that meets `target` with gradients equal to eager's (no
+    random op drawn again in the backward)."""
+    fair = [t for t in theirs if t["measured_peak"] and not int(t.get("draws_again") or 0)]
+    meets = [t for t in fair if int(t["measured_peak"]) <= target]
+    redrawn = any(
+        int(t["measured_peak"]) <= target for t in theirs if int(t.get("draws_again") or 0)
+    )
+    note = " (others meet it drawing dropout again)" if redrawn else ""
     if not meets:
-        low = min(int(t["measured_peak"]) for t in theirs if t["measured_peak"])
-        return f"none meets it (least {low:,} B)"
+        low = min(int(t["measured_peak"]) for t in fair)
+        return f"none meets it (least {low:,} B){note}"
     best = min(meets, key=lambda t: (int(t["extra_flops"]), int(t["measured_peak"])))
     solver = best["solver"].removeprefix("torch-")
     setting = best["budget"].removeprefix("torch ")
     peak, extra = int(best["measured_peak"]), int(best["extra_flops"]) / 1e6
-    return f"{solver} {setting}: {peak:,} B, {extra:.1f} MFLOP"
+    return f"{solver} {setting}: {peak:,} B, {extra:.1f} MFLOP{note}"
 
 
 def plot(csv_path: Path = RESULTS / "torch_training.csv", out: Path = PICTURE) -> Path:

@@ -11,7 +11,9 @@ AOTAutograd's min-cut partitioner (`inductor` and `aot_eager` alike) splits goes
    the backward reordered as the partitioner does) and judged by the step's peak
    (`torch_graph.step_peak`: the forward, then the backward holding the saved tensors
    until their last reader) and by its extra compute in FLOPs (`torch_graph`).
-3. The budget in bytes (for `fraction`, that share of the peak of torch's default
+3. The backward's model (`torch_exact`, CP-SAT, `MODEL_SHARE` of the work) finds the
+   saved set of least peak from the lowest of torch's; it is judged for real and joins
+   them. The budget in bytes (for `fraction`, that share of the peak of torch's default
    partition, which recomputes nothing beyond its cheap fused ops) ranks them: within
    it by extra compute, else by peak. optplan's own search (`torch_search.improve`)
    climbs from the best `STARTS` of them, moving one node at a time between saved and
@@ -22,8 +24,10 @@ AOTAutograd's min-cut partitioner (`inductor` and `aot_eager` alike) splits goes
    with what the earlier graphs' forwards leave held under it (`_State.held_bytes`).
 4. The report (`last_report()`, logged at INFO on "optplan.torch") names the saved and
    recomputed tensors, the planned peak and where it sits, and the lower bound on the
-   peak that optplan proves for the joint graph with any recomputation
-   (`schedule.remat.bounds.memory_bound`).
+   backward's peak of every saved set the partitioner can split the step with: the
+   larger of the model's (its least peak, or CP-SAT's bound on it) and the per-step
+   cut bound in the partitioner's order (`torch_bound`). A budget below it is proven
+   out of reach.
 
 The budget and optplan's version enter AOTAutograd's cache key through the
 `CustomKnapsackSolver.uuid()` set as the solver; the compile caches are off inside the
@@ -47,14 +51,11 @@ from torch._functorch import partitioners as parts
 import optplan
 from optplan.budget import Budget
 from optplan.errors import InputError
-from optplan.integrations.torch_graph import (
-    StepPeak,
-    joint_bound,
-    tensor_bytes,
-)
+from optplan.integrations.torch_bound import Timeline, order_bound
+from optplan.integrations.torch_exact import exact
+from optplan.integrations.torch_graph import StepPeak, tensor_bytes
 from optplan.integrations.torch_search import (
     SEARCH_GUARD_SECONDS,
-    SEARCH_WORK,
     Candidate,
     Space,
     improve,
@@ -67,6 +68,11 @@ TORCH_BUDGETS = tuple(round(0.05 * k, 2) for k in range(21))
 
 # torch's candidates the search starts from, best first for the budget.
 STARTS = 8
+
+# The work of a compile by default (about a second of one core each), and the share of
+# it the backward's model takes (`torch_exact`); the search takes the rest.
+WORK = 60.0
+MODEL_SHARE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +140,7 @@ def memory_budget(
     *,
     peak_bytes: int | None = None,
     fraction: float | None = None,
-    work: float = SEARCH_WORK,
+    work: float = WORK,
     outputs_held: bool = True,
 ) -> Iterator[None]:
     """Partition every training graph compiled inside the block within the budget,
@@ -198,20 +204,21 @@ def candidates(original: Any, space: Space) -> list[Candidate]:
 
 
 def choose(state: _State, original: Any, joint_graph: fx.Graph, node_info: Any) -> list[fx.Node]:
-    """Step 3 and 4: the candidate of least extra compute within the budget."""
+    """Steps 3 and 4: the candidate of least extra compute within the budget."""
     space = Space(
         joint_graph, node_info, state.num_fwd_outputs, state.outputs_held, state.held_bytes
     )
     found = candidates(original, space)
-    for c in found:
-        LOG.debug("candidate %s: peak %d B, extra %d FLOPs", c.label, c.peak.bytes, c.extra_flops)
     default = found[0]
     budget = state.peak_bytes
     if budget is None:
         budget = int(default.peak.bytes * (state.fraction or 1.0))
+    model, bound = _model(state, space, found)
+    found.extend([model] if model is not None else [])
+    for c in found:
+        LOG.debug("candidate %s: peak %d B, extra %d FLOPs", c.label, c.peak.bytes, c.extra_flops)
     starts = sorted(found, key=lambda c: c.key(budget))[:STARTS]
-    best = improve(space, starts, budget, state.work)
-    bound = joint_bound(joint_graph, space.may_run_again) + state.held_bytes
+    best = improve(space, starts, budget, _share(state.work, 1 - MODEL_SHARE))
     if best.peak.bytes > budget:
         judged = [c for c in space.cache.values() if c is not None]
         least = min(judged, key=lambda c: c.peak.bytes)
@@ -234,6 +241,29 @@ def choose(state: _State, original: Any, joint_graph: fx.Graph, node_info: Any) 
     return list(best.saved)
 
 
+def _model(state: _State, space: Space, found: list[Candidate]) -> tuple[Candidate | None, int]:
+    """The saved set of least peak by the backward's model (`torch_exact`), judged for
+    real, from the lowest of torch's; and the proven bound on every saved set's peak
+    (the larger of the model's and the order's, `torch_bound`). The model takes at most
+    `MODEL_SHARE` of the work; the search gets the rest (`_State.work` is spent)."""
+    line = Timeline(space.joint_graph, space.forward, space.outputs_held, space.num_fwd_outputs)
+    order = order_bound(line, space.may_run_again, state.held_bytes)
+    lowest = min(found, key=lambda c: c.peak.bytes)
+    solved = exact(
+        line,
+        space.may_run_again,
+        _share(state.work, MODEL_SHARE),
+        state.held_bytes,
+        hint=lowest.saved,
+    )
+    model = space.judge(solved.saved, "the exact model") if solved.saved is not None else None
+    return model, max(order.bytes, solved.bound)
+
+
+def _share(work: Budget, share: float) -> Budget:
+    return Budget((work.work or WORK) * share, work.seconds)
+
+
 def _infeasible(budget: int, least: Candidate, bound: int, earlier: int) -> str:
     held = ", ".join(f"{name} ({size} B)" for name, size in least.peak.held)
     if earlier:
@@ -241,10 +271,15 @@ def _infeasible(budget: int, least: Candidate, bound: int, earlier: int) -> str:
             f", and {earlier} B that graphs compiled before it in the block hold "
             "while it runs (a graph break in the step)"
         )
+    proof = (
+        f"proven: every saved set holds at least {bound} bytes"
+        if bound > budget
+        else f"proven lower bound {bound} bytes"
+    )
     return (
         f"no partition of this training step fits {budget} bytes: the least peak found is "
         f"{least.peak.bytes} bytes, in the {least.peak.graph} at op '{least.peak.op}' "
-        f"holding {held} (proven lower bound {bound} bytes); raise the budget to at least "
+        f"holding {held} ({proof}); raise the budget to at least "
         f"{least.peak.bytes} bytes"
     )
 
