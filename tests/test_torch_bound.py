@@ -127,3 +127,23 @@ def test_the_model_gives_the_same_saved_set_twice_and_reaches_the_least_peak() -
     # Proven optimal on a step this small, and no worse than torch's lowest.
     assert answers[0].optimal and judged.peak.bytes <= least
     assert answers[0].bound <= judged.peak.bytes
+
+
+@settings(max_examples=4, deadline=None, derandomize=True)
+@given(
+    width=st.sampled_from([8, 16, 24]),
+    act=st.sampled_from(sorted(ACTS)),
+    parts=st.frozensets(st.sampled_from(["dropout", "residual"])),
+)
+def test_no_saved_set_within_a_budget_computes_less_again_than_the_bound(
+    width: int, act: str, parts: frozenset[str]
+) -> None:
+    make = network([width], [act, act], [parts, frozenset()])
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        space, found = captured(make, monkeypatch)
+    every = judged_sets(space, found, seed=width)
+    line = Timeline(space.joint_graph, space.forward, space.outputs_held, space.num_fwd_outputs)
+    for budget in sorted({c.peak.bytes for c in every}):
+        least = min(c.extra_flops for c in every if c.peak.bytes <= budget)
+        model = exact(line, space.may_run_again, Budget(5.0, 60.0), budget=budget)
+        assert 0 <= model.bound <= least, (budget, model.bound, least)

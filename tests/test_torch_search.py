@@ -167,4 +167,4 @@ def test_a_budget_only_the_search_meets_trains_equal_to_eager(
                     q -= 0.01 * q.grad
     report = ot.last_report()
     assert report is not None and report.peak_bytes <= own.peak.bytes < torch_least
-    assert "moves" in report.candidate
+    assert "moves" in report.candidate or "model" in report.candidate  # not one of torch's

@@ -12,8 +12,9 @@ AOTAutograd's min-cut partitioner (`inductor` and `aot_eager` alike) splits goes
    (`torch_graph.step_peak`: the forward, then the backward holding the saved tensors
    until their last reader) and by its extra compute in FLOPs (`torch_graph`).
 3. The backward's model (`torch_exact`, CP-SAT, `MODEL_SHARE` of the work) finds the
-   saved set of least peak from the lowest of torch's; it is judged for real and joins
-   them. The budget in bytes (for `fraction`, that share of the peak of torch's default
+   saved set of least peak from the lowest of torch's and, where the budget is above
+   the proven bound, the saved set of least extra compute within it (and a bound on
+   that compute); both are judged for real and join torch's. The budget in bytes (for `fraction`, that share of the peak of torch's default
    partition, which recomputes nothing beyond its cheap fused ops) ranks them: within
    it by extra compute, else by peak. optplan's own search (`torch_search.improve`)
    climbs from the best `STARTS` of them, moving one node at a time between saved and
@@ -52,7 +53,7 @@ import optplan
 from optplan.budget import Budget
 from optplan.errors import InputError
 from optplan.integrations.torch_bound import Timeline, order_bound
-from optplan.integrations.torch_exact import exact
+from optplan.integrations.torch_exact import INFEASIBLE, exact
 from optplan.integrations.torch_graph import StepPeak, tensor_bytes
 from optplan.integrations.torch_search import (
     SEARCH_GUARD_SECONDS,
@@ -70,9 +71,10 @@ TORCH_BUDGETS = tuple(round(0.05 * k, 2) for k in range(21))
 STARTS = 8
 
 # The work of a compile by default (about a second of one core each), and the share of
-# it the backward's model takes (`torch_exact`); the search takes the rest.
-WORK = 60.0
-MODEL_SHARE = 0.5
+# it the backward's model takes (`torch_exact`: half for the least peak, half for the
+# least compute within the budget); the search takes the rest (120 partitions).
+WORK = 90.0
+MODEL_SHARE = 2 / 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,7 @@ class Report:
     default_peak_bytes: int
     bound_bytes: int
     extra_flops: int
+    extra_bound: int | None
     candidate: str
     candidates: int
     saved: tuple[str, ...]
@@ -94,10 +97,17 @@ class Report:
         return (
             f"planned peak {self.peak_bytes} B within {self.budget_bytes} B "
             f"(default partition {self.default_peak_bytes} B, proven bound {self.bound_bytes} B), "
-            f"extra compute {self.extra_flops} FLOPs, from {self.candidate} of {self.candidates}; "
+            f"extra compute {self.extra_flops} FLOPs{self._extra_gap()}, "
+            f"from {self.candidate} of {self.candidates}; "
             f"peak in the {self.where.graph} at {self.where.op}; saved {len(self.saved)}, "
             f"recomputed {len(self.recomputed)}: {', '.join(self.recomputed[:8])}"
         )
+
+    def _extra_gap(self) -> str:
+        """The proven least extra compute within the budget, where the model gave one."""
+        if self.extra_bound is None:
+            return ""
+        return f" (proven least {self.extra_bound} FLOPs)"
 
 
 class _Key(parts.CustomKnapsackSolver):  # type: ignore[misc]
@@ -213,8 +223,9 @@ def choose(state: _State, original: Any, joint_graph: fx.Graph, node_info: Any) 
     budget = state.peak_bytes
     if budget is None:
         budget = int(default.peak.bytes * (state.fraction or 1.0))
-    model, bound = _model(state, space, found)
-    found.extend([model] if model is not None else [])
+    proven = _model(state, space, found, budget)
+    found.extend(proven.candidates)
+    bound = proven.bound
     for c in found:
         LOG.debug("candidate %s: peak %d B, extra %d FLOPs", c.label, c.peak.bytes, c.extra_flops)
     starts = sorted(found, key=lambda c: c.key(budget))[:STARTS]
@@ -230,6 +241,7 @@ def choose(state: _State, original: Any, joint_graph: fx.Graph, node_info: Any) 
         default_peak_bytes=default.peak.bytes,
         bound_bytes=bound,
         extra_flops=best.extra_flops,
+        extra_bound=proven.extra_bound,
         candidate=best.label,
         candidates=space.evaluations,
         saved=tuple(n.name for n in best.saved),
@@ -241,23 +253,38 @@ def choose(state: _State, original: Any, joint_graph: fx.Graph, node_info: Any) 
     return list(best.saved)
 
 
-def _model(state: _State, space: Space, found: list[Candidate]) -> tuple[Candidate | None, int]:
-    """The saved set of least peak by the backward's model (`torch_exact`), judged for
-    real, from the lowest of torch's; and the proven bound on every saved set's peak
-    (the larger of the model's and the order's, `torch_bound`). The model takes at most
-    `MODEL_SHARE` of the work; the search gets the rest (`_State.work` is spent)."""
+@dataclass(frozen=True, slots=True)
+class _Proven:
+    """What the backward's model found and proved for one graph."""
+
+    candidates: list[Candidate]
+    bound: int  # bytes: no saved set's peak is below it
+    extra_bound: int | None  # FLOPs: none within the budget computes less again
+
+
+def _model(state: _State, space: Space, found: list[Candidate], budget: int) -> _Proven:
+    """The saved set of least peak by the backward's model (`torch_exact`), from the
+    lowest of torch's; where the budget is above the proven bound, the saved set of
+    least extra compute within it, from the best so far. Both judged for real. The
+    bound on the peak is the larger of the model's and the order's (`torch_bound`).
+    The model takes `MODEL_SHARE` of the work, half for each solve."""
     line = Timeline(space.joint_graph, space.forward, space.outputs_held, space.num_fwd_outputs)
-    order = order_bound(line, space.may_run_again, state.held_bytes)
+    again, held = space.may_run_again, state.held_bytes
+    order = order_bound(line, again, held)
     lowest = min(found, key=lambda c: c.peak.bytes)
-    solved = exact(
-        line,
-        space.may_run_again,
-        _share(state.work, MODEL_SHARE),
-        state.held_bytes,
-        hint=lowest.saved,
-    )
-    model = space.judge(solved.saved, "the exact model") if solved.saved is not None else None
-    return model, max(order.bytes, solved.bound)
+    share = _share(state.work, MODEL_SHARE / 2)
+    least = exact(line, again, share, held, hint=lowest.saved)
+    judged = [space.judge(least.saved, "the model's least peak")] if least.saved else []
+    bound = max(order.bytes, least.bound)
+    extra_bound = None
+    if budget >= bound:
+        start = min([*found, *(c for c in judged if c)], key=lambda c: c.key(budget))
+        cheap = exact(line, again, share, held, hint=start.saved, budget=budget)
+        if cheap.saved is not None:
+            judged.append(space.judge(cheap.saved, "the model's least compute"))
+        extra_bound = max(cheap.bound, 0) if cheap.bound != INFEASIBLE else None
+        bound = max(bound, budget + 1) if cheap.bound == INFEASIBLE else bound
+    return _Proven([c for c in judged if c is not None], bound, extra_bound)
 
 
 def _share(work: Budget, share: float) -> Budget:

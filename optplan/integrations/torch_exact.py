@@ -41,6 +41,7 @@ from torch import fx
 
 from optplan.budget import Budget
 from optplan.integrations.torch_bound import Storage, Timeline
+from optplan.integrations.torch_graph import node_cost
 from optplan.integrations.torch_workspace import footprints
 
 # How many times a no-overlap-2D part's deterministic second this model's takes.
@@ -50,6 +51,9 @@ SCALE = 0.2
 
 # The objective's weight of a byte of peak over one storage saved (more than any count).
 TIE = 1 << 16
+
+# The compute bound of a budget no saved set meets.
+INFEASIBLE = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +97,8 @@ class _Facts:
         self.size = {x: 0 if x in line.kept else line.storages.size[x] for x in self.xs}
         self.inputs = {x: self._inputs(x) for x in self.xs}
         self.by_order = sorted(self.xs, key=lambda x: (self.order[self.maker[x]], x[1]))
+        self.costs = {n: node_cost(n) for n in {self.maker[x] for x in self.xs}}
+        self.needed = _needed(line)
         scratch = footprints([*steps, *{self.maker[x] for x in self.xs}])
         self.scratch = {
             n: max(b - line.storages.bytes_of(set(line.storages.of[n.name])), 0)
@@ -135,6 +141,19 @@ class _Facts:
         )
 
 
+def _needed(line: Timeline) -> set[fx.Node]:
+    """The forward's calls its outputs need: the forward runs them whatever is saved."""
+    outputs = list(line.graph.find_nodes(op="output"))
+    todo = [a for a in outputs[0].args[0][: line.num_fwd_outputs] if isinstance(a, fx.Node)]
+    found: set[fx.Node] = set()
+    while todo:
+        node = todo.pop()
+        if node not in found and node in line.forward:
+            found.add(node)
+            todo.extend(node.all_input_nodes)
+    return found
+
+
 def _slots(steps: list[int], end: int) -> dict[int, int]:
     """Each anchor index to the slot of the first anchor with a step at or after it."""
     slot_of, j = {}, 0
@@ -147,9 +166,10 @@ def _slots(steps: list[int], end: int) -> dict[int, int]:
 
 @dataclass
 class _Model:
-    """Steps 1 to 5 as CP-SAT variables and constraints."""
+    """Steps 1 to 5 as CP-SAT variables and constraints; with a `budget`, step 6."""
 
     facts: _Facts
+    budget: int | None = None
 
     def __post_init__(self) -> None:
         f, model = self.facts, cp_model.CpModel()
@@ -170,8 +190,29 @@ class _Model:
         for k in range(f.K):
             self._anchor(k)
             self._computed_again(k)
-        # The least peak; among equal peaks, the fewest storages saved.
-        model.minimize(self.peak * TIE + sum(self.s.values()))
+        for x in f.xs:
+            if x in f.line.kept:
+                model.add(self.s[x] == 1)  # the caller's: saved for nothing
+        if self.budget is None:
+            # The least peak; among equal peaks, the fewest storages saved.
+            model.minimize(self.peak * TIE + sum(self.s.values()))
+        else:
+            model.add(self.peak <= self.budget)
+            model.minimize(self._extra())
+
+    def _extra(self) -> Any:
+        """Step 6: the FLOPs of the calls the forward must run (those the outputs need)
+        that the backward computes again (a storage of theirs exists there unsaved)."""
+        f, model, terms = self.facts, self.model, []
+        for maker, group in itertools.groupby(f.by_order, key=f.maker.__getitem__):
+            items = list(group)
+            if maker not in f.needed or not f.costs[maker]:
+                continue
+            again = model.new_bool_var("")
+            for x in items:
+                model.add_bool_or([again, self.m[x][f.K - 1].Not(), self.s[x]])
+            terms.append(f.costs[maker] * again)
+        return sum(terms)
 
     def hint(self, saved: set[Storage]) -> None:
         """Start CP-SAT from `saved`: each storage not saved first exists at the first
@@ -281,14 +322,17 @@ def exact(
     work: Budget,
     base_bytes: int = 0,
     hint: tuple[fx.Node, ...] = (),
+    budget: int | None = None,
 ) -> Exact:
     """The module's model for the joint graph of `line`, solved within `work` (CP-SAT's
     deterministic time, two workers taking turns: the same answer on any machine),
-    starting from the saved set `hint`."""
+    starting from the saved set `hint`. Without `budget` it minimises the peak (`bound`
+    in bytes); with one, the extra compute within it (`bound` in FLOPs: no saved set
+    whose backward's peak is within `budget` computes less again)."""
     facts = _Facts(line, may_run_again, base_bytes)
     if facts.K == 0:
-        return Exact(facts.base, None, False)
-    built = _Model(facts)
+        return Exact(facts.base if budget is None else 0, None, False)
+    built = _Model(facts, budget)
     built.hint({s for n in hint for s in line.storages.of.get(n.name, ())})
     solver = cp_model.CpSolver()
     clock = work.clock()
@@ -296,6 +340,10 @@ def exact(
     status = solver.solve(built.model)
     clock.solved(solver, SCALE)
     bound = math.ceil((solver.best_objective_bound - TIE + 1) / TIE - 1e-9)
+    if budget is not None:
+        bound = math.ceil(solver.best_objective_bound - 1e-6)
+        if status == cp_model.INFEASIBLE:
+            return Exact(INFEASIBLE, None, True, clock.now())
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return Exact(bound, None, False, clock.now())
     saved = [x for x in facts.xs if solver.value(built.s[x])]
