@@ -147,3 +147,18 @@ def test_no_saved_set_within_a_budget_computes_less_again_than_the_bound(
         least = min(c.extra_flops for c in every if c.peak.bytes <= budget)
         model = exact(line, space.may_run_again, Budget(5.0, 60.0), budget=budget)
         assert 0 <= model.bound <= least, (budget, model.bound, least)
+
+
+def test_a_step_too_large_to_model_still_gets_the_order_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import optplan.integrations.torch_exact as torch_exact
+
+    make = network([16], ["gelu"], [frozenset({"residual"})])
+    space, found = captured(make, monkeypatch)
+    monkeypatch.setattr(torch_exact, "MAX_CELLS", 1)
+    line = Timeline(space.joint_graph, space.forward, space.outputs_held, space.num_fwd_outputs)
+    model = exact(line, space.may_run_again, Budget(5.0, 60.0))
+    assert model.saved is None and model.work == 0
+    order = order_bound(line, space.may_run_again)
+    assert model.bound <= order.bytes <= min(c.peak.bytes for c in found)
