@@ -41,6 +41,7 @@ import optplan.torch as ot
 from optplan.integrations.torch_budget import WORK
 from optplan.integrations.torch_graph import graph_cost
 from optplan.integrations.torch_measure import measured_peak
+from optplan.integrations.torch_search import draws_random
 
 RESULTS = Path(__file__).parent / "results"
 PICTURE = Path(__file__).parent.parent / "docs" / "torch_training.svg"
@@ -207,11 +208,10 @@ def run(
 
 def _drawn_again(graphs: list[torch.fx.GraphModule]) -> int:
     """Random calls that a forward and the backward after it both run."""
-    seeded = torch.Tag.nondeterministic_seeded
 
     def random(gm: torch.fx.GraphModule) -> set[str]:
         calls = (n for n in gm.graph.nodes if n.op == "call_function")
-        return {n.name for n in calls if seeded in getattr(n.target, "tags", ())}
+        return {n.name for n in calls if draws_random(n)}
 
     pairs = zip(graphs[0::2], graphs[1::2], strict=False)
     return sum(len(random(fw) & random(bw)) for fw, bw in pairs)

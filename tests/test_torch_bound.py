@@ -152,7 +152,7 @@ def test_no_saved_set_within_a_budget_computes_less_again_than_the_bound(
 def test_a_step_too_large_to_model_still_gets_the_order_bound(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import optplan.integrations.torch_exact as torch_exact
+    from optplan.integrations import torch_exact
 
     make = network([16], ["gelu"], [frozenset({"residual"})])
     space, found = captured(make, monkeypatch)

@@ -168,3 +168,22 @@ def test_a_budget_only_the_search_meets_trains_equal_to_eager(
     report = ot.last_report()
     assert report is not None and report.peak_bytes <= own.peak.bytes < torch_least
     assert "moves" in report.candidate or "model" in report.candidate  # not one of torch's
+
+
+@pytest.mark.parametrize("p", [0.0, 0.1])
+def test_only_a_nonzero_dropout_probability_draws_at_random(p: float) -> None:
+    from torch import fx
+
+    from optplan.integrations.torch_search import draws_random
+
+    graph = fx.Graph()
+    x = graph.placeholder("x")
+    aten = torch.ops.aten
+    calls = [
+        graph.call_function(aten.native_dropout.default, (x, p, True)),
+        graph.call_function(aten._scaled_dot_product_flash_attention_for_cpu.default, (x, x, x, p)),
+        graph.call_function(aten._scaled_dot_product_flash_attention_for_cpu.default, (x, x, x)),
+        graph.call_function(aten.rand_like.default, (x,)),
+        graph.call_function(aten.mm.default, (x, x)),
+    ]
+    assert [draws_random(c) for c in calls] == [p > 0, p > 0, False, True, False]

@@ -148,7 +148,7 @@ class Space:
         """Step 2: what to save instead of running a random op again in the backward
         (on CPU it would draw a new mask): the op's tensor, or the items of it the
         backward reads; empty when the backward runs no random op."""
-        drawn = {n.name for n in bw.graph.nodes if n.op == "call_function" and _is_random(n)}
+        drawn = {n.name for n in bw.graph.nodes if n.op == "call_function" and draws_random(n)}
         if not drawn:
             return set()
         items = {
@@ -175,7 +175,7 @@ class Space:
             return False
         if node.meta.get("recompute") == CheckpointPolicy.MUST_SAVE:
             return False
-        return not (parts._must_be_in_forward(node) or _is_random(node))
+        return not (parts._must_be_in_forward(node) or draws_random(node))
 
     def available(self, saved: set[fx.Node]) -> set[fx.Node]:
         """The forward nodes the backward can compute from `saved` alone."""
@@ -183,7 +183,7 @@ class Space:
         for node in self.joint_graph.nodes:
             if node in have or node not in self.forward or node.op != "call_function":
                 continue
-            if parts._must_be_in_forward(node) or _is_random(node):
+            if parts._must_be_in_forward(node) or draws_random(node):
                 continue
             if all(a in have for a in node.all_input_nodes):
                 have.add(node)
@@ -204,9 +204,19 @@ def _is_forward(node: fx.Node, node_info: Any) -> bool:
     return bool(node_info.is_required_fw(node))
 
 
-def _is_random(node: fx.Node) -> bool:
-    tags = getattr(node.target, "tags", ())
-    return torch.Tag.nondeterministic_seeded in tags
+def draws_random(node: fx.Node) -> bool:
+    """Whether a call draws random numbers its result depends on: a random op, unless
+    its dropout probability (`p`, `dropout_p`) is zero (attention with no dropout)."""
+    target = node.target
+    if torch.Tag.nondeterministic_seeded not in getattr(target, "tags", ()):
+        return False
+    schema = getattr(target, "_schema", None)
+    for i, arg in enumerate(schema.arguments if schema is not None else ()):
+        if arg.name in ("p", "dropout_p"):
+            given = node.args[i] if i < len(node.args) else node.kwargs.get(arg.name)
+            value = arg.default_value if given is None else given
+            return not (isinstance(value, int | float) and value == 0)
+    return True
 
 
 def recompute(
