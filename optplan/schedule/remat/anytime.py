@@ -227,8 +227,20 @@ def cheaper(
     extra = extra_cost(graph, steps)
     if extra >= found.extra:
         return found
-    plan, _, _ = packed(graph, steps, call.budget, call.alignment, deadline, nearest=call.nearest)
-    return found if plan is None else Found(steps, plan, extra, RECREATE)
+    plan, _, tops = packed(
+        graph, steps, call.budget, call.alignment, deadline, nearest=call.nearest
+    )
+    if plan is not None:
+        return Found(steps, plan, extra, RECREATE)
+    # Cheaper in live bytes but not packed: the packing rounds from it, in half of what
+    # is left at most (on MOCCASIN's 500-node graph at 60 %, +51.9 % against +55.1 %,
+    # 195 bytes over the budget).
+    until = now() + (deadline - now()) / 2
+    unpacked = Unpacked((steps, RANKS[0]), tops, target)
+    packs = relieve(graph, unpacked, call.budget, call.alignment, call.allowed, until, call.nearest)
+    if packs is None or extra_cost(graph, packs[0]) >= found.extra:
+        return found
+    return Found(packs[0], packs[1], extra_cost(graph, packs[0]), RECREATE)
 
 
 def _tightened(
