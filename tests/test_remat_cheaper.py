@@ -17,10 +17,11 @@ from optplan.budget import Budget, now, running
 from optplan.problem import Problem, one_arena
 from optplan.problem.plan import validate
 from optplan.schedule.graph import Graph, problem_of
-from optplan.schedule.remat.anytime import Call, Found, cheaper, fit
+from optplan.schedule.remat.anytime import Call, Found, cheaper, fit, heuristics
 from optplan.schedule.remat.bounds import is_valid_steps, memory_bound
 from optplan.schedule.remat.heuristic import RANKS, extra_cost, profile_of
 from optplan.schedule.remat.packing import Nearest
+from optplan.schedule.remat.restarts import freeing_orders
 from tests.test_remat_awkward import awkward_graphs
 
 
@@ -61,4 +62,40 @@ def test_a_cheaper_schedule_is_valid_packed_no_dearer_and_the_same_again(
     room = one_arena(budget - graph.base_bytes)
     assert validate(Problem(problem.buffers, problem.aliases, memories=room), found.plan) == []
     again = _cheaper(call(), alignment)[1]
+    assert again is not None and again.steps == found.steps
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(awkward_graphs(max_ops=8), st.sampled_from((1, 8, 64)), st.floats(0.0, 1.0))
+def test_the_heuristics_schedule_after_the_start_orders_is_valid_packed_and_the_same_again(
+    drawn: tuple[Graph, tuple[bool, ...]], alignment: int, scale: float
+) -> None:
+    """Step 3 from the start orders, each passed over where its schedule at the budget
+    already costs as much as the best, the time they leave given to ruin and recreate
+    from the best: valid, within the budget, packed, and the same on a second call."""
+    graph, allowed = drawn
+    program = tuple(range(graph.ops))
+    peak = int(profile_of(graph, program).max(initial=0))
+    low = memory_bound(graph, allowed, alignment).bytes
+    budget = max(graph.base_bytes, low + int(scale * (peak - low)))
+    orders = [program, next(freeing_orders(graph), program)]
+
+    def run() -> Found | None:
+        call = Call(graph, budget, alignment, list(allowed), Nearest(graph, alignment, budget))
+        with running(Budget(2.0, 60.0).clock()):
+            return heuristics(
+                call, [o for o in orders if is_valid_steps(graph, o, allowed)], now() + 1.0
+            )
+
+    found = run()
+    event("packed" if found is not None else "nothing")
+    if found is None:
+        return
+    assert is_valid_steps(graph, found.steps, allowed)
+    assert int(profile_of(graph, found.steps).max(initial=0)) <= budget
+    assert found.extra == extra_cost(graph, found.steps)
+    problem = problem_of(graph, found.steps, alignment)
+    room = one_arena(budget - graph.base_bytes)
+    assert validate(Problem(problem.buffers, problem.aliases, memories=room), found.plan) == []
+    again = run()
     assert again is not None and again.steps == found.steps

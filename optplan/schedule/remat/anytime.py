@@ -98,13 +98,19 @@ def heuristics(call: Call, orders: list[tuple[int, ...]], deadline: float) -> Fo
             call.nearest.pack(order)
     for ranks in (RANKS[:1], RANKS[1:]):
         for order in orders:
-            found = fit(call, order, deadline, ranks)
+            found = fit(call, order, deadline, ranks, best.extra if best else None)
             if found is not None and (best is None or found.extra < best.extra):
                 best = found
             if best is not None and best.extra <= call.least:
                 return best
         if best is not None:
             break
+    while best is not None and not best.optimal and now() < deadline:
+        # The time the start orders left: ruin and recreate again from the best.
+        again = cheaper(call, best, deadline)
+        if again.extra >= best.extra:
+            break
+        best = again
     draws = freeing_orders(call.graph)
     half = now() + (deadline - now()) / 2
     if best is None and deadline - half >= DEEP_SECONDS:
@@ -179,10 +185,17 @@ def deep(call: Call, orders: list[tuple[int, ...]], deadline: float) -> Found | 
     return None
 
 
-def fit(call: Call, order: tuple[int, ...], deadline: float, ranks: Sequence[str]) -> Found | None:
+def fit(
+    call: Call,
+    order: tuple[int, ...],
+    deadline: float,
+    ranks: Sequence[str],
+    dearer: int | None = None,
+) -> Found | None:
     """Step 3 from one order: tighten the live-bytes target until the instances pack;
     where that finds nothing, the packing rounds (`packing.relieve`) from the first
-    schedule met that did not pack."""
+    schedule met that did not pack. None at once where the schedule met at the budget
+    costs `dearer` or more (a lower target costs more still)."""
     graph = call.graph
     if peak_bytes(graph, order) <= call.budget:
         # An order that fits needs no recomputation: packing it is worth a little time
@@ -197,7 +210,7 @@ def fit(call: Call, order: tuple[int, ...], deadline: float, ranks: Sequence[str
         )
         if plan is not None:
             return Found(order, plan, 0, "order", True)
-    found, unpacked = _tightened(call, order, deadline, ranks)
+    found, unpacked = _tightened(call, order, deadline, ranks, dearer)
     if found is not None or unpacked is None:
         return None if found is None else cheaper(call, found, deadline)
     packs = relieve(
@@ -244,7 +257,11 @@ def cheaper(
 
 
 def _tightened(
-    call: Call, order: tuple[int, ...], deadline: float, ranks: Sequence[str]
+    call: Call,
+    order: tuple[int, ...],
+    deadline: float,
+    ranks: Sequence[str],
+    dearer: int | None = None,
 ) -> tuple[Found | None, Unpacked | None]:
     """`fit`'s tightening of the target: the schedule that packs, or None; and the first
     schedule met by the peak heuristic that did not pack, or None."""
@@ -259,6 +276,8 @@ def _tightened(
         if not every and missed is not None and not tabu:
             tabu, every = True, _tabu_by(call, steps, target, deadline)
         found = every[0] if every else None
+        if found is not None and dearer is not None and extra_cost(graph, found[0]) >= dearer:
+            return None, None
         if found is None:
             if missed is None or missed - floor <= max(1, call.budget // 1000):
                 return None, unpacked
