@@ -7,7 +7,10 @@ it does not pack, the whole target is tightened (`_tightened`; where no rank mee
 lower target, the tabu rank and ruin and recreate (`recreate`) do, once), and where
 that finds nothing, the packing rounds lower it only at the steps where the packing
 overflowed (`packing.relieve`). A schedule that packs is made cheaper by ruin and
-recreate within its live bytes, kept where that packs too (`cheaper`). Every packing
+recreate within its live bytes, kept where that packs too, or where the packing rounds
+from it bring one that packs and is still cheaper (`cheaper`). A start order is passed
+over once a schedule it meets costs as much as the best, and the time the start orders
+leave goes to ruin and recreate from the best while it gets cheaper. Every packing
 that did not fit, every start order's own packing and
 every schedule the peak heuristic gave up on is offered to `Call.nearest`: where nothing
 fits, the caller reports how much memory the nearest schedule found needs. Where nothing
