@@ -18,7 +18,7 @@ way networkx 3.1 does: generations of nodes in file order):
    greedy, then cpsat for up to 10 s).
 
     .venv/bin/python benchmarks/remat.py --graphs DIR [--moccasin "PYTHON MAIN.PY"]
-        [--time-limit 30] [--retry-limit 120,600] [--set icml|all] [--shares 0.9,0.8,0.7,0.6,0.5]
+        [--time-limit 30] [--retry-limit 120,600] [--set icml|all|rest] [--shares 0.9,0.8,0.7,0.6,0.5]
         [--only n100] [--out benchmarks/results/remat.csv]
     .venv/bin/python benchmarks/remat.py --programs   # the training programs alone
     .venv/bin/python benchmarks/remat.py --graphs DIR --reach   # how low each heuristic gets
@@ -27,6 +27,11 @@ way networkx 3.1 does: generations of nodes in file order):
 reorder --capacity` runs; seconds only an outer guard), so its rows do not depend on the
 machine's load (`--guard`, default 600 s, raised on a loaded machine so that the work
 ends each run, not the guard); MOCCASIN's limits stay seconds.
+
+With `--only` (or `--shares` other than the default), the cases run replace their own
+rows of the CSV (graph and share) and its other rows are kept; `limit` says "work 30.0"
+or "30.0 s". `--set rest` runs MOCCASIN's graphs other than the ICML cases (written to
+`--out benchmarks/results/remat_all.csv`).
 
 A case where optplan finds neither a schedule nor a proof at `--time-limit` runs again,
 optplan and MOCCASIN both, at each of `--retry-limit`'s limits in turn until one gives an
@@ -103,6 +108,7 @@ COLUMNS = (
 )  # fmt: skip
 
 
+SHARES = (0.9, 0.8, 0.7, 0.6, 0.5)  # the default budgets, as shares of the program order's peak
 # What an infeasible row says in `lower_reason`: no bound on extra compute exists there.
 INFEASIBLE_LOWER = "none: no schedule fits the budget (reason), so no extra compute to bound"
 
@@ -254,7 +260,12 @@ def run_moccasin(
 
 
 def graph_rows(args: argparse.Namespace, folder: Path) -> list[dict[str, object]]:
-    names = ICML if args.set == "icml" else tuple(sorted(p.stem for p in folder.glob("*.json")))
+    every = tuple(sorted(p.stem for p in folder.glob("*.json")))
+    names = {
+        "icml": ICML,
+        "all": every,
+        "rest": tuple(name for name in every if name not in ICML),
+    }[args.set]
     command = args.moccasin or os.environ.get("OPTPLAN_MOCCASIN", "")
     if not command:
         print(
@@ -281,18 +292,50 @@ def graph_rows(args: argparse.Namespace, folder: Path) -> list[dict[str, object]
                     "share": share,
                     "budget": budget,
                 }
-                row["limit"] = limit
+                row["limit"] = f"work {limit}" if args.in_work else f"{limit} s"
                 row.update(run_optplan(graph, budget, limit, args.in_work, args.guard))
                 if command:
                     row.update(run_moccasin(command, path, share, limit, graph, ids, budget))
                 else:
-                    row.update(earlier.get((name, str(share), str(limit)), {}))
+                    row.update(earlier.get((name, str(share), _seconds(str(limit))), {}))
                 rows.append(row)
                 print(" | ".join(str(row.get(c, "")) for c in COLUMNS[:-1]), flush=True)
-                write(rows, args.out)  # so far: a long run cut short keeps its rows
+                # So far: a long run cut short keeps its rows; with --only, the file's
+                # rows of the cases not run again are kept.
+                write(_merged(args, rows), args.out)
                 if row["optplan_status"] != "unknown":
                     break
     return rows
+
+
+def kept(rows: list[dict[str, object]], out: str) -> list[dict[str, object]]:
+    """The rows of `out` (read now: another run may have written it since), those of
+    each case (graph, share) in `rows` replaced by `rows`' own, in the file's order."""
+    if not os.path.exists(out):
+        return rows
+    with open(out, newline="") as handle:
+        old: list[dict[str, object]] = list(csv.DictReader(handle))
+    new = {(str(r["graph"]), str(r["share"])) for r in rows}
+    merged: list[dict[str, object]] = []
+    for r in old:
+        key = (str(r["graph"]), str(r["share"]))
+        if key not in new:
+            merged.append(r)
+        elif not any((str(m["graph"]), str(m["share"])) == key for m in merged):
+            merged.extend(m for m in rows if (str(m["graph"]), str(m["share"])) == key)
+    done = {(str(r["graph"]), str(r["share"])) for r in merged}
+    return merged + [r for r in rows if (str(r["graph"]), str(r["share"])) not in done]
+
+
+def _merged(args: argparse.Namespace, rows: list[dict[str, object]]) -> list[dict[str, object]]:
+    """What a run writes: its rows, and with `--only` or other `--shares` the file's
+    rows of the cases it did not run (`kept`)."""
+    return kept(rows, args.out) if args.only or tuple(args.shares) != SHARES else rows
+
+
+def _seconds(limit: str) -> str:
+    """A limit column's number of seconds or units ("work 30.0", "30.0 s", "30.0": 30.0)."""
+    return str(float(limit.replace("work", "").replace("s", "").strip()))
 
 
 def _moccasin_rows(path: str) -> dict[tuple[str, str, str], dict[str, str]]:
@@ -301,7 +344,7 @@ def _moccasin_rows(path: str) -> dict[tuple[str, str, str], dict[str, str]]:
         return {}
     with open(path, newline="") as handle:
         return {
-            (r["graph"], r["share"], r["limit"]): {
+            (r["graph"], r["share"], _seconds(r["limit"])): {
                 c: r[c] for c in COLUMNS if c.startswith("moccasin_") and c in r
             }
             for r in csv.DictReader(handle)
@@ -330,12 +373,17 @@ def main() -> None:
         default=[120.0, 600.0],
         help="comma-separated: a case with no answer at --time-limit runs again at each in turn (0: never)",
     )
-    parser.add_argument("--set", choices=("icml", "all"), default="icml")
+    parser.add_argument(
+        "--set",
+        choices=("icml", "all", "rest"),
+        default="icml",
+        help="MOCCASIN's ICML cases, all its graphs, or all but the ICML cases",
+    )
     parser.add_argument("--only", default="", help="comma-separated parts of graph names")
     parser.add_argument(
         "--shares",
         type=lambda t: [float(x) for x in t.split(",")],
-        default=[0.9, 0.8, 0.7, 0.6, 0.5],
+        default=list(SHARES),
     )
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "remat.csv"))
     parser.add_argument("--programs", action="store_true", help="only the training programs")
@@ -361,7 +409,7 @@ def main() -> None:
     if args.reach:
         write(reach_rows(args, folder), str(ROOT / "benchmarks" / "results" / "remat_reach.csv"))
         return
-    write(graph_rows(args, folder), args.out)
+    write(_merged(args, graph_rows(args, folder)), args.out)
 
 
 REACH_RANKS = (*RANKS, TABU)

@@ -9,6 +9,7 @@ import time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from optplan.budget import Budget, now, running
 from optplan.problem.plan import Status
 from optplan.schedule.graph import Graph, peak_bytes
 from optplan.schedule.remat import Remat, is_valid_steps, memory_bound, rematerialise
@@ -118,3 +119,27 @@ def test_a_cnn_training_step_at_half_its_peak_is_answered() -> None:
     # The recomputation finds it too, with offsets within the budget.
     found = rematerialise(graph, Remat(28672, time_limit=10.0), allowed)
     assert found.status is Status.OPTIMAL and found.extra_cost == 933888
+
+
+def _fan(width: int) -> Graph:
+    """Op 0 makes x; ops 1..width each read x and make one buffer; the last op reads
+    them all: every state of the search has about `width` moves."""
+    sizes = [1] * (width + 1)
+    creates = [(0,)] + [(k,) for k in range(1, width + 1)] + [()]
+    reads = [()] + [(0,)] * width + [tuple(range(1, width + 1))]
+    preds = [()] + [(0,)] * width + [tuple(range(1, width + 1))]
+    return Graph(tuple(sizes), tuple(creates), tuple(reads), tuple(preds))
+
+
+def test_the_search_counts_the_work_of_each_move_and_stops_between_them() -> None:
+    """Under a clock counted in work, a search whose states have many moves stops on the
+    work of its moves, not only on the states it takes: 40 states of 40 moves each are
+    more than 0.003 units (they once counted 0.002, the states alone, and ran on)."""
+    graph = _fan(40)
+    allowed = [True] * graph.ops
+    with running(Budget(1.0, 60.0).clock()):
+        assert every_schedule(graph, graph.ops + 1, allowed, now() + 0.003, 10**6) is None
+    with running(Budget(1.0, 60.0).clock()):
+        found = every_schedule(graph, graph.ops + 1, allowed, now() + 1.0, 10**6)
+    assert found is not None and found.steps is not None
+    assert is_valid_steps(graph, found.steps, allowed)

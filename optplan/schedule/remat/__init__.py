@@ -28,7 +28,9 @@ extra compute (the cost of every run after an op's first). Steps:
    lowered only at the steps where its packing overflowed (`packing.relieve`); where
    no rank meets a lower target, the tabu rank does, once. Every schedule that packs
    is made cheaper by ruin and recreate within its live bytes (`recreate`) where the
-   cheaper one packs too. Then
+   cheaper one packs too (or the packing rounds from it bring one that does); an order
+   whose schedules cost as much as the best is passed over, and the time the start
+   orders leave goes to ruin and recreate from the best. Then
    the heuristics go on from first-run orders drawn at random (`restarts`) until their
    share of the time is spent, keeping the cheapest (`anytime`); where they find
    nothing by half of it, the tabu rank runs from each start order at targets below the

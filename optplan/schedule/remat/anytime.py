@@ -7,7 +7,10 @@ it does not pack, the whole target is tightened (`_tightened`; where no rank mee
 lower target, the tabu rank and ruin and recreate (`recreate`) do, once), and where
 that finds nothing, the packing rounds lower it only at the steps where the packing
 overflowed (`packing.relieve`). A schedule that packs is made cheaper by ruin and
-recreate within its live bytes, kept where that packs too (`cheaper`). Every packing
+recreate within its live bytes, kept where that packs too, or where the packing rounds
+from it bring one that packs and is still cheaper (`cheaper`). A start order is passed
+over once a schedule it meets costs as much as the best, and the time the start orders
+leave goes to ruin and recreate from the best while it gets cheaper. Every packing
 that did not fit, every start order's own packing and
 every schedule the peak heuristic gave up on is offered to `Call.nearest`: where nothing
 fits, the caller reports how much memory the nearest schedule found needs. Where nothing
@@ -98,13 +101,19 @@ def heuristics(call: Call, orders: list[tuple[int, ...]], deadline: float) -> Fo
             call.nearest.pack(order)
     for ranks in (RANKS[:1], RANKS[1:]):
         for order in orders:
-            found = fit(call, order, deadline, ranks)
+            found = fit(call, order, deadline, ranks, best.extra if best else None)
             if found is not None and (best is None or found.extra < best.extra):
                 best = found
             if best is not None and best.extra <= call.least:
                 return best
         if best is not None:
             break
+    while best is not None and not best.optimal and now() < deadline:
+        # The time the start orders left: ruin and recreate again from the best.
+        again = cheaper(call, best, deadline)
+        if again.extra >= best.extra:
+            break
+        best = again
     draws = freeing_orders(call.graph)
     half = now() + (deadline - now()) / 2
     if best is None and deadline - half >= DEEP_SECONDS:
@@ -179,10 +188,17 @@ def deep(call: Call, orders: list[tuple[int, ...]], deadline: float) -> Found | 
     return None
 
 
-def fit(call: Call, order: tuple[int, ...], deadline: float, ranks: Sequence[str]) -> Found | None:
+def fit(
+    call: Call,
+    order: tuple[int, ...],
+    deadline: float,
+    ranks: Sequence[str],
+    dearer: int | None = None,
+) -> Found | None:
     """Step 3 from one order: tighten the live-bytes target until the instances pack;
     where that finds nothing, the packing rounds (`packing.relieve`) from the first
-    schedule met that did not pack."""
+    schedule met that did not pack. None at once where the schedule met at the budget
+    costs `dearer` or more (a lower target costs more still)."""
     graph = call.graph
     if peak_bytes(graph, order) <= call.budget:
         # An order that fits needs no recomputation: packing it is worth a little time
@@ -197,7 +213,7 @@ def fit(call: Call, order: tuple[int, ...], deadline: float, ranks: Sequence[str
         )
         if plan is not None:
             return Found(order, plan, 0, "order", True)
-    found, unpacked = _tightened(call, order, deadline, ranks)
+    found, unpacked = _tightened(call, order, deadline, ranks, dearer)
     if found is not None or unpacked is None:
         return None if found is None else cheaper(call, found, deadline)
     packs = relieve(
@@ -227,12 +243,28 @@ def cheaper(
     extra = extra_cost(graph, steps)
     if extra >= found.extra:
         return found
-    plan, _, _ = packed(graph, steps, call.budget, call.alignment, deadline, nearest=call.nearest)
-    return found if plan is None else Found(steps, plan, extra, RECREATE)
+    plan, _, tops = packed(
+        graph, steps, call.budget, call.alignment, deadline, nearest=call.nearest
+    )
+    if plan is not None:
+        return Found(steps, plan, extra, RECREATE)
+    # Cheaper in live bytes but not packed: the packing rounds from it, in half of what
+    # is left at most (on MOCCASIN's 500-node graph at 60 %, +51.9 % against +55.1 %,
+    # 195 bytes over the budget).
+    until = now() + (deadline - now()) / 2
+    unpacked = Unpacked((steps, RANKS[0]), tops, target)
+    packs = relieve(graph, unpacked, call.budget, call.alignment, call.allowed, until, call.nearest)
+    if packs is None or extra_cost(graph, packs[0]) >= found.extra:
+        return found
+    return Found(packs[0], packs[1], extra_cost(graph, packs[0]), RECREATE)
 
 
 def _tightened(
-    call: Call, order: tuple[int, ...], deadline: float, ranks: Sequence[str]
+    call: Call,
+    order: tuple[int, ...],
+    deadline: float,
+    ranks: Sequence[str],
+    dearer: int | None = None,
 ) -> tuple[Found | None, Unpacked | None]:
     """`fit`'s tightening of the target: the schedule that packs, or None; and the first
     schedule met by the peak heuristic that did not pack, or None."""
@@ -247,6 +279,8 @@ def _tightened(
         if not every and missed is not None and not tabu:
             tabu, every = True, _tabu_by(call, steps, target, deadline)
         found = every[0] if every else None
+        if found is not None and dearer is not None and extra_cost(graph, found[0]) >= dearer:
+            return None, None
         if found is None:
             if missed is None or missed - floor <= max(1, call.budget // 1000):
                 return None, unpacked
