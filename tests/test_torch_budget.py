@@ -115,7 +115,9 @@ def test_a_budget_nothing_meets_names_the_op_and_the_tensors() -> None:
         step(model, torch.compile(model, backend="aot_eager"), x)
     text = str(caught.value)
     assert "no partition of this training step fits 1000 bytes" in text
-    assert "at op '" in text and "holding" in text and "proven: every saved set holds at least" in text
+    assert (
+        "at op '" in text and "holding" in text and "proven: every saved set holds at least" in text
+    )
 
 
 def test_the_same_model_gives_the_same_partition_and_the_key_names_the_budget() -> None:
