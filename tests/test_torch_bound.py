@@ -156,7 +156,7 @@ def test_a_step_too_large_to_model_still_gets_the_order_bound(
 
     make = network([16], ["gelu"], [frozenset({"residual"})])
     space, found = captured(make, monkeypatch)
-    monkeypatch.setattr(torch_exact, "MAX_CELLS", 1)
+    monkeypatch.setattr(torch_exact, "CELLS_PER_UNIT", 0.001)
     line = Timeline(space.joint_graph, space.forward, space.outputs_held, space.num_fwd_outputs)
     model = exact(line, space.may_run_again, Budget(5.0, 60.0))
     assert model.saved is None and model.work == 0
