@@ -63,6 +63,8 @@ BENCH_WORK = WORK
 # Every step here keeps only the loss: the logits die with the model's output, or (ViT,
 # CNN) with the square's backward, before the compiled backward runs.
 OURS = {"work": BENCH_WORK, "outputs_held": False}
+# Where the models run (`--device`): CPU, or a CUDA device where one is present.
+DEVICE = "cpu"
 LEAST = re.compile(r"the least peak found is (\d+) bytes")
 BOUND = re.compile(r"(?:holds at least|proven lower bound) (\d+) bytes")
 
@@ -71,7 +73,7 @@ def _hf(kind: str) -> tuple[torch.nn.Module, Callable[[torch.nn.Module], torch.T
     import transformers as tf
 
     torch.manual_seed(0)
-    ids = torch.randint(0, 512, (2, 256))
+    ids = torch.randint(0, 512, (2, 256), device=DEVICE)
     if kind == "gpt2":
         cfg = tf.GPT2Config(n_layer=1, n_embd=128, n_head=4, vocab_size=512, n_positions=256)
         model = tf.GPT2LMHeadModel(cfg)
@@ -106,7 +108,7 @@ def _hf(kind: str) -> tuple[torch.nn.Module, Callable[[torch.nn.Module], torch.T
             patch_size=8,
         )
         model = _WithLoss(tf.ViTForImageClassification(cfg), lambda y: y.logits.square().mean())
-        pixels = torch.randn(4, 3, 64, 64)
+        pixels = torch.randn(4, 3, 64, 64, device=DEVICE)
         return model, lambda m: m(pixels)
     model.config.use_cache = False
     # GPT-2's class name gives transformers no loss type: it would warn through a logger
@@ -155,7 +157,7 @@ def _cnn() -> tuple[torch.nn.Module, Callable[[torch.nn.Module], torch.Tensor]]:
         torch.nn.Flatten(),
         torch.nn.Linear(16, 10),
     )
-    x = torch.randn(8, 3, 64, 64)
+    x = torch.randn(8, 3, 64, 64, device=DEVICE)
     return _WithLoss(model, lambda y: y.square().mean()), lambda m: m(x)
 
 
@@ -176,6 +178,7 @@ def run(
     """(measured peak, FLOPs of fw+bw, step ms, random ops the backward runs again) of
     one compile: a random op run again draws anew on CPU, its gradients unlike eager's."""
     model, loss_of = make()
+    model.to(DEVICE)
     graphs: list[torch.fx.GraphModule] = []
 
     def keep(gm: torch.fx.GraphModule, inputs: list[torch.Tensor]) -> Callable[..., object]:
@@ -199,7 +202,7 @@ def run(
         else:
             with ot.memory_budget(**budget):  # type: ignore[arg-type]
                 step()
-    peak = measured_peak(step)
+    peak = measured_peak(step, DEVICE)
     start = time.perf_counter()
     step()
     ms = 1000 * (time.perf_counter() - start)
@@ -327,6 +330,9 @@ def main() -> None:
         help="torch's solvers to sweep, and optplan, optplan-held (comma-separated)",
     )
     parser.add_argument("--csv", type=Path, default=RESULTS / "torch_training.csv")
+    parser.add_argument(
+        "--device", default="cpu", help="cpu, or cuda where present (its max_memory_allocated)"
+    )
     parser.add_argument("--append", action="store_true", help="add rows to the CSV")
     parser.add_argument("--plot", action="store_true", help="only draw the picture from the CSV")
     parser.add_argument("--table", action="store_true", help="only print the table from the CSV")
@@ -334,6 +340,10 @@ def main() -> None:
     if args.plot or args.table:
         print(plot() if args.plot else table())
         return
+    if args.device != "cpu" and not torch.cuda.is_available():
+        parser.exit(2, f"torch_training.py: --device {args.device}: no CUDA device here\n")
+    global DEVICE
+    DEVICE = args.device
     budgets = sorted(
         {round(k * args.step, 2) for k in range(round(1 / args.step) + 1)} | {0.05, 0.15}
     )

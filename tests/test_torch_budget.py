@@ -362,3 +362,23 @@ def test_dropout_is_never_drawn_again_in_the_backward() -> None:
             got = seeded_grads(model, torch.compile(model, backend="aot_eager"), x)
         for a, b in zip(got, want, strict=True):
             assert close(a, b), budget
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the error is for a machine without CUDA")
+def test_the_benchmark_asked_for_cuda_without_it_says_so_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "rows.csv"
+    done = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / "torch_training.py"), "cnn", "--device", "cuda"]
+        + ["--csv", str(out)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "--device cuda: no CUDA device here" in done.stderr
+    assert not out.exists()
