@@ -1,4 +1,5 @@
-"""The backward of a training step as one CP-SAT model: the least peak over saved sets.
+"""The backward of a training step as one CP-SAT model: the saved set of least peak, or
+of least extra compute within a budget.
 
 The partitioner runs the backward's calls in a fixed order (`torch_bound`: anchor k's
 step, just after what it needs that has not run). Slot k is anchor k's step with what
@@ -14,16 +15,20 @@ runs just before it. For each forward storage x (views share their source's):
    the step's base, the anchor's scratch) and every x with m[x,k] that the anchor reads
    or that is read after slot k.
 4. Where x is first computed again in slot k, that step holds the backward's storages
-   carried into slot k, x, its call's scratch, every storage x's call reads, and every
-   y that existed before slot k and is read at slot k or after.
+   carried into slot k, x's call's outputs and scratch, every storage x's call reads,
+   every y that existed before slot k and is read at slot k or after, and every y that
+   an earlier call of slot k (in the joint graph's order) made and that is read later.
 5. `peak` is at least every step of 3 and 4; the model minimises it.
+6. With a budget: `peak` within it, the model minimises the FLOPs of the forward's
+   calls its outputs need (so the forward runs them) that the backward computes again.
 
 Every partition gives values (its saved set, and the slot where each storage it computes
 again first exists) that meet every constraint with no more bytes at any step than the
 partition holds there, so the least `peak`, or CP-SAT's proven bound on it when the work
-runs out, is a lower bound on the backward's peak of every saved set; and the saved set
-of the model's best answer is a candidate to judge for real (`torch_search`). Work is
-CP-SAT's deterministic time on the running budget (`optplan.budget`).
+runs out, is a lower bound on the backward's peak of every saved set, and the least of
+6 one on the extra compute of every saved set within the budget; the saved set of the
+model's best answer is a candidate to judge for real (`torch_search`). Work is CP-SAT's
+deterministic time on the running budget (`optplan.budget`).
 """
 
 from __future__ import annotations
