@@ -37,11 +37,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-import torch
 from ortools.graph.python import max_flow  # type: ignore[import-untyped, import-not-found, unused-ignore]
 from torch import fx
 
-from optplan.integrations.torch_graph import is_view, tensor_bytes
+from optplan.integrations.torch_graph import elements, is_view, tensor_bytes
 from optplan.integrations.torch_workspace import footprints
 
 # A storage: the call that makes it and which item of its output.
@@ -116,11 +115,6 @@ class _Storages:
 
 def _label(storage: Storage) -> str:
     return storage[0] if storage[1] == 0 else f"{storage[0]}[{storage[1]}]"
-
-
-def _elements(node: fx.Node) -> int:
-    value = node.meta.get("val")
-    return int(value.numel()) if isinstance(value, torch.Tensor) else 0
 
 
 def _returned(graph: fx.Graph, storages: _Storages) -> set[Storage]:
@@ -236,14 +230,14 @@ class Timeline:
         outputs = [n for n in self.graph.find_nodes(op="output")]
         leaves = [a for a in outputs[0].args[0][: self.num_fwd_outputs]] if outputs else []
         kept = [
-            a for a in leaves if isinstance(a, fx.Node) and (self.outputs_held or _elements(a) <= 1)
+            a for a in leaves if isinstance(a, fx.Node) and (self.outputs_held or elements(a) <= 1)
         ]
         return {s for a in kept for s in self.storages.of[a.name]} & self.forward_made
 
     def scalar(self, s: Storage) -> bool:
         """The loss's gradient: held by `backward()` to the end (the step's base)."""
         node = self.storages.node(s)
-        return _is_tangent(node) and _elements(node) == 1
+        return _is_tangent(node) and elements(node) == 1
 
     def held_at(self, k: int, anchor: fx.Node) -> tuple[set[Storage], set[Storage], set[Storage]]:
         """At anchor `k`'s step: the backward's storages held (step 1), the forward's held

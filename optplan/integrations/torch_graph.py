@@ -226,13 +226,13 @@ def step_graphs(
 
     # The caller's outputs it keeps are held throughout, saved for the backward or not;
     # dropped or not, it keeps the loss it calls backward on (one element).
-    kept = [n for n in _outputs(fw, users) if outputs_held or _elements(n) <= 1]
+    kept = [n for n in _outputs(fw, users) if outputs_held or elements(n) <= 1]
     caller = {key for n in kept for key in behind(n.name)}
     held: Held = {}
     scalars = 0
     for n in (n for n in bw.graph.nodes if n.op == "placeholder"):
         size, saved = tensor_bytes(n.meta.get("val")), behind(n.name)
-        if n.name.startswith("tangents") and _elements(n) == 1:
+        if n.name.startswith("tangents") and elements(n) == 1:
             # The loss's gradient: `backward()` holds it until the whole backward ends.
             scalars += size
         elif n.name.startswith("tangents") and size > 0:
@@ -243,7 +243,8 @@ def step_graphs(
     return fwd, graph_of(bw, held, base_bytes=throughout)
 
 
-def _elements(node: fx.Node) -> int:
+def elements(node: fx.Node) -> int:
+    """Elements of a node's tensor value (0 for anything else)."""
     value = node.meta.get("val")
     return int(value.numel()) if isinstance(value, torch.Tensor) else 0
 

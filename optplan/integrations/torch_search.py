@@ -38,7 +38,13 @@ from torch._functorch import partitioners as parts
 from torch.utils.checkpoint import CheckpointPolicy
 
 from optplan.budget import Budget, Clock
-from optplan.integrations.torch_graph import StepPeak, graph_cost, node_cost, step_peak
+from optplan.integrations.torch_graph import (
+    StepPeak,
+    graph_cost,
+    node_cost,
+    step_peak,
+    tensor_bytes,
+)
 
 # Partitions judged in a unit of work: one took 0.4 to 0.65 s on a loaded core for the
 # 2-layer Llama-style step of benchmarks/torch_training.py (237 in 153 s).
@@ -247,7 +253,7 @@ def recompute(
 def moves(space: Space, current: Candidate, budget: int) -> Iterator[tuple[str, set[fx.Node]]]:
     """Step 3: the neighbours of `current`, in the order step 3 gives."""
     held = {name for name, _ in current.peak.held}
-    size = {n: _bytes(n) for n in current.saved}
+    size = {n: tensor_bytes(n.meta.get("val")) for n in current.saved}
     drops = sorted(current.saved, key=lambda n: (n.name not in held, -size[n], space.order[n]))
     # Only a tensor can be saved: a tuple-valued op (layer norm's) is saved by its items.
     recomputed = [
@@ -269,13 +275,6 @@ def moves(space: Space, current: Candidate, budget: int) -> Iterator[tuple[str, 
     for label, saved in (*recomputes, *saves) if over else (*saves, *recomputes):
         if saved is not None:
             yield label, saved
-
-
-def _bytes(node: fx.Node) -> int:
-    value = node.meta.get("val")
-    if isinstance(value, torch.Tensor):
-        return int(value.numel()) * value.element_size()
-    return 0
 
 
 def improve(
