@@ -17,8 +17,18 @@ from optplan.problem import Problem, one_arena
 from optplan.problem.plan import Status, validate
 from optplan.schedule.graph import Graph, instances, live_spans, peak_bytes, problem_of, step_bytes
 from optplan.schedule.remat import Remat, is_valid_steps, rematerialise
+from optplan.schedule.remat.bounds import memory_bound
 from optplan.schedule.remat.heuristic import extra_cost, profile_of
 from tests.test_remat import _staged, schedules
+
+
+def budget_between(
+    graph: Graph, allowed: tuple[bool, ...], scale: float, alignment: int = 1
+) -> int:
+    """A budget `scale` of the way from the proven bound to the program order's peak."""
+    peak = max(step_bytes(graph, range(graph.ops)), default=graph.base_bytes)
+    low = memory_bound(graph, allowed, alignment).bytes
+    return max(graph.base_bytes, low + int(scale * (peak - low)))
 
 
 @st.composite

@@ -18,11 +18,11 @@ from optplan.problem import Problem, one_arena
 from optplan.problem.plan import validate
 from optplan.schedule.graph import Graph, problem_of
 from optplan.schedule.remat.anytime import Call, Found, cheaper, fit, heuristics
-from optplan.schedule.remat.bounds import is_valid_steps, memory_bound
+from optplan.schedule.remat.bounds import is_valid_steps
 from optplan.schedule.remat.heuristic import RANKS, extra_cost, profile_of
 from optplan.schedule.remat.packing import Nearest
 from optplan.schedule.remat.restarts import freeing_orders
-from tests.test_remat_awkward import awkward_graphs
+from tests.test_remat_awkward import awkward_graphs, budget_between
 
 
 def _cheaper(call: Call, alignment: int) -> tuple[Found | None, Found | None]:
@@ -42,10 +42,7 @@ def test_a_cheaper_schedule_is_valid_packed_no_dearer_and_the_same_again(
     drawn: tuple[Graph, tuple[bool, ...]], alignment: int, scale: float
 ) -> None:
     graph, allowed = drawn
-    program = tuple(range(graph.ops))
-    peak = int(profile_of(graph, program).max(initial=0))
-    low = memory_bound(graph, allowed, alignment).bytes
-    budget = max(graph.base_bytes, low + int(scale * (peak - low)))
+    budget = budget_between(graph, allowed, scale, alignment)
 
     def call() -> Call:
         return Call(graph, budget, alignment, list(allowed), Nearest(graph, alignment, budget))
@@ -75,9 +72,7 @@ def test_the_heuristics_schedule_after_the_start_orders_is_valid_packed_and_the_
     from the best: valid, within the budget, packed, and the same on a second call."""
     graph, allowed = drawn
     program = tuple(range(graph.ops))
-    peak = int(profile_of(graph, program).max(initial=0))
-    low = memory_bound(graph, allowed, alignment).bytes
-    budget = max(graph.base_bytes, low + int(scale * (peak - low)))
+    budget = budget_between(graph, allowed, scale, alignment)
     orders = [program, next(freeing_orders(graph), program)]
 
     def run() -> Found | None:

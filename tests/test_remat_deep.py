@@ -23,11 +23,11 @@ from optplan.problem.plan import validate
 from optplan.schedule.graph import Graph, problem_of
 from optplan.schedule.remat import anytime
 from optplan.schedule.remat.anytime import Call, Found, deep
-from optplan.schedule.remat.bounds import is_valid_steps, memory_bound
+from optplan.schedule.remat.bounds import is_valid_steps
 from optplan.schedule.remat.heuristic import TABU, extra_cost, profile_of
 from optplan.schedule.remat.packing import Nearest
 from optplan.schedule.remat.restarts import freeing_orders
-from tests.test_remat_awkward import awkward_graphs
+from tests.test_remat_awkward import awkward_graphs, budget_between
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -37,9 +37,7 @@ def test_a_deep_schedule_is_valid_and_fits(
 ) -> None:
     graph, allowed = drawn
     program = tuple(range(graph.ops))
-    peak = int(profile_of(graph, program).max(initial=0))
-    low = memory_bound(graph, allowed, alignment).bytes
-    budget = max(graph.base_bytes, low + int(scale * (peak - low)))
+    budget = budget_between(graph, allowed, scale, alignment)
     call = Call(graph, budget, alignment, list(allowed), Nearest(graph, alignment, budget))
     found = deep(call, [program, next(freeing_orders(graph), program)], time.perf_counter() + 20)
     event("packed" if found is not None else "nothing")

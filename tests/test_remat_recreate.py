@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from optplan.schedule.graph import Graph, step_bytes
-from optplan.schedule.remat.bounds import is_valid_steps, memory_bound
+from optplan.schedule.remat.bounds import is_valid_steps
 from optplan.schedule.remat.heuristic import RANKS, extra_cost, greedy, relieved
 from optplan.schedule.remat.recreate import recreate, relieved_again
-from tests.test_remat_awkward import awkward_graphs
+from tests.test_remat_awkward import awkward_graphs, budget_between
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -33,9 +33,7 @@ def test_a_recreated_schedule_is_valid_within_the_target_and_no_dearer(
 ) -> None:
     graph, allowed = drawn
     program = tuple(range(graph.ops))
-    peak = max(step_bytes(graph, program), default=graph.base_bytes)
-    low = memory_bound(graph, allowed).bytes
-    target = max(graph.base_bytes, low + int(scale * (peak - low)))
+    target = budget_between(graph, allowed, scale)
     start = greedy(graph, program, target, allowed, time.perf_counter() + 10, rank)
     event("met" if start is not None else "not met")
     if start is None:
@@ -59,9 +57,7 @@ def test_a_recreated_schedule_keeps_each_steps_relief(
     count, and it is valid and no dearer."""
     graph, allowed = drawn
     program = tuple(range(graph.ops))
-    peak = max(step_bytes(graph, program), default=graph.base_bytes)
-    low = memory_bound(graph, allowed).bytes
-    target = max(graph.base_bytes, low + int(scale * (peak - low)))
+    target = budget_between(graph, allowed, scale)
     drawn_relief = data.draw(st.lists(st.integers(0, 6), min_size=graph.ops, max_size=graph.ops))
     relief = np.array(drawn_relief, dtype=np.int64)
     start = relieved(graph, program, target, allowed, time.perf_counter() + 10, "cost", relief)
