@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from optplan.budget import Budget
 from optplan.integrations.torch_bound import Timeline, order_bound
-from optplan.integrations.torch_exact import exact
+from optplan.integrations.torch_exact import Facts, exact
 from optplan.integrations.torch_search import Candidate, Space
 from tests.test_torch_search import captured, every_saved_set
 
@@ -65,7 +65,7 @@ def proven_and_model(space: Space, work: float = 5.0) -> tuple[int, Candidate | 
     """The larger bound, and the model's saved set judged for real."""
     line = Timeline(space.joint_graph, space.forward, space.outputs_held, space.num_fwd_outputs)
     order = order_bound(line, space.may_run_again, space.base_bytes)
-    model = exact(line, space.may_run_again, Budget(work, 60.0), space.base_bytes)
+    model = exact(Facts(line, space.may_run_again, space.base_bytes), Budget(work, 60.0))
     judged = space.judge(model.saved, "model") if model.saved is not None else None
     return max(order.bytes, model.bound), judged
 
@@ -119,7 +119,7 @@ def test_the_model_gives_the_same_saved_set_twice_and_reaches_the_least_peak() -
     with pytest.MonkeyPatch.context() as monkeypatch:
         space, found = captured(make, monkeypatch)
     line = Timeline(space.joint_graph, space.forward, space.outputs_held, space.num_fwd_outputs)
-    answers = [exact(line, space.may_run_again, Budget(5.0, 60.0)) for _ in range(2)]
+    answers = [exact(Facts(line, space.may_run_again, 0), Budget(5.0, 60.0)) for _ in range(2)]
     assert answers[0] == answers[1]
     judged = space.judge(answers[0].saved or (), "model")
     assert judged is not None
@@ -145,7 +145,7 @@ def test_no_saved_set_within_a_budget_computes_less_again_than_the_bound(
     line = Timeline(space.joint_graph, space.forward, space.outputs_held, space.num_fwd_outputs)
     for budget in sorted({c.peak.bytes for c in every}):
         least = min(c.extra_flops for c in every if c.peak.bytes <= budget)
-        model = exact(line, space.may_run_again, Budget(5.0, 60.0), budget=budget)
+        model = exact(Facts(line, space.may_run_again, 0), Budget(5.0, 60.0), budget=budget)
         assert 0 <= model.bound <= least, (budget, model.bound, least)
 
 
@@ -158,7 +158,7 @@ def test_a_step_too_large_to_model_still_gets_the_order_bound(
     space, found = captured(make, monkeypatch)
     monkeypatch.setattr(torch_exact, "CELLS_PER_UNIT", 0.001)
     line = Timeline(space.joint_graph, space.forward, space.outputs_held, space.num_fwd_outputs)
-    model = exact(line, space.may_run_again, Budget(5.0, 60.0))
+    model = exact(Facts(line, space.may_run_again, 0), Budget(5.0, 60.0))
     assert model.saved is None and model.work == 0
     order = order_bound(line, space.may_run_again)
     assert model.bound <= order.bytes <= min(c.peak.bytes for c in found)

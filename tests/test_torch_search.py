@@ -18,7 +18,7 @@ import optplan.torch as ot
 from optplan.budget import Budget
 from optplan.integrations import torch_budget as tb
 from optplan.integrations.torch_bound import Timeline, order_bound
-from optplan.integrations.torch_exact import exact
+from optplan.integrations.torch_exact import Facts, exact
 from optplan.integrations.torch_search import Candidate, Space, improve
 
 ACTIVATIONS = {"tanh": torch.nn.Tanh, "gelu": torch.nn.GELU, "sigmoid": torch.nn.Sigmoid}
@@ -98,7 +98,7 @@ def every_saved_set(space: Space) -> list[Candidate]:
 def proven(space: Space) -> int:
     """The larger of the order's cut bound and the backward model's bound."""
     line = Timeline(space.joint_graph, space.forward, space.outputs_held, space.num_fwd_outputs)
-    model = exact(line, space.may_run_again, Budget(5.0, 60.0), space.base_bytes)
+    model = exact(Facts(line, space.may_run_again, space.base_bytes), Budget(5.0, 60.0))
     return max(order_bound(line, space.may_run_again, space.base_bytes).bytes, model.bound)
 
 

@@ -53,7 +53,7 @@ import optplan
 from optplan.budget import Budget
 from optplan.errors import InputError
 from optplan.integrations.torch_bound import Timeline, order_bound
-from optplan.integrations.torch_exact import INFEASIBLE, exact
+from optplan.integrations.torch_exact import INFEASIBLE, Facts, exact
 from optplan.integrations.torch_graph import StepPeak, tensor_bytes
 from optplan.integrations.torch_search import (
     SEARCH_GUARD_SECONDS,
@@ -273,13 +273,14 @@ def _model(state: _State, space: Space, found: list[Candidate], budget: int) -> 
     order = order_bound(line, again, held)
     lowest = min(found, key=lambda c: c.peak.bytes)
     share = _share(state.work, MODEL_SHARE / 2)
-    least = exact(line, again, share, held, hint=lowest.saved)
+    facts = Facts(line, again, held)
+    least = exact(facts, share, hint=lowest.saved)
     judged = [space.judge(least.saved, "the model's least peak")] if least.saved else []
     bound = max(order.bytes, least.bound)
     extra_bound = None
     if budget >= bound:
         start = min([*found, *(c for c in judged if c)], key=lambda c: c.key(budget))
-        cheap = exact(line, again, share, held, hint=start.saved, budget=budget)
+        cheap = exact(facts, share, hint=start.saved, budget=budget)
         if cheap.saved is not None:
             judged.append(space.judge(cheap.saved, "the model's least compute"))
         extra_bound = max(cheap.bound, 0) if cheap.bound != INFEASIBLE else None

@@ -79,7 +79,7 @@ class Exact:
 
 
 @dataclass
-class _Facts:
+class Facts:
     """What the model reads off the timeline: slots, reads, calls and their bytes."""
 
     line: Timeline
@@ -91,7 +91,8 @@ class _Facts:
         steps = [a for a in line.runs.anchors if a in line.reads]
         index = {a: k for k, a in enumerate(line.runs.anchors)}
         self.anchors = steps
-        self.slot_of = _slots([index[a] for a in steps], len(line.runs.anchors))
+        self.at = [index[a] for a in steps]  # anchor k's place among the timeline's
+        self.slot_of = _slots(self.at, len(line.runs.anchors))
         self.K = len(steps)
         self.xs = sorted(line.forward_made)
         self.order = {n: i for i, n in enumerate(line.graph.nodes)}
@@ -130,16 +131,15 @@ class _Facts:
 
     def fixed(self, k: int) -> int:
         """Anchor k's held bytes without choice: the backward's storages and scratch."""
-        anchor = self.anchors[k]
-        held, _, _ = self.line.held_at(self.line.runs.anchors.index(anchor), anchor)
-        return self.line.storages.bytes_of(held) + self.scratch.get(anchor, 0)
+        held, _, _ = self.line.held_at(self.at[k], self.anchors[k])
+        return self.line.storages.bytes_of(held) + self.scratch.get(self.anchors[k], 0)
 
     def carried(self, k: int) -> int:
         """The backward's storages held through slot k: made by the slots before it, read
         at anchor k's step or after it (or returned)."""
-        line, runs = self.line, self.line.runs
-        at = runs.anchors.index(self.anchors[k])
-        made_by = runs.anchors.index(self.anchors[k - 1]) if k else -1
+        line = self.line
+        at = self.at[k]
+        made_by = self.at[k - 1] if k else -1
         return line.storages.bytes_of(
             {
                 s
@@ -179,7 +179,7 @@ def _slots(steps: list[int], end: int) -> dict[int, int]:
 class _Model:
     """Steps 1 to 5 as CP-SAT variables and constraints; with a `budget`, step 6."""
 
-    facts: _Facts
+    facts: Facts
     budget: int | None = None
 
     def __post_init__(self) -> None:
@@ -316,7 +316,7 @@ class _Model:
         """For each y: held into slot k (existed before it, read in it after its calls
         computed again, or later), and first computed in slot k and read likewise."""
         f, model = self.facts, self.model
-        index = f.line.runs.anchors.index(f.anchors[k])
+        index = f.at[k]
         carry, early = {}, {}
         for y in f.xs:
             late = any(t >= index for t in f.read_times[y])
@@ -328,25 +328,23 @@ class _Model:
 
 
 def exact(
-    line: Timeline,
-    may_run_again: Callable[[fx.Node], bool],
+    facts: Facts,
     work: Budget,
-    base_bytes: int = 0,
     hint: tuple[fx.Node, ...] = (),
     budget: int | None = None,
 ) -> Exact:
-    """The module's model for the joint graph of `line`, solved within `work` (CP-SAT's
+    """The module's model of a timeline's `facts` (built once for both solves of one
+    step), solved within `work` (CP-SAT's
     deterministic time, two workers taking turns: the same answer on any machine),
     starting from the saved set `hint`. Without `budget` it minimises the peak (`bound`
     in bytes); with one, the extra compute within it (`bound` in FLOPs: no saved set
     whose backward's peak is within `budget` computes less again). A step larger than
     `CELLS_PER_UNIT` per unit of work is not modelled (no saved set, a bound of what is
     held throughout)."""
-    facts = _Facts(line, may_run_again, base_bytes)
     if facts.K == 0 or len(facts.xs) * facts.K > CELLS_PER_UNIT * (work.work or 0):
         return Exact(facts.base if budget is None else 0, None, False)
     built = _Model(facts, budget)
-    built.hint({s for n in hint for s in line.storages.of.get(n.name, ())})
+    built.hint({s for n in hint for s in facts.line.storages.of.get(n.name, ())})
     solver = cp_model.CpSolver()
     clock = work.clock()
     clock.limit(solver.parameters, clock.left() / SCALE, workers=2, seed=0, interleave=True)
@@ -363,7 +361,7 @@ def exact(
     return Exact(bound, _nodes(facts, saved), status == cp_model.OPTIMAL, clock.now())
 
 
-def _nodes(facts: _Facts, saved: list[Storage]) -> tuple[fx.Node, ...]:
+def _nodes(facts: Facts, saved: list[Storage]) -> tuple[fx.Node, ...]:
     """The forward nodes that hold `saved`: a call's tensor, or the item of its tuple;
     and the inputs and parameters (the caller's: they cost nothing)."""
     graph = facts.line.graph
