@@ -25,6 +25,20 @@ from optplan.schedule.remat.restarts import freeing_orders
 from tests.test_remat_awkward import awkward_graphs, budget_between
 
 
+def assert_packed(
+    graph: Graph, allowed: tuple[bool, ...], found: Found, budget: int, alignment: int
+) -> None:
+    """`found` runs every op in a valid order, keeps the ops that cannot run twice to one
+    run, is within the budget in live bytes, costs what it says, and its plan is judged
+    valid by `validate` within the budget less the bytes live across."""
+    assert is_valid_steps(graph, found.steps, allowed)
+    assert int(profile_of(graph, found.steps).max(initial=0)) <= budget
+    assert found.extra == extra_cost(graph, found.steps)
+    problem = problem_of(graph, found.steps, alignment)
+    room = one_arena(budget - graph.base_bytes)
+    assert validate(Problem(problem.buffers, problem.aliases, memories=room), found.plan) == []
+
+
 def _cheaper(call: Call, alignment: int) -> tuple[Found | None, Found | None]:
     """Under a clock of 2 units of work: the schedule `fit` packs from the program order
     (before it is made cheaper: `cheaper` is called on it again here), and `cheaper`'s."""
@@ -52,12 +66,8 @@ def test_a_cheaper_schedule_is_valid_packed_no_dearer_and_the_same_again(
     if start is None or found is None:
         return
     event("cheaper" if found.extra < start.extra else "as dear")
-    assert is_valid_steps(graph, found.steps, allowed)
-    assert int(profile_of(graph, found.steps).max(initial=0)) <= budget
-    assert found.extra == extra_cost(graph, found.steps) <= start.extra
-    problem = problem_of(graph, found.steps, alignment)
-    room = one_arena(budget - graph.base_bytes)
-    assert validate(Problem(problem.buffers, problem.aliases, memories=room), found.plan) == []
+    assert_packed(graph, allowed, found, budget, alignment)
+    assert found.extra <= start.extra
     again = _cheaper(call(), alignment)[1]
     assert again is not None and again.steps == found.steps
 
@@ -86,11 +96,6 @@ def test_the_heuristics_schedule_after_the_start_orders_is_valid_packed_and_the_
     event("packed" if found is not None else "nothing")
     if found is None:
         return
-    assert is_valid_steps(graph, found.steps, allowed)
-    assert int(profile_of(graph, found.steps).max(initial=0)) <= budget
-    assert found.extra == extra_cost(graph, found.steps)
-    problem = problem_of(graph, found.steps, alignment)
-    room = one_arena(budget - graph.base_bytes)
-    assert validate(Problem(problem.buffers, problem.aliases, memories=room), found.plan) == []
+    assert_packed(graph, allowed, found, budget, alignment)
     again = run()
     assert again is not None and again.steps == found.steps

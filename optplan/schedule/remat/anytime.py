@@ -3,16 +3,18 @@ their schedules packed for real offsets, and the orders drawn at random after th
 
 From one order (`fit`): the peak heuristic meets the live-bytes target under its ranks
 (and the walk evicts on demand); the schedule met is packed (`packing.packed`). Where
-it does not pack, the whole target is tightened (`_tightened`; where no rank meets a
-lower target, the tabu rank and ruin and recreate (`recreate`) do, once), and where
-that finds nothing, the packing rounds lower it only at the steps where the packing
-overflowed (`packing.relieve`). A schedule that packs is made cheaper by ruin and
-recreate within its live bytes, kept where that packs too, or where the packing rounds
-from it bring one that packs and is still cheaper (`cheaper`). A start order is passed
-over once a schedule it meets costs as much as the best, and the time the start orders
-leave goes to ruin and recreate from the best while it gets cheaper. Every packing
-that did not fit, every start order's own packing and
-every schedule the peak heuristic gave up on is offered to `Call.nearest`: where nothing
+it does not pack, the whole target is tightened (`_tightened`): on a ladder where the
+first schedule met costs at most the graph's compute again (each rung's schedule
+recreated, the rungs close, the tabu rank at each: `_Rungs`), else in larger steps
+(where no rank meets a lower target, the tabu rank and ruin and recreate (`recreate`)
+do, once); where that finds nothing, the packing rounds lower it only at the steps
+where the packing overflowed (`packing.relieve`). A schedule that packs is made cheaper
+by ruin and recreate within its live bytes, kept where that packs too, or where the
+packing rounds from it bring one that packs and is still cheaper (`cheaper`). A start
+order is passed over once a schedule it meets costs as much as the best, and the time
+the start orders leave goes to ruin and recreate from the best while it gets cheaper.
+Every packing that did not fit, every start order's own packing and every schedule the
+peak heuristic gave up on is offered to `Call.nearest`: where nothing
 fits, the caller reports how much memory the nearest schedule found needs. Where nothing
 packs by half the time left for the orders drawn at random, the deep pass (`deep`): the
 tabu search from the start orders at live-bytes targets below the budget, each schedule
@@ -21,7 +23,7 @@ met then through the packing rounds at that target.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,6 +60,17 @@ DEEP_TARGETS = (0.9, 0.95)
 # The least time the deep pass needs at half the time left for the draws: shorter limits
 # keep the draws as they were (MOCCASIN's 500-node graph at 60 % is met by them at 30 s).
 DEEP_SECONDS = 30.0
+# The work of ruin and recreate at each rung of a ladder (`_Rungs`), before the schedule
+# met there is packed (half of what is left at most). Without it each rung goes on from
+# a dearer schedule, and the next jumps further: on MOCCASIN's 500-node graph at 60 %,
+# +34.1 % at the budget, then +94.1 % at 91 %; with it +22.4 % at the budget and +30.5,
+# +50.3, +44.5 % at 95-91 %, then +40.2 % at 90 %, which packs.
+RUNG_WORK = 3.0
+# The most extra compute, in shares of the graph's, of the first schedule met at which
+# the tightening is a ladder. Above it the ladder's rungs cost more and take the time the
+# packing rounds need: on MOCCASIN's 1,000-node graph at 50 % (+157 % first) the ladder
+# packs nothing in 30 units, and the packing rounds from the first schedule find +183 %.
+LADDER_EXTRA = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,17 +280,19 @@ def _tightened(
     dearer: int | None = None,
 ) -> tuple[Found | None, Unpacked | None]:
     """`fit`'s tightening of the target: the schedule that packs, or None; and the first
-    schedule met by the peak heuristic that did not pack, or None."""
+    schedule met by the peak heuristic that did not pack, or None. Where the first
+    schedule met costs at most `LADDER_EXTRA` times the graph's compute, every rung's
+    schedule is recreated before it is packed and the rungs are close (`_Rungs`)."""
     graph = call.graph
     target, steps = call.budget, order
     unpacked: Unpacked | None = None
     floor = graph.base_bytes  # below every target the heuristics may still meet
     missed = None  # the lowest target met whose schedule did not pack
-    tabu = False  # whether the tabu rank was tried (once: it takes a part of the time)
+    rungs: _Rungs | None = None
     while target > floor:
         every = _found_by(call, steps, target, deadline, ranks)
-        if not every and missed is not None and not tabu:
-            tabu, every = True, _tabu_by(call, steps, target, deadline)
+        if rungs is not None and missed is not None and (rungs.ladder or not every):
+            every = sorted(every + rungs.tabu(call, steps, target, deadline), key=_extra(graph))
         found = every[0] if every else None
         if found is not None and dearer is not None and extra_cost(graph, found[0]) >= dearer:
             return None, None
@@ -287,6 +302,8 @@ def _tightened(
             # Nothing at this target from here: try halfway back to the one met.
             floor, target = target, (target + missed) // 2
             continue
+        rungs = rungs or _Rungs(extra_cost(graph, found[0]) <= LADDER_EXTRA * _compute(graph))
+        found = rungs.recreated(call, found, target, deadline)
         plan, over, tops = packed(
             graph, found[0], call.budget, call.alignment, deadline, nearest=call.nearest
         )
@@ -297,34 +314,79 @@ def _tightened(
             ), unpacked
         if found[1] != "walk" and unpacked is None:  # met by the peak heuristic
             unpacked = Unpacked(found, tops, target)
-        # The packing rounds go on from this schedule with the ranks of the peak heuristic
-        # that met this target, cheapest first, lower by what the greedy packing lost to
-        # fragmentation (on MOCCASIN's 1,000-node graph at 70 % it was 6.5 %: three 2 %
-        # steps of 8-15 s each), at most a tenth.
+        # The next rung goes on from this schedule with the ranks of the peak heuristic
+        # that met this target, cheapest first.
         missed, steps = target, found[0]
         kept = [rank for _, rank in every if rank not in ("walk", TABU)]
         ranks = kept or (ranks if found[1] == TABU else RANKS[:1])
-        room = target - graph.base_bytes
-        lower = max(floor + 1, target - max(1, room // 50, min(over, room // 10)))
+        lower = max(floor + 1, target - rungs.step(target - graph.base_bytes, over))
         if lower >= target or now() > deadline:
             return None, unpacked  # met at every target tried, packed at none
         target = lower
     return None, unpacked
 
 
+def _compute(graph: Graph) -> int:
+    return sum(graph.costs) if graph.costs else graph.ops
+
+
+@dataclass(slots=True)
+class _Rungs:
+    """How `_tightened` goes from one target to the next. On a ladder (`ladder`), each
+    rung's schedule is recreated (`RUNG_WORK`) before it is packed, the tabu rank is
+    tried at every rung below the first, and the next target is lower by half what the
+    greedy packing lost to fragmentation, at least a hundredth of the room. Else the
+    tabu rank (and a recreate) only where no rank meets a target, once, and the next
+    target lower by what the packing lost, at least a fiftieth and at most a tenth (on
+    MOCCASIN's 1,000-node graph at 70 % it was 6.5 %: three 2 % steps of 8-15 s each)."""
+
+    ladder: bool
+    tried: bool = False  # off the ladder: whether the tabu rank was tried
+
+    def tabu(
+        self, call: Call, steps: tuple[int, ...], target: int, deadline: float
+    ) -> list[tuple[tuple[int, ...], str]]:
+        if self.ladder:
+            return _tabu_by(call, steps, target, deadline, recreated=False)
+        if self.tried:
+            return []
+        self.tried = True
+        return _tabu_by(call, steps, target, deadline)
+
+    def recreated(
+        self, call: Call, found: tuple[tuple[int, ...], str], target: int, deadline: float
+    ) -> tuple[tuple[int, ...], str]:
+        if not self.ladder:
+            return found
+        until = now() + min(RUNG_WORK, (deadline - now()) / 2)
+        return recreate(call.graph, found[0], target, call.allowed, until), found[1]
+
+    def step(self, room: int, over: int) -> int:
+        if self.ladder:
+            return max(1, room // 200, over // 2)
+        return max(1, room // 50, min(over, room // 10))
+
+
+def _extra(graph: Graph) -> Callable[[tuple[tuple[int, ...], str]], int]:
+    return lambda found: extra_cost(graph, found[0])
+
+
 def _tabu_by(
-    call: Call, steps: tuple[int, ...], target: int, deadline: float
+    call: Call, steps: tuple[int, ...], target: int, deadline: float, recreated: bool = True
 ) -> list[tuple[tuple[int, ...], str]]:
-    """Where no rank meets a lower target from a schedule met above it: the tabu rank,
-    in a quarter of the time left at most, its schedule made cheaper by ruin and
-    recreate at that target in a quarter of what is then left (on MOCCASIN's 500-node
-    graph at 60 %, from a schedule met at 94 % of the budget, 90 % is met at +74.9 % and
-    recreated to +40.6 %, which packs)."""
+    """Where no rank meets a lower target from a schedule met above it (or at every rung
+    of a ladder): the tabu rank, in a quarter of the time left at most, its schedule
+    made cheaper by ruin and recreate at that target in a quarter of what is then left
+    unless `recreated` is False (on MOCCASIN's 500-node graph at 60 %, from a schedule
+    met at 94 % of the budget, 90 % is met at +74.9 % and recreated to +40.6 %, which
+    packs)."""
     graph = call.graph
     until = now() + (deadline - now()) / 4
     met = greedy(graph, steps, target, call.allowed, until, TABU, call.nearest.pack)
     if met is None:
         return []
+    if not recreated:
+        return [(met, TABU)]
     return [(recreate(graph, met, target, call.allowed, now() + (deadline - now()) / 4), TABU)]
 
 

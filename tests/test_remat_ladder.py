@@ -1,0 +1,55 @@
+"""The tightening of `fit` (`anytime._tightened`), on a ladder (each rung's schedule
+recreated, close rungs, the tabu rank at each) and off it: every schedule it packs runs
+every op in a valid order, keeps the ops that cannot run twice to one run, is within
+the budget in live bytes, costs what it says, and its plan is judged valid by `validate`
+within the budget less the bytes live across; the first schedule it met that did not
+pack is within its target; under a clock counted in work it gives the same again.
+Drawn on the awkward graphs, at odd alignments (which make packings overflow where
+live bytes fit) and budgets from the proven memory bound to the program order's peak."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from optplan.budget import Budget, now, running
+from optplan.schedule.graph import Graph
+from optplan.schedule.remat import anytime
+from optplan.schedule.remat.anytime import Call, Found, _tightened
+from optplan.schedule.remat.bounds import is_valid_steps
+from optplan.schedule.remat.heuristic import RANKS, profile_of
+from optplan.schedule.remat.packing import Nearest, Unpacked
+from tests.test_remat_awkward import awkward_graphs, budget_between
+from tests.test_remat_cheaper import assert_packed
+
+
+def _tighten(
+    graph: Graph, allowed: tuple[bool, ...], budget: int, alignment: int
+) -> tuple[Found | None, Unpacked | None]:
+    call = Call(graph, budget, alignment, list(allowed), Nearest(graph, alignment, budget))
+    with running(Budget(2.0, 60.0).clock()):
+        return _tightened(call, tuple(range(graph.ops)), now() + 1.5, RANKS[:1])
+
+
+@pytest.mark.parametrize("ladder", [True, False])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(awkward_graphs(max_ops=8), st.sampled_from((1, 24, 64)), st.floats(0.0, 1.0))
+def test_the_tightening_packs_valid_schedules_on_a_ladder_or_off_it_and_the_same_again(
+    ladder: bool, drawn: tuple[Graph, tuple[bool, ...]], alignment: int, scale: float
+) -> None:
+    graph, allowed = drawn
+    budget = budget_between(graph, allowed, scale, alignment)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(anytime, "LADDER_EXTRA", float("inf") if ladder else -1.0)
+        found, unpacked = _tighten(graph, allowed, budget, alignment)
+        again = _tighten(graph, allowed, budget, alignment)
+    event("packed" if found else "unpacked" if unpacked else "nothing")
+    if unpacked is not None:
+        assert is_valid_steps(graph, unpacked.found[0], allowed)
+        assert int(profile_of(graph, unpacked.found[0]).max(initial=0)) <= unpacked.target
+    assert (again[0] is None) == (found is None)
+    if found is None or again[0] is None:
+        return
+    assert again[0].steps == found.steps
+    assert_packed(graph, allowed, found, budget, alignment)
