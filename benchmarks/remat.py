@@ -395,7 +395,7 @@ def main() -> None:
         from benchmarks.remat_programs import program_rows
 
         write(
-            program_rows(args.shares, args.time_limit),
+            program_rows(args.shares, args.time_limit, args.in_work, args.guard),
             str(ROOT / "benchmarks" / "results" / "remat_programs.csv"),
         )
         return
@@ -459,7 +459,8 @@ def reach_rows(args: argparse.Namespace, folder: Path) -> list[dict[str, object]
 
 
 PROGRAM_COLUMNS = (
-    "program", "share", "capacity", "status", "extra_pct", "bound_pct", "recomputed", "arena", "fits", "replay",
+    "program", "share", "capacity", "limit", "status", "extra_pct", "bound_pct", "recomputed", "arena", "fits",
+    "replay",
     "seconds", "reason",
 )  # fmt: skip
 

@@ -35,7 +35,12 @@ def _loaded(path: Path) -> Program:
     return program
 
 
-def program_rows(shares: list[float], limit: float) -> list[dict[str, object]]:
+def program_rows(
+    shares: list[float], limit: float, in_work: bool = False, guard: float = 600.0
+) -> list[dict[str, object]]:
+    """A row per program and share; with `in_work`, `limit` is units of work for the
+    rewrite and for cpsat's plan (the same rows on any machine), `guard` seconds each."""
+    seconds, work = (guard, limit) if in_work else (limit, None)
     rows = []
     for name, make in PROGRAMS.items():
         program = make()
@@ -45,16 +50,17 @@ def program_rows(shares: list[float], limit: float) -> list[dict[str, object]]:
         for share in shares:
             capacity = math.ceil(peak * share)
             began = time.perf_counter()
-            result = recompute(program, capacity, time_limit=limit)
+            result = recompute(program, capacity, time_limit=seconds, work=work)
             row: dict[str, object] = {
-                "program": name, "share": share, "capacity": capacity, "status": result.status.value,
+                "program": name, "share": share, "capacity": capacity,
+                "limit": f"work {limit}" if in_work else f"{limit} s", "status": result.status.value,
             }  # fmt: skip
             if result.status.has_plan:
                 memory = build_memory(result.program, alignment=64)
                 problem = Problem(
                     memory.problem.buffers, memory.problem.aliases, memories=one_arena(capacity)
                 )
-                plan = get_planner("cpsat", work=None, time_limit=limit)(problem)
+                plan = get_planner("cpsat", work=work, time_limit=seconds)(problem)
                 fits = plan.status.has_plan and not validate(problem, plan)
                 replayed = (
                     compare(reference, planned_run(result.program, memory, plan, inputs))
