@@ -32,7 +32,6 @@ the capacities at the source and the sink).
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -40,7 +39,7 @@ import numpy as np
 from ortools.graph.python import max_flow  # type: ignore[import-untyped, import-not-found, unused-ignore]
 from torch import fx
 
-from optplan.integrations.torch_graph import elements, is_view, tensor_bytes
+from optplan.integrations.torch_graph import elements, is_view, storages_behind, tensor_bytes
 from optplan.integrations.torch_workspace import footprints
 
 # A storage: the call that makes it and which item of its output.
@@ -83,24 +82,11 @@ class _Storages:
         self.size[node.name, 0] = tensor_bytes(node.meta.get("val"))
 
     def _call(self, node: fx.Node) -> None:
-        reads = tuple(dict.fromkeys(s for a in node.all_input_nodes for s in self.of[a.name]))
-        if node.target is operator.getitem and isinstance(node.args[1], int):
-            source = node.args[0]
-            assert isinstance(source, fx.Node)
-            picked = self.of[source.name]
-            if source.name not in self.views:
-                picked = picked[node.args[1] : node.args[1] + 1]
-            self.of[node.name] = picked
-            return
-        if is_view(node):
-            self.of[node.name] = reads
-            self.views.add(node.name)
-            return
-        value = node.meta.get("val")
-        items = value if isinstance(value, list | tuple) else [value]
-        self.of[node.name] = tuple((node.name, i) for i in range(len(items)))
-        for i, item in enumerate(items):
-            self.size[node.name, i] = max(tensor_bytes(item), 1)
+        self.of[node.name] = storages_behind(node, self.of, self.views, self._made).keys
+
+    def _made(self, node: fx.Node, index: int, count: int, item: object) -> Storage:
+        self.size[node.name, index] = max(tensor_bytes(item), 1)
+        return node.name, index
 
     def bytes_of(self, storages: set[Storage]) -> int:
         return sum(self.size[s] for s in storages)

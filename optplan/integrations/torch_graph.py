@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import torch
 from torch import fx
@@ -72,6 +73,49 @@ def is_view(node: fx.Node) -> bool:
     return schema is not None and any(r.alias_info is not None for r in schema.returns)
 
 
+K = TypeVar("K")
+
+
+@dataclass(frozen=True, slots=True)
+class Behind(Generic[K]):
+    """The storages behind one call of a graph (`storages_behind`), those it reads, and
+    whether they are new (not an item of a tuple, not a view)."""
+
+    keys: tuple[K, ...]
+    read: tuple[K, ...]
+    made: bool
+
+
+def storages_behind(
+    node: fx.Node,
+    of: Mapping[str, tuple[K, ...]],
+    views: set[str],
+    make: Callable[[fx.Node, int, int, object], K],
+) -> Behind[K]:
+    """The storages behind a call, given `of` for the nodes before it: an item of a tuple
+    is that item's storage, or where the tuple is of views (split, unbind) their
+    source's; a view (added to `views`) is what it reads; any other call makes one
+    storage per item of its value, `make(node, index, count, item)`. Nodes missing from
+    `of` have none (placeholders the step does not hold). `torch_graph.graph_of` keys
+    them by buffer, `torch_bound` by (node, item)."""
+    read = tuple(dict.fromkeys(s for a in node.all_input_nodes for s in of.get(a.name, ())))
+    if node.target is operator.getitem and isinstance(node.args[1], int):
+        source, index = node.args[0], node.args[1]
+        assert isinstance(source, fx.Node)
+        picked = of.get(source.name, ())
+        return Behind(picked if source.name in views else picked[index : index + 1], read, False)
+    if is_view(node):
+        views.add(node.name)
+        return Behind(read, read, False)
+    value = node.meta.get("val")
+    parts = value if isinstance(value, list | tuple) else [value]
+    return Behind(tuple(make(node, i, len(parts), p) for i, p in enumerate(parts)), read, True)
+
+
+def _part(node: fx.Node, index: int, count: int) -> str:
+    return f"{node.name}[{index}]" if count > 1 else node.name
+
+
 @dataclass(frozen=True, slots=True)
 class _Built:
     graph: Graph
@@ -103,6 +147,9 @@ def graph_of(gm: fx.GraphModule, held_in: Held, base_bytes: int = 0) -> _Built:
         names.append(name)
         return len(sizes) - 1
 
+    def make(node: fx.Node, index: int, count: int, item: object) -> int:
+        return new(_part(node, index, count), max(tensor_bytes(item), 1))
+
     for node in gm.graph.nodes:
         if node.op == "placeholder":
             for key, size in held_in.get(node.name, ()):
@@ -113,25 +160,11 @@ def graph_of(gm: fx.GraphModule, held_in: Held, base_bytes: int = 0) -> _Built:
             continue
         if node.op != "call_function":
             continue
-        read = tuple(dict.fromkeys(b for a in node.all_input_nodes for b in bufs.get(a.name, ())))
-        if node.target is operator.getitem and isinstance(node.args[1], int):
-            # An item of a tuple of views (split, unbind) is a view of their source.
-            source_name = node.args[0].name  # type: ignore[union-attr]
-            source, index = bufs.get(source_name, ()), node.args[1]
-            picked = source if source_name in views else source[index : index + 1]
-            bufs[node.name] = picked
+        found = storages_behind(node, bufs, views, make)
+        bufs[node.name] = found.keys
+        if not found.made:
             continue
-        if is_view(node):
-            bufs[node.name] = read
-            views.add(node.name)
-            continue
-        value = node.meta.get("val")
-        parts = value if isinstance(value, list | tuple) else [value]
-        made = tuple(
-            new(f"{node.name}[{i}]" if len(parts) > 1 else node.name, max(tensor_bytes(p), 1))
-            for i, p in enumerate(parts)
-        )
-        bufs[node.name] = made
+        made, read = found.keys, found.read
         scratch = footprint.get(node, 0) - sum(sizes[b] for b in made)
         if scratch > 0:  # live only while the op runs: made, never read
             made = (*made, new(f"{node.name}(workspace)", scratch))
