@@ -81,7 +81,7 @@ from optplan.schedule.remat.answer import Remat, RematSchedule, answer, below_bo
 from optplan.schedule.remat.anytime import Call, Found, heuristics
 from optplan.schedule.remat.bounds import MemoryBound, is_valid_steps, memory_bound, traced
 from optplan.schedule.remat.exhaustive import Exhausted, every_schedule
-from optplan.schedule.remat.heuristic import extra_cost, prune
+from optplan.schedule.remat.heuristic import extra_cost, prune, total_cost
 from optplan.schedule.remat.lower import Lower, covered
 from optplan.schedule.remat.model import ModelResult, solve_model
 from optplan.schedule.remat.packing import Nearest, fits, pack
@@ -120,7 +120,7 @@ def _rematerialise(
     began = now()
     deadline = began + options.time_limit
     allowed = list(recomputable) if recomputable is not None else [True] * graph.ops
-    total = sum(graph.costs) if graph.costs else graph.ops
+    total = total_cost(graph)
     bound = memory_bound(graph, allowed, options.alignment)
     if options.budget_bytes < bound.bytes:
         return below_bound(options, bound, total, began)

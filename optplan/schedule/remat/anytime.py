@@ -40,6 +40,7 @@ from optplan.schedule.remat.heuristic import (
     profile_of,
     prune,
     relieved,
+    total_cost,
 )
 from optplan.schedule.remat.packing import Nearest, Unpacked, packed, relieve
 from optplan.schedule.remat.recreate import RECREATE, recreate, relieved_again
@@ -63,8 +64,8 @@ DEEP_SECONDS = 30.0
 # The work of ruin and recreate at each rung of a ladder (`_Rungs`), before the schedule
 # met there is packed (half of what is left at most). Without it each rung goes on from
 # a dearer schedule, and the next jumps further: on MOCCASIN's 500-node graph at 60 %,
-# +34.1 % at the budget, then +94.1 % at 91 %; with it +22.4 % at the budget and +30.5,
-# +50.3, +44.5 % at 95-91 %, then +40.2 % at 90 %, which packs.
+# +34.1 % at the budget, then +94.1 % at 91 %; with it +22.4 % at the budget, +30.5,
+# +50.3, +44.5 and +41.6 % at 95-90 %, then +41.3 % at 89.5 %, which packs.
 RUNG_WORK = 3.0
 # The most extra compute, in shares of the graph's, of the first schedule met at which
 # the tightening is a ladder. Above it the ladder's rungs cost more and take the time the
@@ -294,15 +295,16 @@ def _tightened(
         if rungs is not None and missed is not None and (rungs.ladder or not every):
             every = sorted(every + rungs.tabu(call, steps, target, deadline), key=_extra(graph))
         found = every[0] if every else None
-        if found is not None and dearer is not None and extra_cost(graph, found[0]) >= dearer:
-            return None, None
         if found is None:
             if missed is None or missed - floor <= max(1, call.budget // 1000):
                 return None, unpacked
             # Nothing at this target from here: try halfway back to the one met.
             floor, target = target, (target + missed) // 2
             continue
-        rungs = rungs or _Rungs(extra_cost(graph, found[0]) <= LADDER_EXTRA * _compute(graph))
+        cost = extra_cost(graph, found[0])
+        if dearer is not None and cost >= dearer:
+            return None, None
+        rungs = rungs or _Rungs(cost <= LADDER_EXTRA * total_cost(graph))
         found = rungs.recreated(call, found, target, deadline)
         plan, over, tops = packed(
             graph, found[0], call.budget, call.alignment, deadline, nearest=call.nearest
@@ -326,16 +328,12 @@ def _tightened(
     return None, unpacked
 
 
-def _compute(graph: Graph) -> int:
-    return sum(graph.costs) if graph.costs else graph.ops
-
-
 @dataclass(slots=True)
 class _Rungs:
     """How `_tightened` goes from one target to the next. On a ladder (`ladder`), each
     rung's schedule is recreated (`RUNG_WORK`) before it is packed, the tabu rank is
     tried at every rung below the first, and the next target is lower by half what the
-    greedy packing lost to fragmentation, at least a hundredth of the room. Else the
+    greedy packing lost to fragmentation, at least a two-hundredth of the room. Else the
     tabu rank (and a recreate) only where no rank meets a target, once, and the next
     target lower by what the packing lost, at least a fiftieth and at most a tenth (on
     MOCCASIN's 1,000-node graph at 70 % it was 6.5 %: three 2 % steps of 8-15 s each)."""
@@ -407,4 +405,4 @@ def _found_by(
         walked = evict(graph, steps, target, allowed, deadline)
         if walked is not None:
             found.append((prune(graph, walked, target), "walk"))
-    return sorted(found, key=lambda f: extra_cost(graph, f[0]))
+    return sorted(found, key=_extra(graph))

@@ -117,6 +117,12 @@ def profile_of(graph: Graph, steps: Sequence[int]) -> np.ndarray:
     return Flat(graph)(steps)
 
 
+def total_cost(graph: Graph) -> int:
+    """The compute of one run of every op (each op costs 1 without costs): what extra
+    compute is reported as a share of."""
+    return sum(graph.costs) if graph.costs else graph.ops
+
+
 def extra_cost(graph: Graph, steps: Sequence[int]) -> int:
     """The compute of every run after an op's first (each op costs 1 without costs)."""
     seen: set[int] = set()
