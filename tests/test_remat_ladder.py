@@ -1,9 +1,11 @@
 """The tightening of `fit` (`anytime._tightened`), on a ladder (each rung's schedule
-recreated, close rungs, the tabu rank at each) and off it: every schedule it packs runs
+recreated, close rungs, the tabu rank at each) and off it (the first schedule recreated
+with a local ruin, `anytime._dear`): every schedule it packs runs
 every op in a valid order, keeps the ops that cannot run twice to one run, is within
 the budget in live bytes, costs what it says, and its plan is judged valid by `validate`
 within the budget less the bytes live across; the first schedule it met that did not
-pack is within its target; under a clock counted in work it gives the same again.
+pack is within its target; under a clock counted in work it gives the same again,
+packed or not.
 Drawn on the awkward graphs, at odd alignments (which make packings overflow where
 live bytes fit) and budgets from the proven memory bound to the program order's peak."""
 
@@ -49,6 +51,7 @@ def test_the_tightening_packs_valid_schedules_on_a_ladder_or_off_it_and_the_same
         assert is_valid_steps(graph, unpacked.found[0], allowed)
         assert int(profile_of(graph, unpacked.found[0]).max(initial=0)) <= unpacked.target
     assert (again[0] is None) == (found is None)
+    assert (again[1] and again[1].found) == (unpacked and unpacked.found)
     if found is None or again[0] is None:
         return
     assert again[0].steps == found.steps

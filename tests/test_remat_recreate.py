@@ -2,7 +2,8 @@
 target, every schedule it gives runs every op in a valid order, keeps the ops that may
 not run again to one run, holds at most the target at every step by the independent
 count (`schedule.graph.step_bytes`), costs no more extra compute than the schedule it
-started from, and is the same on a second call. Drawn on the awkward graphs (two
+started from, and is the same on a second call; with the ruin drawn anywhere or local
+(runs again next to each other). Drawn on the awkward graphs (two
 buffers or none per op, views, sizes and costs of 0, bytes live across, ops that may
 not run again), at targets from the proven memory bound to the program order's peak."""
 
@@ -27,9 +28,10 @@ from tests.test_remat_awkward import awkward_graphs, budget_between
     st.floats(0.0, 1.0),
     st.sampled_from(RANKS),
     st.integers(0, 3),
+    st.booleans(),
 )
 def test_a_recreated_schedule_is_valid_within_the_target_and_no_dearer(
-    drawn: tuple[Graph, tuple[bool, ...]], scale: float, rank: str, seed: int
+    drawn: tuple[Graph, tuple[bool, ...]], scale: float, rank: str, seed: int, local: bool
 ) -> None:
     graph, allowed = drawn
     program = tuple(range(graph.ops))
@@ -38,19 +40,23 @@ def test_a_recreated_schedule_is_valid_within_the_target_and_no_dearer(
     event("met" if start is not None else "not met")
     if start is None:
         return
-    found = recreate(graph, start, target, allowed, time.perf_counter() + 10, rounds=30, seed=seed)
+
+    def recreated() -> tuple[int, ...]:
+        deadline = time.perf_counter() + 10
+        return recreate(graph, start, target, allowed, deadline, 30, seed, local)
+
+    found = recreated()
     assert is_valid_steps(graph, found, allowed)
     assert max(step_bytes(graph, found), default=graph.base_bytes) <= target
     assert extra_cost(graph, found) <= extra_cost(graph, start)
     event("cheaper" if extra_cost(graph, found) < extra_cost(graph, start) else "as dear")
-    again = recreate(graph, start, target, allowed, time.perf_counter() + 10, rounds=30, seed=seed)
-    assert again == found
+    assert recreated() == found
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(awkward_graphs(max_ops=8), st.floats(0.0, 1.0), st.data())
+@given(awkward_graphs(max_ops=8), st.floats(0.0, 1.0), st.booleans(), st.data())
 def test_a_recreated_schedule_keeps_each_steps_relief(
-    drawn: tuple[Graph, tuple[bool, ...]], scale: float, data: st.DataObject
+    drawn: tuple[Graph, tuple[bool, ...]], scale: float, local: bool, data: st.DataObject
 ) -> None:
     """With the target lowered at some steps (the packing rounds' relief), every step of
     the schedule it gives holds at most the target less its relief, by the independent
@@ -64,7 +70,8 @@ def test_a_recreated_schedule_keeps_each_steps_relief(
     event("met" if start is not None else "not met")
     if start is None:
         return
-    steps, each = relieved_again(graph, start, target, allowed, time.perf_counter() + 10, 30)
+    deadline = time.perf_counter() + 10
+    steps, each = relieved_again(graph, start, target, allowed, deadline, 30, 0, local)
     assert is_valid_steps(graph, steps, allowed)
     assert len(each) == len(steps)
     held = step_bytes(graph, steps)

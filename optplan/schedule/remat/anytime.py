@@ -3,12 +3,12 @@ their schedules packed for real offsets, and the orders drawn at random after th
 
 From one order (`fit`): the peak heuristic meets the live-bytes target under its ranks
 (and the walk evicts on demand); the schedule met is packed (`packing.packed`). Where
-it does not pack, the whole target is tightened (`_tightened`): on a ladder where the
+it does not pack, the whole target is tightened (`_tightened`) on a ladder where the
 first schedule met costs at most the graph's compute again (each rung's schedule
-recreated, the rungs close, the tabu rank at each: `_Rungs`), else in larger steps
-(where no rank meets a lower target, the tabu rank and ruin and recreate (`recreate`)
-do, once); where that finds nothing, the packing rounds lower it only at the steps
-where the packing overflowed (`packing.relieve`). A schedule that packs is made cheaper
+recreated by ruin and recreate (`recreate`), the rungs close, the tabu rank at each);
+where it costs more, that schedule is recreated with a local ruin (`_dear`). Where
+neither packs, the packing rounds lower the target only at the steps where the packing
+overflowed (`packing.relieve`). A schedule that packs is made cheaper
 by ruin and recreate within its live bytes, kept where that packs too, or where the
 packing rounds from it bring one that packs and is still cheaper (`cheaper`). A start
 order is passed over once a schedule it meets costs as much as the best, and the time
@@ -61,7 +61,7 @@ DEEP_TARGETS = (0.9, 0.95)
 # The least time the deep pass needs at half the time left for the draws: shorter limits
 # keep the draws as they were (MOCCASIN's 500-node graph at 60 % is met by them at 30 s).
 DEEP_SECONDS = 30.0
-# The work of ruin and recreate at each rung of a ladder (`_Rungs`), before the schedule
+# The work of ruin and recreate at each rung of a ladder (`_tightened`), before the schedule
 # met there is packed (half of what is left at most). Without it each rung goes on from
 # a dearer schedule, and the next jumps further: on MOCCASIN's 500-node graph at 60 %,
 # +34.1 % at the budget, then +94.1 % at 91 %; with it +22.4 % at the budget, +30.5,
@@ -70,8 +70,12 @@ RUNG_WORK = 3.0
 # The most extra compute, in shares of the graph's, of the first schedule met at which
 # the tightening is a ladder. Above it the ladder's rungs cost more and take the time the
 # packing rounds need: on MOCCASIN's 1,000-node graph at 50 % (+157 % first) the ladder
-# packs nothing in 30 units, and the packing rounds from the first schedule find +183 %.
+# packs nothing in 30 units, and the packing rounds find +183 % from the first schedule
+# and +147.5 % from it recreated (`_dear`).
 LADDER_EXTRA = 1.0
+# The share of the time left in which a first schedule dearer than that is recreated
+# (`_dear`) before the packing rounds go on from it.
+DEAR_SHARE = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,18 +286,21 @@ def _tightened(
 ) -> tuple[Found | None, Unpacked | None]:
     """`fit`'s tightening of the target: the schedule that packs, or None; and the first
     schedule met by the peak heuristic that did not pack, or None. Where the first
-    schedule met costs at most `LADDER_EXTRA` times the graph's compute, every rung's
-    schedule is recreated before it is packed and the rungs are close (`_Rungs`)."""
+    schedule met costs at most `LADDER_EXTRA` times the graph's compute, a ladder of
+    targets: each rung met by the ranks that met the rung above and, below the first,
+    the tabu rank (the cheaper taken), recreated for `RUNG_WORK` before it is packed,
+    and the next target lower by half what the packing lost to fragmentation, at least
+    a two-hundredth of the room. Where it costs more, `_dear`."""
     graph = call.graph
     target, steps = call.budget, order
     unpacked: Unpacked | None = None
     floor = graph.base_bytes  # below every target the heuristics may still meet
     missed = None  # the lowest target met whose schedule did not pack
-    rungs: _Rungs | None = None
     while target > floor:
         every = _found_by(call, steps, target, deadline, ranks)
-        if rungs is not None and missed is not None and (rungs.ladder or not every):
-            every = sorted(every + rungs.tabu(call, steps, target, deadline), key=_extra(graph))
+        if missed is not None:
+            tabu = _tabu_by(call, steps, target, deadline, recreated=False)
+            every = sorted(every + tabu, key=_extra(graph))
         found = every[0] if every else None
         if found is None:
             if missed is None or missed - floor <= max(1, call.budget // 1000):
@@ -304,16 +311,15 @@ def _tightened(
         cost = extra_cost(graph, found[0])
         if dearer is not None and cost >= dearer:
             return None, None
-        rungs = rungs or _Rungs(cost <= LADDER_EXTRA * total_cost(graph))
-        found = rungs.recreated(call, found, target, deadline)
+        if missed is None and cost > LADDER_EXTRA * total_cost(graph):
+            return _dear(call, found[0], target, deadline)
+        until = now() + min(RUNG_WORK, (deadline - now()) / 2)
+        found = recreate(graph, found[0], target, call.allowed, until), found[1]
         plan, over, tops = packed(
             graph, found[0], call.budget, call.alignment, deadline, nearest=call.nearest
         )
-        extra = extra_cost(graph, found[0])
         if plan is not None:
-            return Found(
-                found[0], plan, extra, "order" if extra == 0 else "greedy", extra == 0
-            ), unpacked
+            return _packed(graph, found[0], plan), unpacked
         if found[1] != "walk" and unpacked is None:  # met by the peak heuristic
             unpacked = Unpacked(found, tops, target)
         # The next rung goes on from this schedule with the ranks of the peak heuristic
@@ -321,48 +327,39 @@ def _tightened(
         missed, steps = target, found[0]
         kept = [rank for _, rank in every if rank not in ("walk", TABU)]
         ranks = kept or (ranks if found[1] == TABU else RANKS[:1])
-        lower = max(floor + 1, target - rungs.step(target - graph.base_bytes, over))
+        step = max(1, (target - graph.base_bytes) // 200, over // 2)
+        lower = max(floor + 1, target - step)
         if lower >= target or now() > deadline:
             return None, unpacked  # met at every target tried, packed at none
         target = lower
     return None, unpacked
 
 
-@dataclass(slots=True)
-class _Rungs:
-    """How `_tightened` goes from one target to the next. On a ladder (`ladder`), each
-    rung's schedule is recreated (`RUNG_WORK`) before it is packed, the tabu rank is
-    tried at every rung below the first, and the next target is lower by half what the
-    greedy packing lost to fragmentation, at least a two-hundredth of the room. Else the
-    tabu rank (and a recreate) only where no rank meets a target, once, and the next
-    target lower by what the packing lost, at least a fiftieth and at most a tenth (on
-    MOCCASIN's 1,000-node graph at 70 % it was 6.5 %: three 2 % steps of 8-15 s each)."""
+def _dear(
+    call: Call, steps: tuple[int, ...], target: int, deadline: float
+) -> tuple[Found | None, Unpacked | None]:
+    """Off the ladder (the first schedule met dearer than `LADDER_EXTRA`): that schedule
+    recreated with a local ruin in `DEAR_SHARE` of the time left, and packed; where it
+    does not pack, the packing rounds go on from it under the rank "ratio" (under
+    "cost", which met it, their first lower target is not met on MOCCASIN's 1,000-node
+    graph at 50 %). There they start from +80.7 % instead of +157.4 % and find +147.5 %
+    where they found +183.4 %; a ladder from it (rungs +77 to +104 %, 4-7 % over)
+    packed nothing in 30 units."""
+    until = now() + (deadline - now()) * DEAR_SHARE
+    steps = recreate(call.graph, steps, target, call.allowed, until, local=True)
+    plan, _, tops = packed(
+        call.graph, steps, call.budget, call.alignment, deadline, nearest=call.nearest
+    )
+    if plan is not None:
+        return _packed(call.graph, steps, plan), None
+    return None, Unpacked((steps, RANKS[1]), tops, target)
 
-    ladder: bool
-    tried: bool = False  # off the ladder: whether the tabu rank was tried
 
-    def tabu(
-        self, call: Call, steps: tuple[int, ...], target: int, deadline: float
-    ) -> list[tuple[tuple[int, ...], str]]:
-        if self.ladder:
-            return _tabu_by(call, steps, target, deadline, recreated=False)
-        if self.tried:
-            return []
-        self.tried = True
-        return _tabu_by(call, steps, target, deadline)
-
-    def recreated(
-        self, call: Call, found: tuple[tuple[int, ...], str], target: int, deadline: float
-    ) -> tuple[tuple[int, ...], str]:
-        if not self.ladder:
-            return found
-        until = now() + min(RUNG_WORK, (deadline - now()) / 2)
-        return recreate(call.graph, found[0], target, call.allowed, until), found[1]
-
-    def step(self, room: int, over: int) -> int:
-        if self.ladder:
-            return max(1, room // 200, over // 2)
-        return max(1, room // 50, min(over, room // 10))
+def _packed(graph: Graph, steps: tuple[int, ...], plan: Plan) -> Found:
+    """A schedule the tightening packed, as found: the order itself where it runs no op
+    again (the least there is), else the peak heuristic's."""
+    extra = extra_cost(graph, steps)
+    return Found(steps, plan, extra, "order" if extra == 0 else "greedy", extra == 0)
 
 
 def _extra(graph: Graph) -> Callable[[tuple[tuple[int, ...], str]], int]:
