@@ -43,10 +43,11 @@ RUIN_LOW = 0.05  # the least share of the runs again one round drops
 RUIN_HIGH = 0.3  # the most
 # A local ruin's least and most shares. From a dear schedule it goes lower: on MOCCASIN's
 # 1,000-node graph at 50 %, from the cheapest rank's schedule at the budget (+157.4 %),
-# 12 units bring +61 to +76 % (four seeds) where the ruin drawn anywhere brings +72 to
-# +102 %; on its 500-node graph at 50 %, from the tabu rank's +302.4 %, +100 and +121 %
-# against +272 and +280 %. From the cheap schedules of a ladder's rungs (3 units) it
-# lost MOCCASIN's 500-node graph at 60 % (nothing packed in 30 units, +41.3 % without).
+# 12 units bring +61 to +76 % (four seeds) where as many drawn anywhere bring +72 to
+# +102 % (5-30 % of them: +87 %); on its 500-node graph at 50 %, from the tabu rank's
+# +302.4 %, +100 and +121 % against +272 and +280 % (5-30 %). From the cheap schedules
+# of a ladder's rungs (3 units) it lost MOCCASIN's 500-node graph at 60 % (nothing
+# packed in 30 units, +41.3 % without).
 LOCAL = (0.01, 0.1)
 # Rounds in a row with none cheaper, after which it stops: on MOCCASIN's 1,000-node graph
 # at 60 %, the cheapest came 90 rounds after the one before (benchmarks/results/remat.csv).
