@@ -101,11 +101,13 @@ class Nearest:
 @dataclass(frozen=True, slots=True)
 class Unpacked:
     """A schedule met at `target` in live bytes, with the rank of moves that met it,
-    whose packing's top at each step (`tops`) is over the budget somewhere."""
+    whose packing's top at each step (`tops`) is over the budget somewhere; and where
+    the packing rounds from it find nothing, the one they go on from (`before`)."""
 
     found: tuple[tuple[int, ...], str]
     tops: np.ndarray
     target: int
+    before: Unpacked | None = None
 
 
 def relieve(
