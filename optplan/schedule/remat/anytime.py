@@ -237,11 +237,11 @@ def fit(
     found, unpacked = _tightened(call, order, deadline, ranks, dearer)
     if found is not None or unpacked is None:
         return None if found is None else cheaper(call, found, deadline)
-    packs = relieve(
-        graph, unpacked, call.budget, call.alignment, call.allowed, deadline, call.nearest
-    )
-    while packs is None and unpacked.before is not None:
-        unpacked = unpacked.before
+    # The packing rounds from the schedule met, else from the one before it (`_dear`).
+    start: Unpacked | None = unpacked
+    packs = None
+    while packs is None and start is not None:
+        unpacked, start = start, start.before
         packs = relieve(
             graph, unpacked, call.budget, call.alignment, call.allowed, deadline, call.nearest
         )
@@ -355,10 +355,12 @@ def _dear(
     +183.4 %; a ladder from it (rungs +77 to +104 %, 4-7 % over) packed nothing in 30
     units."""
     graph, (steps, rank) = call.graph, found
-    first = packed(graph, steps, call.budget, call.alignment, deadline, nearest=call.nearest)
-    if first[0] is not None:
-        return _packed(graph, steps, first[0]), None
-    met = Unpacked((steps, RANKS[0] if rank == "walk" else rank), first[2], target)
+    plan, _, tops = packed(
+        graph, steps, call.budget, call.alignment, deadline, nearest=call.nearest
+    )
+    if plan is not None:
+        return _packed(graph, steps, plan), None
+    met = Unpacked((steps, RANKS[0] if rank == "walk" else rank), tops, target)
     until = now() + min(DEAR_WORK, (deadline - now()) / 2)
     steps = recreate(graph, steps, target, call.allowed, until, local=True)
     plan, _, tops = packed(
