@@ -29,6 +29,8 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,7 +45,14 @@ from optplan.problem.plan import Plan
 from optplan.schedule import Scheduler
 from optplan.schedule.graph import Graph, peak_bytes, problem_of
 from optplan.schedule.remat import Remat
-from optplan.schedule.remat.heuristic import RANKS, TABU, extra_cost, greedy, profile_of
+from optplan.schedule.remat.heuristic import (
+    RANKS,
+    TABU,
+    extra_cost,
+    greedy,
+    profile_of,
+    total_cost,
+)
 from optplan.schedule.remat.recreate import recreate
 
 COLUMNS = (
@@ -65,18 +74,23 @@ def schedule(graph: Graph, budget: int, units: float) -> tuple[tuple[int, ...], 
 
 
 def packings(problem: Problem, moves: int, cpsat: list[float]) -> list[tuple[str, Plan, float]]:
-    """Each packer's plan of `problem` (its capacity the budget) and its wall seconds."""
-    began = time.perf_counter()
-    first = get_planner("greedy")(Problem(problem.buffers))
-    found = [("greedy", first, time.perf_counter() - began)]
-    began = time.perf_counter()
-    plan = descend(problem, first, now() + GUARD, work=moves)
-    found.append((f"descend {moves} moves", plan, time.perf_counter() - began))
+    """Each packer's plan of `problem` (its capacity the room) and its wall seconds."""
+    whole = Problem(problem.buffers)
+    found = [_timed("greedy", lambda: get_planner("greedy")(whole))]
+    first = found[0][1]
+    found.append(
+        _timed(f"descend {moves} moves", lambda: descend(problem, first, now() + GUARD, work=moves))
+    )
     for seconds in cpsat:
-        began = time.perf_counter()
-        plan = get_planner("cpsat", work=None, time_limit=seconds)(Problem(problem.buffers))
-        found.append((f"cpsat {seconds:g} s", plan, time.perf_counter() - began))
+        cpsat_plan = partial(get_planner("cpsat", work=None, time_limit=seconds), whole)
+        found.append(_timed(f"cpsat {seconds:g} s", cpsat_plan))
     return found
+
+
+def _timed(name: str, run: Callable[[], Plan]) -> tuple[str, Plan, float]:
+    began = time.perf_counter()
+    plan = run()
+    return name, plan, time.perf_counter() - began
 
 
 def rows(path: Path, share: float, args: argparse.Namespace) -> list[dict[str, object]]:
@@ -85,8 +99,9 @@ def rows(path: Path, share: float, args: argparse.Namespace) -> list[dict[str, o
     with running(Budget(1e9, GUARD).clock()):
         steps, rank = schedule(graph, budget, args.recreate)
         live = int(profile_of(graph, steps).max(initial=0)) - graph.base_bytes
-        problem = Problem(problem_of(graph, steps, 1).buffers, memories=one_arena(budget))
-        extra = 100 * extra_cost(graph, steps) / max(1, sum(graph.costs))
+        buffers = problem_of(graph, steps, 1).buffers
+        problem = Problem(buffers, memories=one_arena(budget - graph.base_bytes))
+        extra = 100 * extra_cost(graph, steps) / total_cost(graph)
         found = packings(problem, args.moves, args.cpsat)
     name = f"{path.stem.split('_w')[0]} @ {share:g} ({rank})"
     return [
