@@ -11,17 +11,20 @@ live bytes fit) and budgets from the proven memory bound to the program order's 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from optplan.budget import Budget, now, running
+from optplan.problem.plan import Plan
 from optplan.schedule.graph import Graph
 from optplan.schedule.remat import anytime
 from optplan.schedule.remat.anytime import Call, Found, _tightened
 from optplan.schedule.remat.bounds import is_valid_steps
-from optplan.schedule.remat.heuristic import RANKS, greedy, profile_of
+from optplan.schedule.remat.heuristic import RANKS, extra_cost, greedy, profile_of
 from optplan.schedule.remat.packing import Nearest, Unpacked, packed, relieve
+from tests.test_remat import ROUNDS_CHANGE
 from tests.test_remat_awkward import awkward_graphs, budget_between
 from tests.test_remat_cheaper import assert_packed
 
@@ -87,3 +90,52 @@ def test_off_the_ladder_fit_packs_wherever_the_rounds_from_the_first_schedule_pa
         alone = relieve(graph, unpacked, budget, alignment, list(allowed), deadline)
     event("rounds alone found nothing" if alone is None else "rounds alone packed")
     assert alone is None, "the packing rounds from the first schedule pack; fit found none"
+
+
+def _slow_rounds(
+    graph: Graph, allowed: tuple[bool, ...], budget: int, alignment: int, again: float
+) -> tuple[tuple[int, ...] | None, tuple[tuple[int, ...], Plan, np.ndarray] | None]:
+    """Under a clock counted in work: the first schedule met by the cheapest rank where
+    its packing overflows, and the packing rounds from it with a local recreate in each."""
+    with running(Budget(6.0, 60.0).clock()):
+        deadline = now() + 5.0
+        first = greedy(graph, tuple(range(graph.ops)), budget, list(allowed), deadline, RANKS[0])
+        if first is None:
+            return None, None
+        _, over, tops = packed(graph, first, budget, alignment, deadline)
+        if not over:
+            return None, None
+        unpacked = Unpacked((first, RANKS[0]), tops, budget)
+        return first, relieve(
+            graph, unpacked, budget, alignment, list(allowed), deadline, again=again
+        )
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    awkward_graphs(max_ops=8),
+    st.sampled_from((1, 8, 24, 64)),
+    st.floats(0.0, 1.0),
+    st.sampled_from((0.05, 0.3)),
+)
+@example((ROUNDS_CHANGE, (True,) * ROUNDS_CHANGE.ops), 8, 0.0, 0.3)  # 33 bytes
+@example((ROUNDS_CHANGE, (True,) * ROUNDS_CHANGE.ops), 8, 0.0, 0.05)
+def test_the_rounds_with_a_local_recreate_pack_valid_schedules_and_the_same_again(
+    drawn: tuple[Graph, tuple[bool, ...]], alignment: int, scale: float, again: float
+) -> None:
+    """The packing rounds off the ladder's second pass (`anytime.ROUND_WORK`): each
+    round's schedule recreated by a local ruin, its relief kept. What they pack is
+    valid, keeps the ops that cannot run twice to one run, is within the budget in live
+    bytes and judged valid by `validate`; under a clock counted in work, the same again."""
+    graph, allowed = drawn
+    budget = budget_between(graph, allowed, scale, alignment)
+    first, found = _slow_rounds(graph, allowed, budget, alignment, again)
+    event("nothing to round" if first is None else "packed" if found else "not packed")
+    if found is None:
+        return
+    twice = _slow_rounds(graph, allowed, budget, alignment, again)[1]
+    assert twice is not None and twice[0] == found[0] and twice[1].offsets == found[1].offsets
+    steps, plan = found[0], found[1]
+    assert_packed(
+        graph, allowed, Found(steps, plan, extra_cost(graph, steps), "greedy"), budget, alignment
+    )

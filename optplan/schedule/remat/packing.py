@@ -31,6 +31,7 @@ from optplan.problem.plan import Plan, validate
 from optplan.schedule.graph import Graph, problem_of
 from optplan.schedule.remat.bounds import direct_bytes
 from optplan.schedule.remat.heuristic import extra_cost, profile_of, relieved
+from optplan.schedule.remat.recreate import relieved_again
 
 CPSAT_PACKS = 500  # the most instances `pack` gives CP-SAT whatever greedy's gap
 CPSAT_SECONDS = 5.0  # the most time `pack` gives CP-SAT
@@ -118,6 +119,7 @@ def relieve(
     allowed: list[bool],
     deadline: float,
     nearest: Nearest | None = None,
+    again: float = 0.0,
 ) -> tuple[tuple[int, ...], Plan, np.ndarray] | None:
     """Step 3's packing rounds from a schedule met at a target that did not pack: where
     a packing of it exceeds the budget at a step, that step's target is
@@ -128,24 +130,31 @@ def relieve(
     on it). On MOCCASIN's 1,000-node graph at 50 %, no lower target everywhere brings a
     schedule that packs; the rounds from the first one met (2,996 steps, 10,051 bytes
     over) bring one in 14 rounds. The schedule that packs, its plan and the relief of
-    its steps, or None."""
+    its steps, or None. With `again`, each round's schedule is then recreated with a
+    local ruin (`recreate.relieved_again`, each step's relief kept) for that much work."""
     (steps, rank), tops, target = unpacked.found, unpacked.tops, unpacked.target
     room = budget - graph.base_bytes
     need = graph.base_bytes + np.array(
         [direct_bytes(graph, v) for v in range(graph.ops)], dtype=np.int64
     )
     relief = np.zeros(len(steps), dtype=np.int64)
-    lowest, idle = None, 0
+    lowest, idle, rounds = None, 0, 0
     while idle < RELIEF_IDLE and now() < deadline:
+        rounds += 1
         over = np.maximum(0, tops - room)
         more = over + np.where(over > 0, max(1, room // 200), 0)
         relief = np.clip(relief + more, 0, np.maximum(0, target - need[list(steps)]))
-        again = relieved(
+        found = relieved(
             graph, steps, target, allowed, deadline, rank, relief, nearest.pack if nearest else None
         )
-        if again is None:
+        if found is None:
             return None
-        steps, relief = again
+        steps, relief = found
+        if again:
+            until = min(deadline, now() + again)
+            steps, relief = relieved_again(
+                graph, (steps, relief), target, allowed, until, seed=rounds, local=True
+            )
         plan, excess, tops = packed(
             graph, steps, budget, alignment, deadline, near=RELIEF_NEAR, nearest=nearest
         )
