@@ -9,11 +9,12 @@ recreated by ruin and recreate (`recreate`), the rungs close, the tabu rank at e
 where it costs more, that schedule is recreated with a local ruin (`_dear`). Where
 neither packs, the packing rounds lower the target only at the steps where the packing
 overflowed (`packing.relieve`); off the ladder, once they pack, they go again in the
-time left with a local ruin inside each round (`ROUND_WORK`). A schedule that packs is made cheaper
-by ruin and recreate within its live bytes, kept where that packs too, or where the
-packing rounds from it bring one that packs and is still cheaper (`cheaper`). A start
-order is passed over once a schedule it meets costs as much as the best, and the time
-the start orders leave goes to ruin and recreate from the best while it gets cheaper.
+time left with a local ruin inside each round (`ROUND_WORK`). A schedule that packs is
+made cheaper by ruin and recreate within its live bytes, kept where that packs too, or
+where the packing rounds from it bring one that packs and is still cheaper (`cheaper`).
+A start order is passed over once a schedule it meets costs as much as the best, and
+the time the start orders leave goes to ruin and recreate from the best while it gets
+cheaper.
 Every packing that did not fit, every start order's own packing and every schedule the
 peak heuristic gave up on is offered to `Call.nearest`: where nothing
 fits, the caller reports how much memory the nearest schedule found needs. Where nothing
@@ -227,8 +228,9 @@ def fit(
     """Step 3 from one order: tighten the live-bytes target until the instances pack;
     where that finds nothing, the packing rounds (`packing.relieve`) from the first
     schedule met that did not pack (off the ladder, once they pack, the same rounds
-    again with a local recreate in each, `ROUND_WORK`, kept where cheaper). None at once where the schedule met at the budget
-    costs `dearer` or more (a lower target costs more still)."""
+    again with a local recreate in each, `ROUND_WORK`, kept where cheaper). None at
+    once where the schedule met at the budget costs `dearer` or more (a lower target
+    costs more still)."""
     graph = call.graph
     if peak_bytes(graph, order) <= call.budget:
         # An order that fits needs no recomputation: packing it is worth a little time
