@@ -19,7 +19,7 @@ way networkx 3.1 does: generations of nodes in file order):
 
     .venv/bin/python benchmarks/remat.py --graphs DIR [--moccasin "PYTHON MAIN.PY"]
         [--time-limit 30] [--retry-limit 120,600] [--set icml|all|rest] [--shares 0.9,0.8,0.7,0.6,0.5]
-        [--only n100] [--out benchmarks/results/remat.csv]
+        [--only n100] [--heldout 500,1000] [--out benchmarks/results/remat.csv]
     .venv/bin/python benchmarks/remat.py --programs   # the training programs alone
     .venv/bin/python benchmarks/remat.py --graphs DIR --reach   # how low each heuristic gets
 
@@ -27,6 +27,12 @@ way networkx 3.1 does: generations of nodes in file order):
 reorder --capacity` runs; seconds only an outer guard), so its rows do not depend on the
 machine's load (`--guard`, default 600 s, raised on a loaded machine so that the work
 ends each run, not the guard); MOCCASIN's limits stay seconds.
+
+`--heldout 500,1000` runs, instead of MOCCASIN's graphs, the held-out layered graphs of
+those sizes (`reorder_heldout.py`'s seeds 6-10, drawn with MOCCASIN's parameters), and
+adds their rows to `--out`. The `half` column says which graphs the recomputation was
+tuned on: "tuning" (MOCCASIN's ICML cases), "heldout" (those drawn graphs), "peer"
+(MOCCASIN's other graphs, `remat_all.csv`: never tuned on, re-run at every change).
 
 With `--only` (or `--shares` other than the default), the cases run replace their own
 rows of the CSV (graph and share) and its other rows are kept; `limit` says "work 30.0"
@@ -80,6 +86,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.graphs.layered import write_layered
+from benchmarks.reorder_heldout import WIDTHS
 from optplan.budget import GUARD_SECONDS
 from optplan.frontends.graphs import read_graph
 from optplan.planners import get_planner
@@ -101,13 +109,16 @@ ICML = (
     "random_layered_n1000_w0.31_nlv0.75_ed0.2_scd0.14",
 )
 COLUMNS = (
-    "graph", "nodes", "share", "budget", "limit", "optplan_status", "optplan_extra_pct", "optplan_bound_pct",
+    "graph", "half", "nodes", "share", "budget", "limit", "optplan_status", "optplan_extra_pct", "optplan_bound_pct",
     "optplan_lower_pct", "optplan_gap_pct", "optplan_arena", "optplan_fits", "optplan_method",
     "optplan_seconds", "moccasin_status", "moccasin_extra_pct", "moccasin_peak_fits",
     "moccasin_arena_fits", "moccasin_seconds", "reason", "lower_reason",
 )  # fmt: skip
 
 
+# The held-out half of `reorder_heldout.py`'s graphs (its seeds 6-10 of 10): nothing in
+# the recomputation was tuned on them, where it was on MOCCASIN's ICML cases.
+HELDOUT_SEEDS = (6, 7, 8, 9, 10)
 SHARES = (0.9, 0.8, 0.7, 0.6, 0.5)  # the default budgets, as shares of the program order's peak
 # What an infeasible row says in `lower_reason`: no bound on extra compute exists there.
 INFEASIBLE_LOWER = "none: no schedule fits the budget (reason), so no extra compute to bound"
@@ -259,13 +270,21 @@ def run_moccasin(
     return row
 
 
-def graph_rows(args: argparse.Namespace, folder: Path) -> list[dict[str, object]]:
+def graph_rows(
+    args: argparse.Namespace, folder: Path, heldout: bool = False
+) -> list[dict[str, object]]:
+    """One row per graph of the set (every graph in `folder` where `heldout`), share and
+    limit run."""
     every = tuple(sorted(p.stem for p in folder.glob("*.json")))
-    names = {
-        "icml": ICML,
-        "all": every,
-        "rest": tuple(name for name in every if name not in ICML),
-    }[args.set]
+    names = (
+        every
+        if heldout
+        else {
+            "icml": ICML,
+            "all": every,
+            "rest": tuple(name for name in every if name not in ICML),
+        }[args.set]
+    )
     command = args.moccasin or os.environ.get("OPTPLAN_MOCCASIN", "")
     if not command:
         print(
@@ -288,6 +307,7 @@ def graph_rows(args: argparse.Namespace, folder: Path) -> list[dict[str, object]
             for limit in limits:
                 row: dict[str, object] = {
                     "graph": name,
+                    "half": "heldout" if heldout else "tuning" if name in ICML else "peer",
                     "nodes": graph.ops,
                     "share": share,
                     "budget": budget,
@@ -330,7 +350,8 @@ def kept(rows: list[dict[str, object]], out: str) -> list[dict[str, object]]:
 def _merged(args: argparse.Namespace, rows: list[dict[str, object]]) -> list[dict[str, object]]:
     """What a run writes: its rows, and with `--only` or other `--shares` the file's
     rows of the cases it did not run (`kept`)."""
-    return kept(rows, args.out) if args.only or tuple(args.shares) != SHARES else rows
+    some = args.only or args.heldout or tuple(args.shares) != SHARES
+    return kept(rows, args.out) if some else rows
 
 
 def _seconds(limit: str) -> str:
@@ -385,6 +406,15 @@ def main() -> None:
         type=lambda t: [float(x) for x in t.split(",")],
         default=list(SHARES),
     )
+    parser.add_argument(
+        "--heldout",
+        type=lambda t: [int(x) for x in t.split(",")],
+        default=[],
+        metavar="SIZES",
+        help="comma-separated node counts: the held-out layered graphs of those sizes "
+        f"(seeds {HELDOUT_SEEDS[0]}-{HELDOUT_SEEDS[-1]}, as reorder_heldout.py draws them) "
+        "instead of MOCCASIN's",
+    )
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "remat.csv"))
     parser.add_argument("--programs", action="store_true", help="only the training programs")
     parser.add_argument(
@@ -398,6 +428,17 @@ def main() -> None:
             program_rows(args.shares, args.time_limit, args.in_work, args.guard),
             str(ROOT / "benchmarks" / "results" / "remat_programs.csv"),
         )
+        return
+    if args.heldout:
+        with tempfile.TemporaryDirectory() as temporary:
+            folder = Path(temporary)
+            for nodes in args.heldout:
+                for seed in HELDOUT_SEEDS:
+                    name = f"layered_n{nodes}_w{WIDTHS[nodes]}_s{seed}.json"
+                    write_layered(
+                        folder / name, nodes, seed, width=WIDTHS[nodes], moccasin_like=True
+                    )
+            write(_merged(args, graph_rows(args, folder, heldout=True)), args.out)
         return
     folder = Path(args.graphs) if args.graphs else None
     if folder is None or not folder.is_dir():
