@@ -80,14 +80,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.graphs.layered import write_layered
-from benchmarks.reorder_heldout import WIDTHS
+from benchmarks.reorder_heldout import COUNT, cases, write_graph
 from optplan.budget import GUARD_SECONDS
 from optplan.frontends.graphs import read_graph
 from optplan.planners import get_planner
@@ -116,9 +116,6 @@ COLUMNS = (
 )  # fmt: skip
 
 
-# The held-out half of `reorder_heldout.py`'s graphs (its seeds 6-10 of 10): nothing in
-# the recomputation was tuned on them, where it was on MOCCASIN's ICML cases.
-HELDOUT_SEEDS = (6, 7, 8, 9, 10)
 SHARES = (0.9, 0.8, 0.7, 0.6, 0.5)  # the default budgets, as shares of the program order's peak
 # What an infeasible row says in `lower_reason`: no bound on extra compute exists there.
 INFEASIBLE_LOWER = "none: no schedule fits the budget (reason), so no extra compute to bound"
@@ -411,8 +408,8 @@ def main() -> None:
         type=lambda t: [int(x) for x in t.split(",")],
         default=[],
         metavar="SIZES",
-        help="comma-separated node counts: the held-out layered graphs of those sizes "
-        f"(seeds {HELDOUT_SEEDS[0]}-{HELDOUT_SEEDS[-1]}, as reorder_heldout.py draws them) "
+        help="comma-separated node counts: the held-out half of reorder_heldout.py's "
+        "layered graphs of those sizes (nothing in the recomputation was tuned on them) "
         "instead of MOCCASIN's",
     )
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "remat.csv"))
@@ -432,12 +429,8 @@ def main() -> None:
     if args.heldout:
         with tempfile.TemporaryDirectory() as temporary:
             folder = Path(temporary)
-            for nodes in args.heldout:
-                for seed in HELDOUT_SEEDS:
-                    name = f"layered_n{nodes}_w{WIDTHS[nodes]}_s{seed}.json"
-                    write_layered(
-                        folder / name, nodes, seed, width=WIDTHS[nodes], moccasin_like=True
-                    )
+            for _, nodes, seed in cases(args.heldout, COUNT, "heldout"):
+                write_graph(folder, nodes, seed)
             write(_merged(args, graph_rows(args, folder, heldout=True)), args.out)
         return
     folder = Path(args.graphs) if args.graphs else None
@@ -506,8 +499,9 @@ PROGRAM_COLUMNS = (
 )  # fmt: skip
 
 
-def write(rows: list[dict[str, object]], out: str) -> None:
-    columns = (
+def write(rows: list[dict[str, object]], out: str, columns: Sequence[str] | None = None) -> None:
+    """`rows` as CSV to `out`, under `columns` (else this script's own, by the rows)."""
+    columns = columns or (
         PROGRAM_COLUMNS
         if rows and "program" in rows[0]
         else REACH_COLUMNS

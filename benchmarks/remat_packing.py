@@ -24,7 +24,6 @@ the run stops, saying why.
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import os
 import sys
@@ -36,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.remat import in_order
+from benchmarks.remat import in_order, write
 from optplan.budget import Budget, now, running
 from optplan.planners import get_planner
 from optplan.planners.greedy.tries import descend
@@ -143,11 +142,7 @@ def main() -> None:
         for row in rows(paths[0], float(share), args):
             print(" | ".join(str(row[column]) for column in COLUMNS), flush=True)
             table.append(row)
-    with open(args.out, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
-        writer.writeheader()
-        writer.writerows(table)
-    print(f"wrote {args.out}", file=sys.stderr)
+    write(table, args.out, COLUMNS)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ from optplan.schedule import Scheduler
 from optplan.schedule.graph import peak_bytes
 
 WIDTHS = {250: 0.43, 500: 0.36, 1000: 0.31}  # MOCCASIN's files' `w` at each size
+COUNT = 10  # graphs per size, both halves: seeds 1-5 tuning, 6-10 held out
 COLUMNS = ("graph", "half", "nodes", "seed", "edges", "program", "peak", "bound", "gap",
            "seconds", "work", "cut")  # fmt: skip
 
@@ -59,13 +60,18 @@ def cases(
     return chosen
 
 
+def write_graph(folder: Path, nodes: int, seed: int) -> Path:
+    """The layered graph of `nodes` and `seed` with MOCCASIN's parameters, written to
+    `folder` under its name (`layered_n500_w0.36_s6.json`)."""
+    name = f"layered_n{nodes}_w{WIDTHS[nodes]}_s{seed}.json"
+    return write_layered(folder / name, nodes, seed, width=WIDTHS[nodes], moccasin_like=True)
+
+
 def measure(
     folder: Path, which: str, nodes: int, seed: int, work: float, guard: float
 ) -> dict[str, object]:
-    name = f"layered_n{nodes}_w{WIDTHS[nodes]}_s{seed}"
-    path = write_layered(
-        folder / f"{name}.json", nodes, seed, width=WIDTHS[nodes], moccasin_like=True
-    )
+    path = write_graph(folder, nodes, seed)
+    name = path.stem
     graph = read_graph(path).graph
     began = time.perf_counter()
     found = Scheduler("auto", time_limit=guard, work=order_steps(work))(graph)
@@ -84,7 +90,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--half", choices=("tuning", "heldout", "both"), default="both")
     parser.add_argument("--sizes", default="250,500,1000")
-    parser.add_argument("--count", type=int, default=10, help="graphs per size (both halves)")
+    parser.add_argument("--count", type=int, default=COUNT, help="graphs per size (both halves)")
     parser.add_argument("--seeds", default="", help="comma-separated seeds, run in that order")
     parser.add_argument("--work", type=float, default=DEFAULT_WORK, help="units, as --work")
     parser.add_argument("--guard", type=float, default=GUARD_SECONDS, help="seconds")

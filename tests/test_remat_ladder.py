@@ -79,34 +79,38 @@ def test_off_the_ladder_fit_packs_wherever_the_rounds_from_the_first_schedule_pa
         patch.setattr(anytime, "LADDER_EXTRA", -1.0)
         deadline = now() + 20
         found = anytime.fit(call, order, deadline, RANKS[:1])
-        first = greedy(graph, order, budget, list(allowed), deadline, RANKS[0])
-        if first is None or found is not None:
-            event("fit answered" if found is not None else "nothing met")
+        unpacked = _first_unpacked(graph, allowed, budget, alignment, deadline)
+        if found is not None or unpacked is None:
+            event("fit answered" if found is not None else "nothing to round")
             return
-        _, over, tops = packed(graph, first, budget, alignment, deadline)
-        if not over:
-            return
-        unpacked = Unpacked((first, RANKS[0]), tops, budget)
         alone = relieve(graph, unpacked, budget, alignment, list(allowed), deadline)
     event("rounds alone found nothing" if alone is None else "rounds alone packed")
     assert alone is None, "the packing rounds from the first schedule pack; fit found none"
 
 
+def _first_unpacked(
+    graph: Graph, allowed: tuple[bool, ...], budget: int, alignment: int, deadline: float
+) -> Unpacked | None:
+    """The schedule the cheapest rank meets at the budget from the program order, where
+    its packing overflows (None where it is not met or packs)."""
+    first = greedy(graph, tuple(range(graph.ops)), budget, list(allowed), deadline, RANKS[0])
+    if first is None:
+        return None
+    _, over, tops = packed(graph, first, budget, alignment, deadline)
+    return Unpacked((first, RANKS[0]), tops, budget) if over else None
+
+
 def _slow_rounds(
     graph: Graph, allowed: tuple[bool, ...], budget: int, alignment: int, again: float
-) -> tuple[tuple[int, ...] | None, tuple[tuple[int, ...], Plan, np.ndarray] | None]:
-    """Under a clock counted in work: the first schedule met by the cheapest rank where
-    its packing overflows, and the packing rounds from it with a local recreate in each."""
+) -> tuple[Unpacked | None, tuple[tuple[int, ...], Plan, np.ndarray] | None]:
+    """Under a clock counted in work: the first schedule that overflows
+    (`_first_unpacked`), and the packing rounds from it with a local recreate in each."""
     with running(Budget(6.0, 60.0).clock()):
         deadline = now() + 5.0
-        first = greedy(graph, tuple(range(graph.ops)), budget, list(allowed), deadline, RANKS[0])
-        if first is None:
+        unpacked = _first_unpacked(graph, allowed, budget, alignment, deadline)
+        if unpacked is None:
             return None, None
-        _, over, tops = packed(graph, first, budget, alignment, deadline)
-        if not over:
-            return None, None
-        unpacked = Unpacked((first, RANKS[0]), tops, budget)
-        return first, relieve(
+        return unpacked, relieve(
             graph, unpacked, budget, alignment, list(allowed), deadline, again=again
         )
 
