@@ -8,10 +8,10 @@ local ruin (`recreate.LOCAL`) for `--recreate` units of work; then its instances
 by greedy (every order and fit), `tries.descend` from greedy's plan (`--moves`) and
 the cpsat planner (`--cpsat`, seconds each). The bound is the schedule's live bytes at
 its peak (no packing is lower); gap = (arena - bound) / arena. All but CP-SAT stop on
-work, so their arenas are the same on any machine; CP-SAT runs on seconds here because
-its skyline search counts a node as the same work on any part (30,000 a unit), and on
-these 1,000-2,000 rectangles a node costs about a millisecond: 20 units ran for more
-than ten minutes.
+work, so their arenas are the same on any machine; CP-SAT runs on seconds here, as its
+rows were measured when its skyline search counted a node as the same work on any part
+(on these 1,000-2,000 rectangles a node costs about a millisecond, and 20 units then ran
+for more than ten minutes; `budget.node_work` now counts it by the part's size).
 
     .venv/bin/python benchmarks/remat_packing.py --graphs DIR [--cases n1000:0.5,n500:0.5]
         [--recreate 6] [--moves 3000] [--cpsat 20,60]

@@ -7,7 +7,7 @@ that searches therefore counts what it did in work units and stops on them:
 
     stage                    what it counts                 one unit
     CP-SAT solves            deterministic time, 1 worker   1/CPSAT_WORK_PER_SECOND of it
-    the skyline search       nodes                          NODES_PER_UNIT nodes
+    the skyline search       nodes (more on large parts)    NODES_PER_UNIT nodes
     greedy runs and tries    rectangles placed              RECTS_PER_UNIT rectangles
     LNS                      CP-SAT's deterministic time    as CP-SAT's
 
@@ -61,6 +61,19 @@ def order_steps(units: float) -> int:
 # with the instance (MiniMalloc's D 21,000 a second, I 26,000, J 5,700, K 38,000), and K
 # needs 213,000 nodes to reach its optimum (benchmarks/results/work.csv).
 NODES_PER_UNIT = 30_000
+# That rate holds up to parts of this many incidences (a rectangle over a section, one
+# each; MiniMalloc's largest part, J, has 16,452). A node's cost grows with them: the
+# search walks 130-330 million node-incidences a second on MiniMalloc's 11 and on
+# recomputation schedules of 500-1,840 rectangles (65,000-294,000 incidences), where a
+# node counted as one made a unit 36 seconds. Above it a node counts in proportion.
+NODE_INCIDENCES = 16_500
+
+
+def node_work(incidences: int) -> float:
+    """The work of one node of the skyline search on a part of `incidences`."""
+    return max(1.0, incidences / NODE_INCIDENCES) / NODES_PER_UNIT
+
+
 # Greedy places about this many rectangles a second in one run with its orders' keys
 # (idealloc's S_1, 28,526 rectangles, thousands live at once: a perturbed run 0.37 s).
 RECTS_PER_UNIT = 80_000

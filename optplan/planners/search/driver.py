@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from math import gcd
 
-from optplan.budget import NODES_PER_UNIT, WALL, Clock
+from optplan.budget import WALL, Clock, node_work
 from optplan.planners.common import Rect, expand, live_peak, make_form
 from optplan.planners.search.floor import floor_runner
 from optplan.planners.search.order import order_runner
@@ -153,6 +153,7 @@ def _solve_part(
     if int(part.arrays().section_bytes.max(initial=0)) > capacity:
         return _Outcome(SearchStatus.INFEASIBLE, (), 0)
     configs = configurations(len(part.rects))
+    weight = node_work(len(part.arrays().section_rects))
     runners: list[Runner] = []
     nodes = 0
     while True:
@@ -166,7 +167,7 @@ def _solve_part(
                 else:
                     runners.append(floor_runner(arrays, capacity, order, rule))
             runner = runners[k]
-            code = _turn(runner, past, clock)
+            code = _turn(runner, past, clock, weight)
             nodes = sum(r.nodes for r in runners)
             if code == _FOUND:
                 offsets = tuple(int(o) for o in runner.offsets)
@@ -188,20 +189,21 @@ def configurations(rectangles: int) -> tuple[tuple[int, int, int, int], ...]:
     return _CONFIGS
 
 
-def _turn(runner: Runner, past: Callable[[], bool], clock: Clock) -> int:
+def _turn(runner: Runner, past: Callable[[], bool], clock: Clock, weight: float) -> int:
     """One turn of `_SLICE_NODES` nodes, in chunks short enough to read the clock often
     (a node costs milliseconds on large parts, so a whole turn could overrun the time
     limit by seconds). The kernels stop after exactly the nodes asked and resume where
     they stopped, so the chunks change when the clock is read and nothing else. A clock
-    that counts work counts the nodes (`NODES_PER_UNIT` a unit), in chunks of a fixed
-    size, so that where the search stops does not depend on the machine."""
+    that counts work counts the nodes, `weight` each (`budget.node_work`: more on large
+    parts), in chunks of a fixed size, so that where the search stops does not depend on
+    the machine."""
     target = runner.nodes + _SLICE_NODES
     chunk = _FIRST_CHUNK
     while True:
         began = time.perf_counter()
         before = runner.nodes
         code = runner.step(min(chunk, target - before))
-        clock.spend((runner.nodes - before) / NODES_PER_UNIT)
+        clock.spend((runner.nodes - before) * weight)
         if code != _RUNNING or runner.nodes >= target or runner.nodes == before:
             return code
         if past():
