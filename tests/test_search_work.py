@@ -5,29 +5,16 @@ as long on a part of thousands of rectangles as on MiniMalloc's, where it was me
 from __future__ import annotations
 
 import math
-import random
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from benchmarks.skyline_work import sliding
 from optplan.budget import NODE_INCIDENCES, NODES_PER_UNIT, Budget, node_work
 from optplan.planners.common import make_form
 from optplan.planners.search import SearchStatus, ask, prepare
-from optplan.problem import Buffer, Interval, Problem
 
 CHUNK = 64 * 15  # a chunk of nodes per configuration the clock is read after
-
-
-def sliding(rectangles: int, span: int, seed: int) -> Problem:
-    """One part: rectangle k live over [k, k + span) with a size drawn from `seed`, so
-    each covers `span` sections (incidences `rectangles x span`)."""
-    draw = random.Random(seed)
-    return Problem(
-        tuple(
-            Buffer(f"b{k}", draw.randint(1, 64), (Interval(k, k + span),))
-            for k in range(rectangles)
-        )
-    )
 
 
 def test_a_unit_on_a_large_part_walks_fewer_nodes_in_proportion() -> None:
