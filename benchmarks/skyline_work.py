@@ -92,8 +92,8 @@ def instances() -> list[tuple[str, Problem]]:
 def row(name: str, problem: Problem, units: float) -> dict[str, object]:
     form = make_form(problem)
     packing = prepare(form.rects, form.parts, 0)
-    part = max(packing.parts, key=lambda p: len(p.arrays().section_rects))
-    incidences = len(part.arrays().section_rects)
+    part = max(packing.parts, key=lambda p: p.incidences)
+    incidences = part.incidences
     one = prepare(tuple(part.rects), (tuple(part.rects),), 0)
     clock = Budget(work=units, seconds=3_000.0).clock()
     started = time.perf_counter()

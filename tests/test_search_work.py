@@ -22,7 +22,7 @@ def test_a_unit_on_a_large_part_walks_fewer_nodes_in_proportion() -> None:
     form = make_form(problem)
     packing = prepare(form.rects, form.parts, 0)
     (part,) = packing.parts
-    incidences = len(part.arrays().section_rects)
+    incidences = part.incidences
     assert incidences >= 2 * NODE_INCIDENCES
     clock = Budget(work=1.0, seconds=600.0).clock()
     # The live bytes: an exact tiling the search neither finds nor rules out in a unit.

@@ -153,7 +153,7 @@ def _solve_part(
     if int(part.arrays().section_bytes.max(initial=0)) > capacity:
         return _Outcome(SearchStatus.INFEASIBLE, (), 0)
     configs = configurations(len(part.rects))
-    weight = node_work(len(part.arrays().section_rects))
+    weight = node_work(part.incidences)
     runners: list[Runner] = []
     nodes = 0
     while True:

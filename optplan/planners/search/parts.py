@@ -92,6 +92,12 @@ class Prepared:
             self._arrays[mirror] = _build_part(self.rects, self.seed, mirror)
         return self._arrays[mirror]
 
+    @property
+    def incidences(self) -> int:
+        """Its rectangle-section incidences (a rectangle over a section, one each): what
+        a node of the search costs grows with them (`budget.node_work`)."""
+        return len(self.arrays().section_rects)
+
 
 def prepare_part(part: Sequence[Rect], seed: int) -> Prepared:
     """`part` in the search's order: by start, end, then index."""
