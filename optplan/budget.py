@@ -47,6 +47,14 @@ CPSAT_WORK_PER_SECOND = 12.0
 # at 70 %: 12 units of them took 47 s).
 MODEL_SCALE = 4.0
 
+# CP-SAT's presolve merges the no-overlap constraints a no-overlap-2D with fixed times
+# splits into, and counts none of that work in its deterministic time. Left at its default
+# (1e12) it ran 46 s of a solve counted 5 units on a recomputation schedule of 2,246
+# instances (1,092 no-overlaps, 254,761 intervals); bounded as CP-SAT bounds its merge of
+# at-most-ones by default, it takes under a second there, and MiniMalloc's 11 presolve to
+# the same models as before.
+MERGE_WORK = 1e8
+
 # The order search (`schedule.anytime`) takes about this many of its steps a second (a
 # 500-node layered graph: 10,000,000 in 12 s, 50,000,000 in 62 s).
 ORDER_STEPS_PER_UNIT = 1_000_000
@@ -173,6 +181,7 @@ class Clock:
         (`interleave_search`), the guard as its seconds; else `units` seconds on `workers`
         workers."""
         parameters.random_seed = seed
+        parameters.merge_no_overlap_work_limit = MERGE_WORK
         if self.counted or single:
             parameters.num_workers = workers if interleave else 1
             parameters.interleave_search = interleave
@@ -271,6 +280,7 @@ def limit_solver(
         parameters.max_time_in_seconds = max(units, 0.01)
         parameters.num_workers = workers
         parameters.random_seed = seed
+        parameters.merge_no_overlap_work_limit = MERGE_WORK
     else:
         clock.limit(parameters, units / scale, workers=workers, seed=seed)
 
