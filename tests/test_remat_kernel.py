@@ -177,3 +177,42 @@ def test_a_chains_distance_is_that_of_the_schedule_with_it(
     moved = steps[:r] + tuple(chain) + steps[r:]
     inserted = np.concatenate((relief[:r], np.full(len(chain), relief[r]), relief[r:]))
     assert tuple(int(x) for x in key) == distance(profile_of(graph, moved) + inserted, target)
+
+
+@settings(max_examples=300, deadline=None)
+@given(recomputed(), st.data())
+def test_every_moves_distance_at_a_step_is_that_of_its_moved_schedule(
+    case: tuple[Graph, tuple[int, ...]], data: st.DataObject
+) -> None:
+    """All the moves at a step at once (each key read from the profile's prefix and
+    suffix keys and the span the move changes), against each moved schedule."""
+    graph, steps = case
+    state = evaluate(graph, steps)
+    p = data.draw(st.integers(0, len(steps) - 1))
+    target = data.draw(st.integers(0, 40))
+    flat = Flat(graph)
+    keys, ks, rs = move_keys(
+        p,
+        state.profile,
+        state.crossing,
+        state.relief,
+        state.buffer,
+        state.start,
+        state.end,
+        state.read_ptr,
+        state.read_steps,
+        state.made_ptr,
+        state.made,
+        flat.creator,
+        np.ones(graph.ops, dtype=np.bool_),
+        flat.sizes,
+        flat.reads_ptr,
+        flat.reads_idx,
+        flat.creates_ptr,
+        flat.creates_idx,
+        target,
+    )
+    for key, k, r in zip(keys.tolist(), ks.tolist(), rs.tolist()):
+        v = int(flat.creator[state.buffer[k]])
+        moved = steps[:r] + (v,) + steps[r:]
+        assert tuple(key) == distance(profile_of(graph, moved), target)

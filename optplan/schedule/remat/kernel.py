@@ -259,6 +259,9 @@ def move_keys(  # type: ignore[no-untyped-def]
     key does not depend on where that step goes)."""
     n = profile.shape[0]
     change = np.zeros(n + 2, dtype=np.int64)
+    # A move changes the profile only over [lo, r): the rest is read from the keys of the
+    # profile's prefixes and suffixes, and the new step is one value more.
+    before, after = _running_keys(profile, target, False), _running_keys(profile, target, True)
     keys = np.empty((buffer.shape[0], 3), dtype=np.int64)
     ks = np.empty(buffer.shape[0], dtype=np.int64)
     rs = np.empty(buffer.shape[0], dtype=np.int64)
@@ -282,9 +285,11 @@ def move_keys(  # type: ignore[no-untyped-def]
         for i in range(creates_ptr[v], creates_ptr[v + 1]):
             if creates_idx[i] != buffer[k]:
                 new += sizes[creates_idx[i]]
+        lo = r
         if cut < r:
             change[cut] -= sizes[buffer[k]]
             change[r] += sizes[buffer[k]]
+            lo = cut
         for i in range(reads_ptr[v], reads_ptr[v + 1]):
             a = reads_idx[i]
             ended = end[latest(made_ptr, made, start, a, r)]
@@ -292,10 +297,13 @@ def move_keys(  # type: ignore[no-untyped-def]
                 change[ended] += sizes[a]
                 change[r] -= sizes[a]
                 new += sizes[a]
-        keys[count, 0], keys[count, 1], keys[count, 2] = _inserted_key(
-            change, profile, new, n, 1, target
-        )
-        change[:] = 0
+                lo = min(lo, ended)
+        # Every change lies in [lo, r] and they sum to 0: the profile moves over [lo, r).
+        peak, at_peak, over = _inserted_key(change[lo:], profile[lo:r], new, r - lo, 1, target)
+        peak, at_peak, over = _merged(peak, at_peak, over, before[lo])
+        peak, at_peak, over = _merged(peak, at_peak, over, after[n - r])
+        keys[count, 0], keys[count, 1], keys[count, 2] = peak, at_peak, over
+        change[lo : r + 1] = 0
         ks[count], rs[count] = k, r
         count += 1
     return keys[:count], ks[:count], rs[:count]
@@ -412,6 +420,36 @@ def _inserted_key(delta, profile, held_there, r, m, target):  # type: ignore[no-
         if value > target:
             over += value - target
     return peak, at_peak, over
+
+
+@njit(cache=True)
+def _running_keys(profile, target, backwards):  # type: ignore[no-untyped-def]
+    """`_key` of each prefix of `profile` (of each suffix, `backwards`): row i for the
+    first (last) i steps, row 0 an empty one (peak -1)."""
+    n = profile.shape[0]
+    keys = np.empty((n + 1, 3), dtype=np.int64)
+    peak, at_peak, over = -1, 0, 0
+    keys[0, 0], keys[0, 1], keys[0, 2] = peak, at_peak, over
+    for i in range(n):
+        value = profile[n - 1 - i] if backwards else profile[i]
+        if value > peak:
+            peak, at_peak = value, 0
+        if value == peak:
+            at_peak += 1
+        if value > target:
+            over += value - target
+        keys[i + 1, 0], keys[i + 1, 1], keys[i + 1, 2] = peak, at_peak, over
+    return keys
+
+
+@njit(cache=True)
+def _merged(peak, at_peak, over, other):  # type: ignore[no-untyped-def]
+    """The key of two runs of steps, one's key given as a row of three."""
+    if other[0] > peak:
+        return other[0], other[1], over + other[2]
+    if other[0] == peak:
+        return peak, at_peak + other[1], over + other[2]
+    return peak, at_peak, over + other[2]
 
 
 def warm_kernels() -> None:
