@@ -6,12 +6,12 @@ budget): the order search's best order, the peak heuristic's schedule met at the
 from it (its cheapest rank where that meets it, else the tabu rank), recreated with the
 local ruin (`recreate.LOCAL`) for `--recreate` units of work; then its instances packed
 by greedy (every order and fit), `tries.descend` from greedy's plan (`--moves`) and
-the cpsat planner (`--cpsat`, seconds each). The bound is the schedule's live bytes at
-its peak (no packing is lower); gap = (arena - bound) / arena. All but CP-SAT stop on
-work, so their arenas are the same on any machine; CP-SAT runs on seconds here, as its
-rows were measured when its skyline search counted a node as the same work on any part
-(on these 1,000-2,000 rectangles a node costs about a millisecond, and 20 units then ran
-for more than ten minutes; `budget.node_work` now counts it by the part's size).
+the cpsat planner (`--cpsat`, units of work each). The bound is the schedule's live
+bytes at its peak (no packing is lower); gap = (arena - bound) / arena. Every step stops
+on work, so the arenas are the same on any machine (the seconds are one loaded run's).
+Its CP-SAT rows ran on seconds until the skyline search counted a node by its part's
+size (`budget.node_work`) and CP-SAT's presolve merge was bounded (`budget.MERGE_WORK`):
+before those, 20 units on these 1,000-2,000 rectangles ran for more than ten minutes.
 
     .venv/bin/python benchmarks/remat_packing.py --graphs DIR [--cases n1000:0.5,n500:0.5]
         [--recreate 6] [--moves 3000] [--cpsat 20,60]
@@ -80,9 +80,9 @@ def packings(problem: Problem, moves: int, cpsat: list[float]) -> list[tuple[str
     found.append(
         _timed(f"descend {moves} moves", lambda: descend(problem, first, now() + GUARD, work=moves))
     )
-    for seconds in cpsat:
-        cpsat_plan = partial(get_planner("cpsat", work=None, time_limit=seconds), whole)
-        found.append(_timed(f"cpsat {seconds:g} s", cpsat_plan))
+    for units in cpsat:
+        cpsat_plan = partial(get_planner("cpsat", work=units, time_limit=GUARD), whole)
+        found.append(_timed(f"cpsat {units:g} units", cpsat_plan))
     return found
 
 
@@ -126,10 +126,10 @@ def main() -> None:
     parser.add_argument("--cases", default="n1000:0.5,n500:0.5", help="graph part:share, ...")
     parser.add_argument("--recreate", type=float, default=6.0, help="units of the local ruin")
     parser.add_argument("--moves", type=int, default=3_000, help="tries.descend's moves")
-    parser.add_argument("--cpsat", default="20,60", help="the cpsat planner's seconds, each")
+    parser.add_argument("--cpsat", default="20,60", help="the cpsat planner's units of work, each")
     parser.add_argument("--out", default=str(ROOT / "benchmarks/results/remat_packing.csv"))
     args = parser.parse_args()
-    args.cpsat = [float(seconds) for seconds in args.cpsat.split(",") if seconds]
+    args.cpsat = [float(units) for units in args.cpsat.split(",") if units]
     folder = Path(args.graphs)
     if not args.graphs or not folder.is_dir():
         parser.exit(2, "remat_packing.py: give --graphs DIR (MOCCASIN's data/ folder)\n")
