@@ -413,12 +413,20 @@ def _inserted_key(delta, profile, held_there, r, m, target):  # type: ignore[no-
     for t in range(profile.shape[0] + m):
         held += delta[t]
         value = held + (profile[t] if t < r else held_there if t < r + m else profile[t - m])
-        if value > peak:
-            peak, at_peak = value, 0
-        if value == peak:
-            at_peak += 1
-        if value > target:
-            over += value - target
+        peak, at_peak, over = _counted(peak, at_peak, over, value, target)
+    return peak, at_peak, over
+
+
+@njit(cache=True)
+def _counted(peak, at_peak, over, value, target):  # type: ignore[no-untyped-def]
+    """A key (peak, steps at the peak, bytes over `target`) with one step more, holding
+    `value`."""
+    if value > peak:
+        peak, at_peak = value, 0
+    if value == peak:
+        at_peak += 1
+    if value > target:
+        over += value - target
     return peak, at_peak, over
 
 
@@ -432,12 +440,7 @@ def _running_keys(profile, target, backwards):  # type: ignore[no-untyped-def]
     keys[0, 0], keys[0, 1], keys[0, 2] = peak, at_peak, over
     for i in range(n):
         value = profile[n - 1 - i] if backwards else profile[i]
-        if value > peak:
-            peak, at_peak = value, 0
-        if value == peak:
-            at_peak += 1
-        if value > target:
-            over += value - target
+        peak, at_peak, over = _counted(peak, at_peak, over, value, target)
         keys[i + 1, 0], keys[i + 1, 1], keys[i + 1, 2] = peak, at_peak, over
     return keys
 
