@@ -9,7 +9,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from optplan.schedule.graph import Graph, instances
-from optplan.schedule.remat.heuristic import evaluate, profile_of
+from optplan.schedule.remat.heuristic import _State, evaluate, profile_of
 from optplan.schedule.remat.kernel import Flat, chain_key, distance, move_keys
 from tests.test_remat import graphs
 
@@ -53,28 +53,13 @@ def test_instances_and_readers_are_the_definitions(case: tuple[Graph, tuple[int,
     assert state.first.tolist() == [steps.index(v) for v in range(graph.ops)]
 
 
-@settings(max_examples=300, deadline=None)
-@given(recomputed(), st.data())
-def test_a_moves_distance_is_that_of_the_moved_schedule(
-    case: tuple[Graph, tuple[int, ...]], data: st.DataObject
-) -> None:
-    graph, steps = case
-    state = evaluate(graph, steps)
-    moves = [
-        (k, int(t))
-        for k in range(len(state.buffer))
-        for t in state.readers(k)
-        if t > state.start[k] + 1 and int(t) - 1 not in state.readers(k)
-    ]
-    assume(moves)
-    k, r = data.draw(st.sampled_from(moves))
-    v = int(np.nonzero([state.buffer[k] in graph.creates[u] for u in range(graph.ops)])[0][0])
-    moved = steps[:r] + (v,) + steps[r:]
-    target = data.draw(st.integers(0, 40))
-    # At step r - 1, k is held, not read, and read next at r: one of the moves there.
+def moves_at(
+    graph: Graph, state: _State, p: int, target: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`move_keys` at step p of `state`, every op allowed to run again."""
     flat = Flat(graph)
-    keys, ks, rs = move_keys(
-        r - 1,
+    return move_keys(  # type: ignore[no-any-return]
+        p,
         state.profile,
         state.crossing,
         state.relief,
@@ -94,6 +79,28 @@ def test_a_moves_distance_is_that_of_the_moved_schedule(
         flat.creates_idx,
         target,
     )
+
+
+@settings(max_examples=300, deadline=None)
+@given(recomputed(), st.data())
+def test_a_moves_distance_is_that_of_the_moved_schedule(
+    case: tuple[Graph, tuple[int, ...]], data: st.DataObject
+) -> None:
+    graph, steps = case
+    state = evaluate(graph, steps)
+    moves = [
+        (k, int(t))
+        for k in range(len(state.buffer))
+        for t in state.readers(k)
+        if t > state.start[k] + 1 and int(t) - 1 not in state.readers(k)
+    ]
+    assume(moves)
+    k, r = data.draw(st.sampled_from(moves))
+    v = int(np.nonzero([state.buffer[k] in graph.creates[u] for u in range(graph.ops)])[0][0])
+    moved = steps[:r] + (v,) + steps[r:]
+    target = data.draw(st.integers(0, 40))
+    # At step r - 1, k is held, not read, and read next at r: one of the moves there.
+    keys, ks, rs = moves_at(graph, state, r - 1, target)
     assert k in ks.tolist()
     at = ks.tolist().index(k)
     assert int(rs[at]) == r
@@ -190,28 +197,8 @@ def test_every_moves_distance_at_a_step_is_that_of_its_moved_schedule(
     state = evaluate(graph, steps)
     p = data.draw(st.integers(0, len(steps) - 1))
     target = data.draw(st.integers(0, 40))
+    keys, ks, rs = moves_at(graph, state, p, target)
     flat = Flat(graph)
-    keys, ks, rs = move_keys(
-        p,
-        state.profile,
-        state.crossing,
-        state.relief,
-        state.buffer,
-        state.start,
-        state.end,
-        state.read_ptr,
-        state.read_steps,
-        state.made_ptr,
-        state.made,
-        flat.creator,
-        np.ones(graph.ops, dtype=np.bool_),
-        flat.sizes,
-        flat.reads_ptr,
-        flat.reads_idx,
-        flat.creates_ptr,
-        flat.creates_idx,
-        target,
-    )
     for key, k, r in zip(keys.tolist(), ks.tolist(), rs.tolist()):
         v = int(flat.creator[state.buffer[k]])
         moved = steps[:r] + (v,) + steps[r:]
