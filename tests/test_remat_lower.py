@@ -112,6 +112,26 @@ def test_the_covering_bound_is_above_zero_where_a_run_again_is_forced() -> None:
     assert covering_bound(CHAIN, 5).unmet  # d's own step holds 6: nothing fits
 
 
+# a makes A, m reads it and makes B, k (after m) makes K, j reads K, d reads B and J.
+# At 8 bytes B cannot be held at j's step (3 + 5 + 1): m runs again after it, and its
+# run again reads A, which cannot be held there either: a runs again too.
+INPUTS = Graph(
+    sizes=(3, 3, 5, 1, 1),
+    creates=((0,), (1,), (2,), (3,), (4,)),
+    reads=((), (0,), (), (2,), (1, 3)),
+    preds=((), (0,), (1,), (2,), (1, 3)),
+    costs=(1, 1, 1, 1, 1),
+)
+
+
+def test_a_run_again_counts_the_inputs_it_reads() -> None:
+    """Dropping B at j's step costs m's run again and A held or made again for it: the
+    bound counts both runs (the least of every schedule: a, m, k, j, a, m, d)."""
+    every = every_schedule(INPUTS, 8, [True] * 5, time.perf_counter() + 30)
+    assert every is not None and every.cost == 2
+    assert covering_bound(INPUTS, 8).cost == 2
+
+
 @st.composite
 def below_orders(draw: st.DrawFn, max_ops: int) -> tuple[Graph, tuple[bool, ...], int]:
     """A graph of `tight` or `skips` at a budget below the best order's peak (the exact

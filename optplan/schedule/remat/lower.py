@@ -27,9 +27,11 @@ meeting (v) for every op v. Steps:
    relaxation by GLOP (one model, its new rows added each round), rounded up.
 4. Rows from cuts (`_Cuts`): the ops run before v's first run are some set D closed
    under the order, and what D made that is read outside D is held at v's step unless
-   its maker runs again. With the choice of step 3, a maximum flow per op finds the
-   least held over every D; where it exceeds the budget, the flow gives a row that cuts
-   the choice off, and step 3 runs again, up to `rounds` solves.
+   its maker runs again after it; that run reads the maker's inputs after the step,
+   so each of them is held there too, or dropped in turn. With the choice of step 3, a
+   maximum flow per op finds the least held over every D; where it exceeds the budget,
+   the flow gives a row that cuts the choice off (over literals: a maker's run again
+   or its absence), and step 3 runs again, up to `rounds` solves.
 
 Every step counts its work on the running clock (`optplan.budget`): step 1 its pairs
 of an op and a buffer, step 3 CP-SAT's deterministic time, GLOP's iterations and the
@@ -167,7 +169,13 @@ def rows(
     return out, False
 
 
+# A row: weights by literal (m: op m runs again; ~m, below 0: it does not) and the demand
+# their sum must meet.
 Row = tuple[dict[int, int], int]
+
+
+def _maker(literal: int) -> int:
+    return literal if literal >= 0 else ~literal
 
 
 def covering_bound(
@@ -219,10 +227,11 @@ def _solve(
         return 0, True, set()
     costs = graph.costs or (1,) * graph.ops
     model = cp_model.CpModel()
-    makers = sorted({m for drop, _ in got for m in drop})
+    makers = sorted({_maker(literal) for drop, _ in got for literal in drop})
     x = {m: model.new_bool_var(f"again[{m}]") for m in makers}
     for drop, demand in got:
-        model.add(LinearExpr.weighted_sum([x[m] for m in drop], list(drop.values())) >= demand)
+        literals = [x[m] if m >= 0 else x[~m].Not() for m in drop]
+        model.add(LinearExpr.weighted_sum(literals, list(drop.values())) >= demand)
     model.minimize(LinearExpr.weighted_sum([x[m] for m in makers], [costs[m] for m in makers]))
     spend(sum(len(drop) for drop, _ in got) * COEFFICIENT_WORK)
     solver = cp_model.CpSolver()
@@ -260,12 +269,15 @@ class _Relaxation:
     def bound(self, got: list[Row], units: float) -> int:
         solver = self.solver
         for drop, demand in got[self.added :]:
-            row = solver.Constraint(1.0, solver.infinity())
-            for m, w in drop.items():
+            # A literal ~m stands for 1 - x[m]: its share moves to the row's lower side.
+            negated = sum(w for m, w in drop.items() if m < 0) / demand
+            row = solver.Constraint(1.0 - negated, solver.infinity())
+            for literal, w in drop.items():
+                m = _maker(literal)
                 if m not in self.x:
                     self.x[m] = solver.NumVar(0.0, 1.0, f"again[{m}]")
                     solver.Objective().SetCoefficient(self.x[m], self.costs[m])
-                row.SetCoefficient(self.x[m], w / demand)
+                row.SetCoefficient(self.x[m], (w if literal >= 0 else -w) / demand)
             spend(len(drop) * COEFFICIENT_WORK)
         self.added = len(got)
         pivots = max(1, int(min(units / (PIVOT_WORK * max(1, len(got))), 1e9)))
@@ -282,12 +294,14 @@ class _Relaxation:
 class _Cuts:
     """Step 4: per op v, a maximum flow in the network of `schedule.bounds.cut_bounds`
     (its minimum cut is the least held at v's step over every set D of ops run before
-    it), in which a buffer whose maker runs again costs nothing (it may be made again
-    after v). Where the flow is above the room, the choice is cut off by the row its
-    flow gives: a flow less what passes through the buffers dropped is still a flow,
-    so every choice whose schedule fits needs the flow through its dropped buffers to
-    reach the flow's excess over the room (max-flow min-cut duality). Each flow's work
-    is `ARC_WORK` an arc."""
+    it), in which a buffer whose maker runs again costs nothing where the maker's
+    inputs are needed after v anyway (it may be made again after v from them), and its
+    size where one is not (`_inputs`). Where the flow is above the room, the choice is
+    cut off by the row its flow gives: a flow less what passes through the arcs another
+    choice closes is still a flow, so every choice whose schedule fits must close arcs
+    that carry the flow's excess over the room (max-flow min-cut duality): a kept
+    buffer's arc closes where its maker runs again, a dropped one's run-again arc where
+    it does not. Each flow's work is `ARC_WORK` an arc."""
 
     def __init__(self, graph: Graph, budget: int, recomputable: Sequence[bool] | None) -> None:
         self.graph, self.budget = graph, budget
@@ -303,6 +317,7 @@ class _Cuts:
         self.flow = max_flow.SimpleMaxFlow()
         self.infinite = int(self.sizes.sum()) + 1
         self.arcs = self._network()
+        self.inputs = self._inputs()
         self.tie_in = [self._arc(self.source, v, 0) for v in range(graph.ops)]
         self.tie_out = [self._arc(v, self.sink, 0) for v in range(graph.ops)]
 
@@ -328,11 +343,29 @@ class _Cuts:
                 self._arc(v, u, self.infinite)
         return np.array(arcs, dtype=np.int32)
 
+    def _inputs(self) -> np.ndarray:
+        """A dropped buffer's maker runs again after the step, and reads its inputs then:
+        each is held at the step or dropped too. Node `runs + b` stands for b's maker's
+        run again; every input's node leads to it, and its arc into b (by buffer, the
+        capacity b's size where b is dropped) is cut, b held, where some input is not
+        needed after the step otherwise."""
+        graph, n = self.graph, self.graph.ops
+        runs = n + len(graph.sizes) + 2
+        arcs = []
+        for b in range(len(graph.sizes)):
+            maker = int(self.maker[b])
+            arcs.append(self._arc(runs + b, n + b, 0))
+            if self.droppable[b]:
+                for a in graph.reads[maker]:
+                    self._arc(n + a, runs + b, self.infinite)
+        return np.array(arcs, dtype=np.int32)
+
     def rows(self, again: set[int], end: float) -> list[Row] | None:
         """The rows of every op whose step `again` leaves above the room; None where the
         clock reached `end` first."""
         dropped = self.droppable & np.isin(self.maker, sorted(again))
         self.flow.set_arcs_capacity(self.arcs, np.where(dropped, 0, self.sizes))
+        self.flow.set_arcs_capacity(self.inputs, np.where(dropped, self.sizes, 0))
         found: list[Row] = []
         for v in range(self.graph.ops):
             if now() >= end:
@@ -350,22 +383,29 @@ class _Cuts:
         room = self.budget - graph.base_bytes - made
         reads = np.array(graph.reads[v], dtype=np.int64)
         kept = reads[dropped[reads]] if len(reads) else reads  # v's reads are held
+        none = np.zeros(len(kept), dtype=np.int64)
         self.flow.set_arcs_capacity(self.arcs[kept], self.sizes[kept])
+        self.flow.set_arcs_capacity(self.inputs[kept], none)
         self._tie(v, self.infinite)
         self.flow.solve(self.source, self.sink)
         value = self.flow.optimal_flow()
         through = np.asarray(self.flow.flows(self.arcs))
+        through_runs = np.asarray(self.flow.flows(self.inputs))
         self._tie(v, 0)
-        self.flow.set_arcs_capacity(self.arcs[kept], np.zeros(len(kept), dtype=np.int64))
+        self.flow.set_arcs_capacity(self.arcs[kept], none)
+        self.flow.set_arcs_capacity(self.inputs[kept], self.sizes[kept])
         demand = value - room
         if demand <= 0 or value >= self.infinite:
             return None
-        mask = (through > 0) & self.droppable
-        mask[reads] = False
-        per_maker: dict[int, int] = {}
-        for m, w in zip(self.maker[mask].tolist(), through[mask].tolist()):
-            per_maker[m] = per_maker.get(m, 0) + w
-        return {m: min(w, demand) for m, w in per_maker.items()}, demand
+        # Flow through a kept buffer's arc is lost where its maker runs again; through
+        # a dropped one's run-again arc, where it does not (the literal ~m).
+        per_literal: dict[int, int] = {}
+        for literal, flows in ((self.maker, through), (~self.maker, through_runs)):
+            mask = (flows > 0) & self.droppable
+            mask[reads] = False
+            for m, w in zip(literal[mask].tolist(), flows[mask].tolist()):
+                per_literal[m] = per_literal.get(m, 0) + w
+        return {m: min(w, demand) for m, w in per_literal.items()}, demand
 
     def _tie(self, v: int, capacity: int) -> None:
         """v's predecessors to the source and v to the sink (or untie them, at 0)."""
