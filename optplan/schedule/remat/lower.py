@@ -30,8 +30,8 @@ meeting (v) for every op v. Steps:
    its maker runs again after it; that run reads the maker's inputs after the step,
    so each of them is held there too, or dropped in turn. With the choice of step 3, a
    maximum flow per op finds the least held over every D; where it exceeds the budget,
-   the flow gives a row that cuts the choice off (over literals: a maker's run again
-   or its absence), and step 3 runs again, up to `rounds` solves.
+   the flow gives a row that cuts the choice off, and step 3 runs again, up to
+   `rounds` solves.
 
 Every step counts its work on the running clock (`optplan.budget`): step 1 its pairs
 of an op and a buffer, step 3 CP-SAT's deterministic time, GLOP's iterations and the
@@ -169,13 +169,7 @@ def rows(
     return out, False
 
 
-# A row: weights by literal (m: op m runs again; ~m, below 0: it does not) and the demand
-# their sum must meet.
 Row = tuple[dict[int, int], int]
-
-
-def _maker(literal: int) -> int:
-    return literal if literal >= 0 else ~literal
 
 
 def covering_bound(
@@ -227,11 +221,10 @@ def _solve(
         return 0, True, set()
     costs = graph.costs or (1,) * graph.ops
     model = cp_model.CpModel()
-    makers = sorted({_maker(literal) for drop, _ in got for literal in drop})
+    makers = sorted({m for drop, _ in got for m in drop})
     x = {m: model.new_bool_var(f"again[{m}]") for m in makers}
     for drop, demand in got:
-        literals = [x[m] if m >= 0 else x[~m].Not() for m in drop]
-        model.add(LinearExpr.weighted_sum(literals, list(drop.values())) >= demand)
+        model.add(LinearExpr.weighted_sum([x[m] for m in drop], list(drop.values())) >= demand)
     model.minimize(LinearExpr.weighted_sum([x[m] for m in makers], [costs[m] for m in makers]))
     spend(sum(len(drop) for drop, _ in got) * COEFFICIENT_WORK)
     solver = cp_model.CpSolver()
@@ -269,15 +262,12 @@ class _Relaxation:
     def bound(self, got: list[Row], units: float) -> int:
         solver = self.solver
         for drop, demand in got[self.added :]:
-            # A literal ~m stands for 1 - x[m]: its share moves to the row's lower side.
-            negated = sum(w for m, w in drop.items() if m < 0) / demand
-            row = solver.Constraint(1.0 - negated, solver.infinity())
-            for literal, w in drop.items():
-                m = _maker(literal)
+            row = solver.Constraint(1.0, solver.infinity())
+            for m, w in drop.items():
                 if m not in self.x:
                     self.x[m] = solver.NumVar(0.0, 1.0, f"again[{m}]")
                     solver.Objective().SetCoefficient(self.x[m], self.costs[m])
-                row.SetCoefficient(self.x[m], (w if literal >= 0 else -w) / demand)
+                row.SetCoefficient(self.x[m], w / demand)
             spend(len(drop) * COEFFICIENT_WORK)
         self.added = len(got)
         pivots = max(1, int(min(units / (PIVOT_WORK * max(1, len(got))), 1e9)))
@@ -297,11 +287,13 @@ class _Cuts:
     it), in which a buffer whose maker runs again costs nothing where the maker's
     inputs are needed after v anyway (it may be made again after v from them), and its
     size where one is not (`_inputs`). Where the flow is above the room, the choice is
-    cut off by the row its flow gives: a flow less what passes through the arcs another
-    choice closes is still a flow, so every choice whose schedule fits must close arcs
-    that carry the flow's excess over the room (max-flow min-cut duality): a kept
-    buffer's arc closes where its maker runs again, a dropped one's run-again arc where
-    it does not. Each flow's work is `ARC_WORK` an arc."""
+    cut off by the row its flow gives: a flow less what passes through the buffers
+    another choice drops is still a flow, so every choice whose schedule fits needs the
+    flow through the buffers it drops to reach the flow's excess over the room
+    (max-flow min-cut duality). Where a dropped buffer is kept instead, the flow
+    through its run-again arc goes on from an input to its maker (the maker reads it)
+    and into the buffer's own arc, of the same size: nothing is lost. Each flow's work
+    is `ARC_WORK` an arc."""
 
     def __init__(self, graph: Graph, budget: int, recomputable: Sequence[bool] | None) -> None:
         self.graph, self.budget = graph, budget
@@ -390,22 +382,18 @@ class _Cuts:
         self.flow.solve(self.source, self.sink)
         value = self.flow.optimal_flow()
         through = np.asarray(self.flow.flows(self.arcs))
-        through_runs = np.asarray(self.flow.flows(self.inputs))
         self._tie(v, 0)
         self.flow.set_arcs_capacity(self.arcs[kept], none)
         self.flow.set_arcs_capacity(self.inputs[kept], self.sizes[kept])
         demand = value - room
         if demand <= 0 or value >= self.infinite:
             return None
-        # Flow through a kept buffer's arc is lost where its maker runs again; through
-        # a dropped one's run-again arc, where it does not (the literal ~m).
-        per_literal: dict[int, int] = {}
-        for literal, flows in ((self.maker, through), (~self.maker, through_runs)):
-            mask = (flows > 0) & self.droppable
-            mask[reads] = False
-            for m, w in zip(literal[mask].tolist(), flows[mask].tolist()):
-                per_literal[m] = per_literal.get(m, 0) + w
-        return {m: min(w, demand) for m, w in per_literal.items()}, demand
+        mask = (through > 0) & self.droppable
+        mask[reads] = False
+        per_maker: dict[int, int] = {}
+        for m, w in zip(self.maker[mask].tolist(), through[mask].tolist()):
+            per_maker[m] = per_maker.get(m, 0) + w
+        return {m: min(w, demand) for m, w in per_maker.items()}, demand
 
     def _tie(self, v: int, capacity: int) -> None:
         """v's predecessors to the source and v to the sink (or untie them, at 0)."""
