@@ -19,7 +19,7 @@ from optplan.schedule.graph import Graph, peak_bytes
 from optplan.schedule.remat import Remat, memory_bound, rematerialise
 from optplan.schedule.remat.exhaustive import every_schedule
 from optplan.schedule.remat.heuristic import extra_cost
-from optplan.schedule.remat.lower import covering_bound
+from optplan.schedule.remat.lower import covering_bound, forced
 from tests.test_exhaustive import brute_force
 from tests.test_remat_awkward import awkward_graphs
 
@@ -130,6 +130,35 @@ def test_a_run_again_counts_the_inputs_it_reads() -> None:
     every = every_schedule(INPUTS, 8, [True] * 5, time.perf_counter() + 30)
     assert every is not None and every.cost == 2
     assert covering_bound(INPUTS, 8).cost == 2
+
+
+# a makes A (9 bytes), b reads it and makes B (5), c makes C (2), d reads A and C and
+# makes D (6), e reads B, C and D. At every op's step some set of ops run before it holds
+# at most 21 bytes, so no one step forces a run again; yet every order peaks at 22: at
+# 21 some op runs again, and the least is c's (a, c, d, b, c, e: cost 1).
+ORDERS = Graph(
+    sizes=(9, 5, 2, 6, 7),
+    creates=((0,), (1,), (2,), (3,), (4,)),
+    reads=((), (0,), (), (0, 2), (1, 2, 3)),
+    preds=((), (0,), (), (0, 2), (1, 2, 3)),
+    costs=(2, 3, 1, 3, 3),
+)
+
+
+def test_a_budget_below_every_orders_peak_forces_the_cheapest_run_again() -> None:
+    assert Scheduler("exact", time_limit=5.0)(ORDERS).peak_bytes == 22
+    assert covering_bound(ORDERS, 21).rows == 0
+    every = every_schedule(ORDERS, 21, [True] * 5, time.perf_counter() + 30)
+    assert every is not None and every.cost == 1
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(remat, "EXHAUSTIVE_OPS", 0)
+        result = rematerialise(ORDERS, Remat(21, time_limit=math.inf, work=1.0))
+    assert result.lower_bound == result.extra_cost == 1
+    assert result.status is Status.OPTIMAL
+    assert "every order holds more than the budget" in result.lower_reason
+    fixed = forced(ORDERS, 21, [True, True, False, True, True], 22)
+    assert fixed is not None and fixed.cost == 2  # c may not run again: a is the cheapest
+    assert forced(ORDERS, 22, None, 22) is None  # an order may fit: nothing is forced
 
 
 @st.composite

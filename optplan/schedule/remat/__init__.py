@@ -58,10 +58,12 @@ extra compute (the cost of every run after an op's first). Steps:
 5. Between steps 2 and 3, the bound over every schedule (`lower_bound`): the search of
    every schedule's least where it ran to its end, else the covering bound
    (`lower.covered`) in its share of the limit ("covering"), its own work counted
-   (CP-SAT's deterministic time, GLOP's iterations, the flows' arcs). It is 0 where an
-   order fits the budget in live bytes; where its rows cannot be met, nothing fits:
-   INFEASIBLE. It raises the floor of step 4's status (OPTIMAL where it is met), and
-   the heuristics stop, and step 4 does not run, where a schedule found meets it.
+   (CP-SAT's deterministic time, GLOP's iterations, the flows' arcs), or the cheapest
+   run again where step 2's order search proved every order's peak above the budget
+   (`lower.forced`), the larger. It is 0 where an order fits the budget in live
+   bytes; where its rows cannot be met, nothing fits: INFEASIBLE. It raises the floor
+   of step 4's status (OPTIMAL where it is met), and the heuristics stop, and step 4
+   does not run, where a schedule found meets it.
 
 The best schedule found is never worse than the heuristics'; its offsets are judged by
 `validate` on `problem_of(graph, steps)` with the budget as capacity.
@@ -131,8 +133,8 @@ def _rematerialise(
         if found is not None:
             return found
     lower = _lower(graph, options, allowed, bound, began) if searched and every is None else None
-    orders = _orders(graph, options)
-    covering = _covering(graph, options, allowed, orders, every)
+    orders, order_bound = _orders(graph, options)
+    covering = _covering(graph, options, allowed, (orders[0], order_bound), every)
     if covering.unmet:
         reason = f"no schedule fits {options.budget_bytes} bytes: {covering.reason}"
         return infeasible(
@@ -201,16 +203,18 @@ def _covering(
     graph: Graph,
     options: Remat,
     allowed: list[bool],
-    orders: list[tuple[int, ...]],
+    order: tuple[tuple[int, ...], int],
     every: Exhausted | None,
 ) -> Lower:
     """Step 5, the bound over every schedule: the search of every schedule's least,
-    where it ran to its end; else the covering bound in its share of the limit."""
+    where it ran to its end; else the covering bound in its share of the limit, beside
+    what the order search proved (`order`: the best start order and the bound on every
+    order's peak)."""
     if every is not None:
         return _least(every)
     units = share("covering") * options.time_limit
-    peak = peak_bytes(graph, orders[0])
-    return covered(graph, options.budget_bytes, allowed, peak, units)
+    peak = peak_bytes(graph, order[0])
+    return covered(graph, options.budget_bytes, allowed, (peak, order[1]), units)
 
 
 def _nearest_packed(
@@ -312,23 +316,23 @@ def _least(every: Exhausted) -> Lower:
     return Lower(every.cost, "the least of every schedule (its search ran to its end)")
 
 
-def _orders(graph: Graph, options: Remat) -> list[tuple[int, ...]]:
+def _orders(graph: Graph, options: Remat) -> tuple[list[tuple[int, ...]], int]:
     """Step 2's start orders, distinct, lowest peak first: the program order, the quick
     orders' best, and the order search's best at its full work and at a thirtieth of it
     (a start whose peak is a little higher may still lead lower: on MOCCASIN's 250-node
-    graph at 60 %, only the second does)."""
+    graph at 60 %, only the second does); and the higher of the two searches' proven
+    bounds on every order's peak."""
     program = tuple(range(graph.ops))
     quick = best_quick(graph)
     seconds = max(0.5, share("orders") * options.time_limit)
     clock = active()
     if clock is not None and clock.counted:
         seconds = min(clock.guard_left(), GUARD_SECONDS)  # they stop on work: the guard
-    searched = Scheduler("auto", time_limit=seconds, work=options.order_work)(graph).order
-    rough = Scheduler("auto", time_limit=seconds / 4, work=max(1, options.order_work // 30))(
-        graph
-    ).order
-    orders = dict.fromkeys([program, quick, searched, rough])
-    return sorted(orders, key=lambda order: peak_bytes(graph, order))
+    searched = Scheduler("auto", time_limit=seconds, work=options.order_work)(graph)
+    rough = Scheduler("auto", time_limit=seconds / 4, work=max(1, options.order_work // 30))(graph)
+    orders = dict.fromkeys([program, quick, searched.order, rough.order])
+    bound = max(searched.bound_bytes, rough.bound_bytes)
+    return sorted(orders, key=lambda order: peak_bytes(graph, order)), bound
 
 
 def _exact(

@@ -39,6 +39,12 @@ coefficients written, step 4 the arcs of each flow; the rounds stop where `work`
 spent, and the bound is then the last solve's (still a bound). Under a clock counted
 in work the bound is the same on any machine.
 
+Beside it, the order search's bound (`forced`): where it proves every order's peak
+above the budget, no schedule that runs each op once fits, so some op runs again, at
+least the cheapest that may. The rows miss that where each op's step alone has a cut
+within the budget but no one order meets every step's (`ORDERS` in
+tests/test_remat_lower.py); an answer states the larger of the two (`covered`).
+
 It covers every schedule `rematerialise` may return and every one `exhaustive`
 searches: any order of first runs and any recomputation, at any alignment.
 """
@@ -103,12 +109,14 @@ def covered(
     graph: Graph,
     budget: int,
     recomputable: Sequence[bool] | None,
-    order_peak: int,
+    order: tuple[int, int],
     work: float,
 ) -> Lower:
-    """The covering bound in `work` units of the running clock, as an answer states it;
-    none where an order with peak `order_peak` fits the budget (no row can then be
-    above 0: the order's every step holds what the rows count)."""
+    """The covering bound in `work` units of the running clock, as an answer states it,
+    or the order search's where that is higher (`forced`); none where an order fits
+    the budget (no row can then be above 0: the order's every step holds what the rows
+    count). `order`: the best order's peak and a proven bound on every order's."""
+    order_peak, order_bound = order
     if order_peak <= budget:
         return Lower(
             0, f"an order holds at most {order_peak} bytes at every step: no run again is forced"
@@ -116,6 +124,9 @@ def covered(
     cover = covering_bound(graph, budget, recomputable, work)
     if cover.unmet:
         return Lower(0, "some op's step holds more than the budget whatever runs again", True)
+    once = forced(graph, budget, recomputable, order_bound)
+    if once is not None and once.cost > cover.cost:
+        return once
     if not cover.converged and not cover.cost:
         return Lower(
             0,
@@ -132,6 +143,31 @@ def covered(
     return Lower(
         cover.cost,
         f"covering bound over {cover.rows} rows, {cover.solves} solves ({ended})",
+    )
+
+
+def forced(
+    graph: Graph, budget: int, recomputable: Sequence[bool] | None, order_bound: int
+) -> Lower | None:
+    """Where the order search proved every order's peak above the budget, a schedule
+    that runs each op once does not fit: some op runs again, at least the cheapest that
+    may and makes a buffer (a run that makes nothing changes no step's bytes, so the
+    least schedule has none). None where the bound is within the budget, or no op may
+    run again (a zero-cost op gives 0)."""
+    if order_bound <= budget:
+        return None
+    allowed = list(recomputable) if recomputable is not None else [True] * graph.ops
+    costs = [
+        graph.costs[v] if graph.costs else 1
+        for v in range(graph.ops)
+        if allowed[v] and graph.creates[v]
+    ]
+    if not costs:
+        return None
+    return Lower(
+        min(costs),
+        f"every order holds more than the budget at some step (the order search proved "
+        f"{order_bound} bytes): some op runs again, the cheapest that may costs {min(costs)}",
     )
 
 
