@@ -161,6 +161,20 @@ def test_a_budget_below_every_orders_peak_forces_the_cheapest_run_again() -> Non
     assert forced(ORDERS, 22, None, 22) is None  # an order may fit: nothing is forced
 
 
+def test_a_budget_below_every_orders_peak_with_nothing_that_may_run_again_fits_nothing() -> None:
+    """With no op allowed to run again every schedule is an order, and every order of
+    ORDERS peaks at 22: at 21 nothing fits, which the order search's bound proves."""
+    allowed = [False] * 5
+    assert brute_force(ORDERS, allowed, 21) == []
+    proof = forced(ORDERS, 21, allowed, 22)
+    assert proof is not None and proof.unmet
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(remat, "EXHAUSTIVE_OPS", 0)
+        result = rematerialise(ORDERS, Remat(21, time_limit=math.inf, work=1.0), allowed)
+    assert result.status is Status.INFEASIBLE and result.steps is None
+    assert "every order holds more than the budget" in result.reason
+
+
 @st.composite
 def below_orders(draw: st.DrawFn, max_ops: int) -> tuple[Graph, tuple[bool, ...], int]:
     """A graph of `tight` or `skips` at a budget below the best order's peak (the exact

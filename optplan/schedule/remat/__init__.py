@@ -61,9 +61,10 @@ extra compute (the cost of every run after an op's first). Steps:
    (CP-SAT's deterministic time, GLOP's iterations, the flows' arcs), or the cheapest
    run again where step 2's order search proved every order's peak above the budget
    (`lower.forced`), the larger. It is 0 where an order fits the budget in live
-   bytes; where its rows cannot be met, nothing fits: INFEASIBLE. It raises the floor
-   of step 4's status (OPTIMAL where it is met), and the heuristics stop, and step 4
-   does not run, where a schedule found meets it.
+   bytes; where its rows cannot be met, or no order fits and nothing that makes a
+   buffer may run again, nothing fits: INFEASIBLE. It raises the floor of step 4's
+   status (OPTIMAL where it is met), and the heuristics stop, and step 4 does not run,
+   where a schedule found meets it.
 
 The best schedule found is never worse than the heuristics'; its offsets are judged by
 `validate` on `problem_of(graph, steps)` with the budget as capacity.

@@ -125,7 +125,7 @@ def covered(
     if cover.unmet:
         return Lower(0, "some op's step holds more than the budget whatever runs again", True)
     once = forced(graph, budget, recomputable, order_bound)
-    if once is not None and once.cost > cover.cost:
+    if once is not None and (once.unmet or once.cost > cover.cost):
         return once
     if not cover.converged and not cover.cost:
         return Lower(
@@ -151,11 +151,15 @@ def forced(
 ) -> Lower | None:
     """Where the order search proved every order's peak above the budget, a schedule
     that runs each op once does not fit: some op runs again, at least the cheapest that
-    may and makes a buffer (a run that makes nothing changes no step's bytes, so the
-    least schedule has none). None where the bound is within the budget, or no op may
-    run again (a zero-cost op gives 0)."""
+    may and makes a buffer (a run that makes nothing only holds what it reads longer, so
+    the least schedule has none). Where no such op may run again, nothing fits (`unmet`).
+    None where the bound is within the budget."""
     if order_bound <= budget:
         return None
+    proved = (
+        "every order holds more than the budget at some step "
+        f"(the order search proved {order_bound} bytes)"
+    )
     allowed = list(recomputable) if recomputable is not None else [True] * graph.ops
     costs = [
         graph.costs[v] if graph.costs else 1
@@ -163,12 +167,9 @@ def forced(
         if allowed[v] and graph.creates[v]
     ]
     if not costs:
-        return None
-    return Lower(
-        min(costs),
-        f"every order holds more than the budget at some step (the order search proved "
-        f"{order_bound} bytes): some op runs again, the cheapest that may costs {min(costs)}",
-    )
+        return Lower(0, f"{proved} and no op that makes a buffer may run again", True)
+    cheapest = min(costs)
+    return Lower(cheapest, f"{proved}: some op runs again, the cheapest that may costs {cheapest}")
 
 
 def rows(
