@@ -121,11 +121,13 @@ def covered(
         return Lower(
             0, f"an order holds at most {order_peak} bytes at every step: no run again is forced"
         )
+    once = forced(graph, budget, recomputable, order_bound)
+    if once is not None and once.unmet:
+        return once  # nothing fits: the covering bound's work would add nothing
     cover = covering_bound(graph, budget, recomputable, work)
     if cover.unmet:
         return Lower(0, "some op's step holds more than the budget whatever runs again", True)
-    once = forced(graph, budget, recomputable, order_bound)
-    if once is not None and (once.unmet or once.cost > cover.cost):
+    if once is not None and once.cost > cover.cost:
         return once
     if not cover.converged and not cover.cost:
         return Lower(
@@ -161,11 +163,8 @@ def forced(
         f"(the order search proved {order_bound} bytes)"
     )
     allowed = list(recomputable) if recomputable is not None else [True] * graph.ops
-    costs = [
-        graph.costs[v] if graph.costs else 1
-        for v in range(graph.ops)
-        if allowed[v] and graph.creates[v]
-    ]
+    every = graph.costs or (1,) * graph.ops
+    costs = [every[v] for v in range(graph.ops) if allowed[v] and graph.creates[v]]
     if not costs:
         return Lower(0, f"{proved} and no op that makes a buffer may run again", True)
     cheapest = min(costs)
